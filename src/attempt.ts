@@ -1,0 +1,337 @@
+/**
+ * One attempt of one run, under a lease: runs the workflow's code with a context, keeps
+ * the lease alive, enforces the deadline and the abort signal, and records how it ended.
+ * The step protocol itself lives in step-runner.ts.
+ */
+
+import type { StepFunction, StepOptions, WorkflowContext } from "./context.js";
+import type { Workflow } from "./define-workflow.js";
+import {
+  AttemptEndedError,
+  FromStepNotReachedError,
+  LeaseLostError,
+  RunCancelledError,
+  RunTimedOutError,
+  SteplogError,
+  StoppedError,
+  toErrorInfo,
+  type ErrorInfo,
+} from "./errors.js";
+import type { EngineSettings, ProgressEvent } from "./engine-settings.js";
+import { fault } from "./faults.js";
+import { LeaseKeeper } from "./lease-keeper.js";
+import { markDone, markLive } from "./live-attempts.js";
+import { runStep, type StepCall } from "./step-runner.js";
+import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
+import { decodeValue, encodeValue } from "./values.js";
+
+export interface AttemptPlan {
+  /** The step key to redo from, when given. */
+  fromStep: string | undefined;
+  values: Record<string, unknown> | undefined;
+  /** A run that was parked reuses its records whatever the version. */
+  ignoreVersion: boolean;
+  deadline: number | undefined;
+  signal: AbortSignal | undefined;
+}
+
+export interface RunResult<T = unknown> {
+  id: string;
+  /** How this attempt ended. */
+  status: AttemptEnding;
+  /** The run's status afterwards (differs when this was the last attempt allowed). */
+  runStatus: RunStatus;
+  value?: T;
+  error?: ErrorInfo;
+  attempt: number;
+}
+
+/** Signals ctx.stop(reason) through the workflow's code. */
+export class StopRequest extends Error {
+  override name = "StopRequest";
+  constructor(readonly reason: string) {
+    super(`stopped: ${reason}`);
+  }
+}
+
+interface EndReason {
+  ending: AttemptEnding | "lease-lost";
+  error: SteplogError;
+}
+
+export class Attempt {
+  readonly runId: string;
+  readonly number: number;
+  readonly fence: Lease;
+  /** The latest row of each step key: its current state. */
+  readonly latest = new Map<string, StepRow>();
+  readonly ran: string[] = [];
+  readonly reused: string[] = [];
+  readonly resolved: string[] = [];
+  readonly inFlight = new Set<string>();
+  readonly pending = new Set<Promise<void>>();
+  readonly controller = new AbortController();
+  readonly #keyCounts = new Map<string, number>();
+  readonly #compensations = new Map<string, number>();
+  nextSeq: number;
+  started: boolean;
+  lastEntered: string | undefined;
+  endReason: EndReason | undefined;
+  #settleEarly!: () => void;
+  readonly #endedEarly = new Promise<void>((resolve) => (this.#settleEarly = resolve));
+  readonly #keeper: LeaseKeeper;
+
+  constructor(
+    readonly settings: EngineSettings,
+    readonly workflow: Workflow,
+    readonly stored: StoredRun,
+    lease: Lease,
+    readonly plan: AttemptPlan,
+  ) {
+    this.runId = stored.run.id;
+    this.number = lease.attempt;
+    this.fence = lease;
+    for (const row of stored.steps) {
+      this.latest.set(row.key, row);
+      if (row.status === "compensated") this.addCompensation(row.key);
+    }
+    this.nextSeq = (stored.steps.at(-1)?.seq ?? 0) + 1;
+    this.started = false;
+    this.#keeper = new LeaseKeeper(settings, lease, (error) => this.endWith("lease-lost", error));
+  }
+
+  get version(): string | null {
+    return this.workflow.version ?? null;
+  }
+
+  emit(event: ProgressEvent): void {
+    try {
+      this.settings.onProgress?.(event);
+    } catch {
+      // A progress listener must never break a run.
+    }
+  }
+
+  /** The next key for a step name in call order: name, name#2, name#3, … */
+  nextKey(name: string): string {
+    const n = (this.#keyCounts.get(name) ?? 0) + 1;
+    this.#keyCounts.set(name, n);
+    return n === 1 ? name : `${name}#${n}`;
+  }
+
+  compensations(key: string): number {
+    return this.#compensations.get(key) ?? 0;
+  }
+
+  addCompensation(key: string): void {
+    this.#compensations.set(key, this.compensations(key) + 1);
+  }
+
+  /** Await one of this attempt's writes; a refused fence means the lease is lost. */
+  async write(write: Promise<void>): Promise<void> {
+    try {
+      await write;
+    } catch (error) {
+      if (error instanceof SteplogError && error.code === "LEASE_LOST") this.endWith("lease-lost", error);
+      throw error;
+    }
+  }
+
+  /** End the attempt early: no step starts after this, and the signal is aborted. */
+  endWith(ending: EndReason["ending"], error: SteplogError): void {
+    if (this.endReason) return;
+    this.endReason = { ending, error };
+    this.controller.abort(error);
+    this.checkEarlyEnd();
+  }
+
+  checkEarlyEnd(): void {
+    if (this.endReason && this.inFlight.size === 0) this.#settleEarly();
+  }
+
+  assertRunning(): void {
+    if (this.endReason) throw new AttemptEndedError(this.runId, this.number, this.endReason.error.message);
+  }
+
+  /** Track a write nobody awaits now (a group-committed outcome); the ending waits for it. */
+  track(write: Promise<void>): void {
+    const tracked = write.finally(() => this.pending.delete(tracked));
+    tracked.catch(() => {});
+    this.pending.add(tracked);
+  }
+
+  async run(args: unknown): Promise<RunResult> {
+    const location = this.settings.store.location;
+    markLive(location, this.runId, this.fence.epoch);
+    this.#keeper.start();
+    const cleanups = this.#watchDeadlineAndSignal();
+    this.emit({ type: "attempt-started", runId: this.runId, workflow: this.workflow.name, attempt: this.number, fromStep: this.plan.fromStep });
+    try {
+      const settled = await Promise.race([this.#runCode(args), this.#endedEarly.then(() => ({ kind: "ended" as const }))]);
+      if (settled.kind !== "ended") await this.#drain();
+      return await this.#finish(settled);
+    } finally {
+      for (const cleanup of cleanups) cleanup();
+      this.#keeper.stop();
+      markDone(location, this.runId, this.fence.epoch);
+    }
+  }
+
+  async #runCode(args: unknown): Promise<{ kind: "returned"; value: unknown } | { kind: "threw"; error: unknown }> {
+    try {
+      const value = await this.workflow.run(this.#context(), args as never);
+      return { kind: "returned", value };
+    } catch (error) {
+      return { kind: "threw", error };
+    }
+  }
+
+  /** Wait for steps the code did not await before it returned. */
+  async #drain(): Promise<void> {
+    while (this.inFlight.size > 0) {
+      await new Promise<void>((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  #watchDeadlineAndSignal(): Array<() => void> {
+    const cleanups: Array<() => void> = [];
+    const { deadline, signal } = this.plan;
+    if (deadline !== undefined) {
+      const fire = () => this.endWith("timed-out", new RunTimedOutError(this.runId, deadline, this.lastEntered));
+      const delay = deadline - this.settings.clock.now();
+      if (delay <= 0) fire();
+      else {
+        const timer = setTimeout(fire, Math.min(delay, 2 ** 31 - 1));
+        cleanups.push(() => clearTimeout(timer));
+      }
+    }
+    if (signal) {
+      const onAbort = () => {
+        const reason = signal.reason instanceof Error ? signal.reason.message : signal.reason === undefined ? "signal aborted" : String(signal.reason);
+        this.endWith("cancelled", new RunCancelledError(this.runId, this.lastEntered, reason));
+      };
+      if (signal.aborted) onAbort();
+      else {
+        signal.addEventListener("abort", onAbort, { once: true });
+        cleanups.push(() => signal.removeEventListener("abort", onAbort));
+      }
+    }
+    return cleanups;
+  }
+
+  #context(): WorkflowContext {
+    const attempt = this;
+    return {
+      runId: this.runId,
+      attempt: this.number,
+      signal: this.controller.signal,
+      step(name: string, optionsOrFn: StepOptions | StepFunction<unknown>, maybeFn?: StepFunction<unknown>) {
+        const call: StepCall =
+          typeof optionsOrFn === "function" ? { name, options: {}, fn: optionsOrFn } : { name, options: optionsOrFn ?? {}, fn: maybeFn! };
+        return runStep(attempt, call);
+      },
+      stop(reason: string): never {
+        attempt.endWith("stopped", attempt.stopError(String(reason)));
+        throw new StopRequest(String(reason));
+      },
+    } as WorkflowContext;
+  }
+
+  async #finish(settled: { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "ended" }): Promise<RunResult> {
+    let ending: AttemptEnding;
+    let error: ErrorInfo | undefined;
+    let valueText: string | null = null;
+    if (this.endReason?.ending === "lease-lost") return this.#leaseLost(this.endReason.error);
+    if (this.endReason) {
+      ending = this.endReason.ending as AttemptEnding;
+      error = toErrorInfo(this.endReason.error);
+    } else if (settled.kind === "threw") {
+      ending = "failed";
+      error = toErrorInfo((settled as { error: unknown }).error, this.lastEntered);
+    } else if (this.plan.fromStep !== undefined && !this.started) {
+      ending = "stopped";
+      const reached = new Set([...this.reused, ...this.ran]);
+      const notReached = [...this.latest.keys()].filter((key) => !reached.has(key));
+      error = toErrorInfo(new FromStepNotReachedError(this.runId, this.plan.fromStep, notReached));
+    } else {
+      ending = "completed";
+      try {
+        valueText = encodeValue((settled as { value: unknown }).value, `The result of run ${JSON.stringify(this.runId)}`, {
+          maxBytes: this.settings.maxValueBytes,
+        }, { runId: this.runId });
+      } catch (encodeError) {
+        ending = "failed";
+        error = toErrorInfo(encodeError);
+      }
+    }
+
+    // Outcomes committed with a later write must be durable before the ending is.
+    const writeFailure = await this.#settlePending();
+    if (writeFailure) {
+      if ((writeFailure as SteplogError).code === "LEASE_LOST") return this.#leaseLost(writeFailure);
+      ending = "failed";
+      error = toErrorInfo(writeFailure);
+      valueText = null;
+    }
+
+    const run = this.stored.run;
+    const counts = ending !== "completed" && ending !== "waiting" && ending !== "escalated";
+    const budgetUsed = counts ? run.budgetUsed : Math.max(0, run.budgetUsed - 1);
+    const runStatus: RunStatus = counts && budgetUsed >= this.workflow.maxAttempts ? "dead-lettered" : ending;
+    const now = this.settings.clock.now();
+    fault("before-end", this.lastEntered ?? "*");
+    try {
+      await this.settings.store.endAttempt(this.fence, {
+        attempt: this.number,
+        ending,
+        endedAt: now,
+        error: error ? JSON.stringify(error) : null,
+        run: { status: runStatus, value: valueText, error: error ? JSON.stringify(error) : null, budgetUsed, updatedAt: now },
+      });
+    } catch (endError) {
+      if (endError instanceof SteplogError && endError.code === "LEASE_LOST") return this.#leaseLost(endError);
+      const info = toErrorInfo(endError);
+      this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: "failed", runStatus: "running", error: info });
+      return { id: this.runId, status: "failed", runStatus: "running", error: info, attempt: this.number };
+    }
+    const result: RunResult = { id: this.runId, status: ending, runStatus, attempt: this.number };
+    if (valueText !== null) result.value = decodeValue(valueText);
+    if (error) result.error = error;
+    this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });
+    return result;
+  }
+
+  async #settlePending(): Promise<SteplogError | Error | undefined> {
+    const results = await Promise.allSettled([...this.pending]);
+    for (const result of results) if (result.status === "rejected") return result.reason as Error;
+    return undefined;
+  }
+
+  #leaseLost(error: SteplogError | Error): RunResult {
+    const info = toErrorInfo(error instanceof LeaseLostError ? error : new LeaseLostError(this.runId, this.number, error.message));
+    this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: "failed", runStatus: "running", error: info });
+    return { id: this.runId, status: "failed", runStatus: "running", error: info, attempt: this.number };
+  }
+
+  /** A stop names the last step entered and the fromStep to use; a repeat of the last attempt's stop says so. */
+  stopError(reason: string): StoppedError {
+    const step = this.lastEntered;
+    const q = JSON.stringify;
+    const previous = this.stored.attempts.filter((a) => a.number < this.number).at(-1);
+    const previousStep = previous?.error ? (JSON.parse(previous.error) as ErrorInfo).step : undefined;
+    if (step !== undefined && this.ran.length === 0 && previous?.ending === "stopped" && previousStep === step) {
+      return new StoppedError(
+        this.runId,
+        step,
+        reason,
+        `This attempt ran no step and stopped where attempt ${previous.number} did: the check ran on reused values, so it will stop again. ` +
+          `To redo step ${q(step)}, type engine.continue(${q(this.runId)}, { fromStep: ${q(step)} }).`,
+      );
+    }
+    const next =
+      step === undefined
+        ? `To go on, type engine.continue(${q(this.runId)}).`
+        : `To go on, type engine.continue(${q(this.runId)}); to redo step ${q(step)} and everything after it, engine.continue(${q(this.runId)}, { fromStep: ${q(step)} }).`;
+    return new StoppedError(this.runId, step, reason, next);
+  }
+}

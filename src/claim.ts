@@ -1,0 +1,103 @@
+/**
+ * Whether a continue may take a run, decided inside the store's transaction from what the
+ * store holds right then. Refusals come in a fixed order: RUN_BUSY, then RUN_COMPLETED /
+ * DEAD_LETTERED / RUN_ESCALATED, then STEP_NOT_FOUND, then ARGS_REJECTED. (RUN_NOT_FOUND is
+ * the store finding nothing.) A refusal counts no attempt.
+ */
+
+import type { Workflow } from "./define-workflow.js";
+import {
+  ArgsRejectedError,
+  DeadLetteredError,
+  RunBusyError,
+  RunCompletedError,
+  RunEscalatedError,
+  StepNotFoundError,
+} from "./errors.js";
+import { currentOwner, judgeOwner } from "./owner.js";
+import type { Validation } from "./schema.js";
+import type { ClaimDecision, RunPatch, StoredRun } from "./store/types.js";
+
+export interface ClaimRequest {
+  workflow: Workflow;
+  fromStep: string | undefined;
+  force: boolean;
+  deadline: number | undefined;
+  args: Validation<unknown>;
+  now: number;
+  leaseMs: number;
+  isHeldHere: () => boolean;
+}
+
+export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDecision {
+  const { run, lease, steps } = current;
+  const refuse = (error: Error, patch?: RunPatch): ClaimDecision =>
+    patch ? { kind: "refuse", error, run: patch } : { kind: "refuse", error };
+
+  if (lease && lease.attempt !== null) {
+    const holder = current.attempts.find((a) => a.number === lease.attempt);
+    if (holder) {
+      const verdict = judgeOwner(holder, lease, request.now, request.isHeldHere);
+      if (!verdict.gone) {
+        return refuse(new RunBusyError(run.id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }));
+      }
+    }
+  }
+
+  const lastStep = steps.at(-1)?.key;
+  if (run.status === "completed" && request.fromStep === undefined) return refuse(new RunCompletedError(run.id, firstStep(current)));
+  if (run.status === "escalated") {
+    const escalated = latestRows(current).find((row) => row.status === "escalated");
+    return refuse(new RunEscalatedError(run.id, escalated?.key ?? lastStep ?? "?"));
+  }
+  const max = request.workflow.maxAttempts;
+  if (!request.force && (run.status === "dead-lettered" || (run.status !== "completed" && run.budgetUsed >= max))) {
+    const error = new DeadLetteredError(run.id, run.budgetUsed, max, lastStep);
+    return run.status === "dead-lettered" ? refuse(error) : refuse(error, { status: "dead-lettered", updatedAt: request.now });
+  }
+
+  if (request.fromStep !== undefined && !steps.some((s) => s.key === request.fromStep)) {
+    return refuse(new StepNotFoundError(run.id, request.fromStep, [...new Set(steps.map((s) => s.key))], "fromStep"));
+  }
+  if (!request.args.ok) return refuse(new ArgsRejectedError(run.id, run.workflow, request.args.issues, true));
+
+  const number = run.attempts + 1;
+  const owner = currentOwner();
+  return {
+    kind: "take",
+    now: request.now,
+    expiresAt: request.now + request.leaseMs,
+    attempt: {
+      runId: run.id,
+      number,
+      ...owner,
+      startedAt: request.now,
+      endedAt: null,
+      ending: null,
+      fromStep: request.fromStep ?? null,
+      forced: request.force,
+      error: null,
+    },
+    run: {
+      status: "running",
+      attempts: number,
+      // Counted when the lease is taken, before any user code runs; refunded by a normal ending.
+      budgetUsed: request.force ? 1 : run.budgetUsed + 1,
+      deadline: request.deadline ?? null,
+      value: null,
+      error: null,
+      updatedAt: request.now,
+    },
+  };
+}
+
+function firstStep(current: StoredRun): string | undefined {
+  return current.steps[0]?.key;
+}
+
+/** The current row of each key, in order of first appearance. */
+export function latestRows(current: StoredRun) {
+  const latest = new Map<string, StoredRun["steps"][number]>();
+  for (const row of current.steps) latest.set(row.key, row);
+  return [...latest.values()];
+}

@@ -1,0 +1,68 @@
+/**
+ * defineWorkflow binds a name (what a run belongs to), an optional version and args
+ * schema, and bounds, to the code of one attempt.
+ */
+
+import type { WorkflowContext } from "./context.js";
+import { InvalidOptionError } from "./errors.js";
+import { checkName } from "./names.js";
+import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./schema.js";
+
+export const DEFAULT_MAX_ATTEMPTS = 10;
+
+export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
+  /** A run belongs to this name, not to a file: continue from a moved or copied file. */
+  name: string;
+  /**
+   * Optional. When both the record and the code have one, a major change (under 0.x, a minor
+   * one) stops a continue at the first step recorded by the other version.
+   */
+  version?: string;
+  /** Any Standard Schema validator; checked on start and again on every continue. */
+  args?: A;
+  /** Attempts allowed before the run is dead-lettered. Default 10. */
+  maxAttempts?: number;
+  run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
+}
+
+export interface Workflow<Args = unknown, R = unknown> {
+  readonly kind: "steplog.workflow";
+  readonly name: string;
+  readonly version: string | undefined;
+  readonly args: StandardSchemaV1 | undefined;
+  readonly maxAttempts: number;
+  readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
+  /** Type-only: the args `start` takes. */
+  readonly __args?: Args;
+}
+
+export type WorkflowArgs<W> = W extends Workflow<infer A, unknown> ? A : never;
+export type WorkflowResult<W> = W extends Workflow<unknown, infer R> ? R : never;
+
+export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefined, R = unknown>(
+  definition: WorkflowDefinition<A, R>,
+): Workflow<A extends StandardSchemaV1 ? InferInput<A> : unknown, R> {
+  checkName("workflow name", definition.name);
+  const maxAttempts = definition.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: maxAttempts must be a whole number ≥ 1, got ${String(definition.maxAttempts)}.`);
+  }
+  if (definition.args !== undefined && !isSchema(definition.args)) {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: args must be a Standard Schema validator (a zod schema, say).`);
+  }
+  if (typeof definition.run !== "function") {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: run must be a function (ctx, args) => Promise<result>.`);
+  }
+  return {
+    kind: "steplog.workflow",
+    name: definition.name,
+    version: definition.version,
+    args: definition.args,
+    maxAttempts,
+    run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
+  };
+}
+
+export function isWorkflow(value: unknown): value is Workflow {
+  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "steplog.workflow";
+}

@@ -1,0 +1,36 @@
+/** What an engine passes to each attempt: its store, clock, limits and listeners. */
+
+import type { ErrorInfo } from "./errors.js";
+import type { AttemptEnding, RunStatus, Store } from "./store/types.js";
+
+export interface Clock {
+  /** Wall-clock milliseconds since the epoch: deadlines are times of day, so time asleep counts. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** What a run reports as it goes, for progress views and logs. */
+export type ProgressEvent =
+  | { type: "attempt-started"; runId: string; workflow: string; attempt: number; fromStep: string | undefined }
+  | { type: "step-reused"; runId: string; step: string; recordedBy: number; recordedAt: number }
+  | { type: "step-started"; runId: string; step: string; retry: number }
+  | { type: "step-succeeded"; runId: string; step: string; durationMs: number }
+  | { type: "step-failed"; runId: string; step: string; error: ErrorInfo }
+  | { type: "step-resolved"; runId: string; step: string; policy: string; found: string }
+  | { type: "attempt-ended"; runId: string; attempt: number; status: AttemptEnding; runStatus: RunStatus; error?: ErrorInfo };
+
+/** Test hooks used by steplog/testing: replace a step's function, count calls. */
+export interface TestHooks {
+  override?: (key: string, name: string) => ((info: unknown) => unknown) | undefined;
+  onCall?: (key: string, kind: "function" | "query" | "compensate") => void;
+}
+
+export interface EngineSettings {
+  store: Store;
+  clock: Clock;
+  leaseMs: number;
+  maxValueBytes: number;
+  onProgress: ((event: ProgressEvent) => void) | undefined;
+  hooks: TestHooks | undefined;
+}

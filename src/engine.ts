@@ -1,0 +1,257 @@
+/**
+ * createEngine: the app's handle on runs. start and continue resolve with how the attempt
+ * ended; they reject only when the attempt is refused and never began.
+ */
+
+import { ulid } from "ulid";
+import { Attempt, type AttemptPlan, type RunResult } from "./attempt.js";
+import { decideClaim } from "./claim.js";
+import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "./define-workflow.js";
+import { systemClock, type Clock, type EngineSettings, type ProgressEvent, type TestHooks } from "./engine-settings.js";
+import {
+  ArgsRejectedError,
+  EngineClosedError,
+  InvalidOptionError,
+  RunCancelledError,
+  RunExistsError,
+  RunNotFoundError,
+  WorkflowNotRegisteredError,
+} from "./errors.js";
+import { isLiveHere } from "./live-attempts.js";
+import { checkName } from "./names.js";
+import { currentOwner } from "./owner.js";
+import { validate, type Validation } from "./schema.js";
+import { sqliteStore } from "./store/sqlite/store.js";
+import type { AttemptRow, RunFilter, RunRow, RunStatus, Store, StoredRun } from "./store/types.js";
+import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values.js";
+import { summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
+
+export const TEST_HOOKS = Symbol.for("steplog.testHooks");
+
+export interface EngineOptions {
+  /** The workflows whose runs this engine may continue. */
+  workflows?: Workflow<any, any>[];
+  /** Default: sqliteStore() at `.steplog/steplog.db` under the working directory. */
+  store?: Store;
+  /** How long a lease lasts without renewal, in ms. Default 30000; renewed every third of it. */
+  leaseMs?: number;
+  /** Largest encoded value a step may record, in bytes. Default 1 MiB. */
+  maxValueBytes?: number;
+  /** Wall clock, replaceable in tests. */
+  clock?: Clock;
+  /** Called with each step and attempt event, for progress views and logs. */
+  onProgress?: (event: ProgressEvent) => void;
+  [TEST_HOOKS]?: TestHooks;
+}
+
+export interface StartOptions {
+  /** The run's id; default a ULID. Keep it to continue the run later. */
+  id?: string;
+  /** A wall-clock deadline this many ms from now; past it the attempt ends `timed-out`. */
+  timeoutMs?: number;
+  /** Aborting it ends the attempt `cancelled`. */
+  signal?: AbortSignal;
+}
+
+export interface ContinueOptions {
+  /** Redo this step (a key such as "fetch#2", or a name for its first occurrence) and everything after it. */
+  fromStep?: string;
+  /** Values for steps before `fromStep` that have no succeeded record, by key. */
+  values?: Record<string, unknown>;
+  /** Take a dead-lettered run back with a fresh attempt budget (recorded on the attempt). */
+  force?: boolean;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ListFilter {
+  status?: RunStatus | RunStatus[];
+  workflow?: string;
+  limit?: number;
+}
+
+export interface Engine {
+  start<W extends Workflow<any, any>>(workflow: W | string, args: WorkflowArgs<W>, options?: StartOptions): Promise<RunResult<WorkflowResult<W>>>;
+  continue(id: string, options?: ContinueOptions): Promise<RunResult>;
+  /** The run with its attempts and its step log, in execution order. RUN_NOT_FOUND if there is none. */
+  get(id: string): Promise<RunView>;
+  list(filter?: ListFilter): Promise<RunSummary[]>;
+  /** Ends this engine's running attempts (`cancelled`, leases released) and closes the store. */
+  close(): Promise<void>;
+  readonly store: Store;
+}
+
+export function createEngine(options: EngineOptions = {}): Engine {
+  return new SteplogEngine(options);
+}
+
+class SteplogEngine implements Engine {
+  readonly store: Store;
+  readonly #settings: EngineSettings;
+  readonly #workflows = new Map<string, Workflow>();
+  readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
+  #closed = false;
+
+  constructor(options: EngineOptions) {
+    const leaseMs = options.leaseMs ?? 30_000;
+    if (!(leaseMs >= 30)) throw new InvalidOptionError(`createEngine: leaseMs must be at least 30 ms, got ${String(options.leaseMs)}.`);
+    const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
+    if (!(maxValueBytes > 0)) throw new InvalidOptionError(`createEngine: maxValueBytes must be > 0, got ${String(options.maxValueBytes)}.`);
+    this.store = options.store ?? sqliteStore();
+    this.#settings = {
+      store: this.store,
+      clock: options.clock ?? systemClock,
+      leaseMs,
+      maxValueBytes,
+      onProgress: options.onProgress,
+      hooks: options[TEST_HOOKS],
+    };
+    for (const workflow of options.workflows ?? []) this.#register(workflow);
+  }
+
+  #register(workflow: Workflow): void {
+    if (!isWorkflow(workflow)) throw new InvalidOptionError("createEngine: workflows must be made with defineWorkflow(...).");
+    const known = this.#workflows.get(workflow.name);
+    if (known && known !== workflow) {
+      throw new InvalidOptionError(`Two different workflows are named ${JSON.stringify(workflow.name)}; a run belongs to a name, so names must be unique.`);
+    }
+    this.#workflows.set(workflow.name, workflow);
+  }
+
+  #workflow(name: string, runId: string | undefined): Workflow {
+    const workflow = this.#workflows.get(name);
+    if (!workflow) throw new WorkflowNotRegisteredError(name, runId, [...this.#workflows.keys()]);
+    return workflow;
+  }
+
+  #judge(): Judge {
+    return { now: this.#settings.clock.now(), isHeldHere: (runId) => isLiveHere(this.store.location, runId) };
+  }
+
+  #open(): void {
+    if (this.#closed) throw new EngineClosedError();
+  }
+
+  #deadline(timeoutMs: number | undefined, where: string): number | undefined {
+    if (timeoutMs === undefined) return undefined;
+    if (!(typeof timeoutMs === "number" && timeoutMs > 0)) throw new InvalidOptionError(`${where}: timeoutMs must be a number of milliseconds > 0, got ${String(timeoutMs)}.`);
+    return this.#settings.clock.now() + timeoutMs;
+  }
+
+  async start<W extends Workflow<any, any>>(workflowOrName: W | string, args: WorkflowArgs<W>, options: StartOptions = {}): Promise<RunResult<WorkflowResult<W>>> {
+    this.#open();
+    const workflow = typeof workflowOrName === "string" ? this.#workflow(workflowOrName, undefined) : workflowOrName;
+    if (typeof workflowOrName !== "string") this.#register(workflow);
+    const id = options.id === undefined ? ulid() : checkName("run id", options.id);
+    const deadline = this.#deadline(options.timeoutMs, `start(${JSON.stringify(workflow.name)})`);
+    const checked = await this.#checkArgs(workflow, args);
+    if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
+    const argsText = encodeValue(args, `The args of run ${JSON.stringify(id)}`, { maxBytes: this.#settings.maxValueBytes }, { runId: id });
+    const now = this.#settings.clock.now();
+    const run: RunRow = {
+      id,
+      workflow: workflow.name,
+      version: workflow.version ?? null,
+      args: argsText,
+      status: "running",
+      attempts: 1,
+      budgetUsed: 1,
+      source: null,
+      deadline: deadline ?? null,
+      value: null,
+      error: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const first: AttemptRow = { runId: id, number: 1, ...currentOwner(), startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null };
+    const created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
+    if ("exists" in created) throw new RunExistsError(id, created.exists.status);
+    const stored: StoredRun = { run, attempts: [first], steps: [], lease: null };
+    const plan: AttemptPlan = { fromStep: undefined, values: undefined, ignoreVersion: false, deadline, signal: options.signal };
+    return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
+  }
+
+  async continue(id: string, options: ContinueOptions = {}): Promise<RunResult> {
+    this.#open();
+    checkName("run id", id);
+    if (options.fromStep !== undefined && typeof options.fromStep !== "string") {
+      throw new InvalidOptionError(`continue(${JSON.stringify(id)}): fromStep must be a step key or name.`, { runId: id });
+    }
+    if (options.values !== undefined && (typeof options.values !== "object" || options.values === null || Array.isArray(options.values))) {
+      throw new InvalidOptionError(`continue(${JSON.stringify(id)}): values must be an object of step key → value.`, { runId: id });
+    }
+    const deadline = this.#deadline(options.timeoutMs, `continue(${JSON.stringify(id)})`);
+    const before = await this.store.loadRun(id);
+    if (!before) throw new RunNotFoundError(id, this.store.location);
+    const workflow = this.#workflow(before.run.workflow, id);
+    // Args never change after the start, so they are checked before the claim; the verdict is
+    // applied inside it, after the refusals that come first.
+    const args = await this.#checkArgs(workflow, decodeValue(before.run.args));
+    const now = this.#settings.clock.now();
+    const claimed = await this.store.claimRun(id, (current) =>
+      decideClaim(current, {
+        workflow,
+        fromStep: options.fromStep,
+        force: options.force === true,
+        deadline,
+        args,
+        now,
+        leaseMs: this.#settings.leaseMs,
+        isHeldHere: () => isLiveHere(this.store.location, id),
+      }),
+    );
+    if (claimed.kind === "missing") throw new RunNotFoundError(id, this.store.location);
+    const plan: AttemptPlan = {
+      fromStep: options.fromStep,
+      values: options.values,
+      ignoreVersion: false,
+      deadline,
+      signal: options.signal,
+    };
+    return this.#runAttempt(new Attempt(this.#settings, workflow, claimed.state, claimed.lease, plan), (args as { value: unknown }).value);
+  }
+
+  async #checkArgs(workflow: Workflow, args: unknown): Promise<Validation<unknown>> {
+    return workflow.args ? validate(workflow.args, args) : { ok: true, value: args };
+  }
+
+  #runAttempt(attempt: Attempt, args: unknown): Promise<RunResult> {
+    const done = attempt.run(args);
+    const entry = { attempt, done };
+    this.#running.add(entry);
+    return done.finally(() => this.#running.delete(entry));
+  }
+
+  async get(id: string): Promise<RunView> {
+    this.#open();
+    checkName("run id", id);
+    const stored = await this.store.loadRun(id);
+    if (!stored) throw new RunNotFoundError(id, this.store.location);
+    return viewRun(stored, this.#judge());
+  }
+
+  async list(filter: ListFilter = {}): Promise<RunSummary[]> {
+    this.#open();
+    const wanted = filter.status === undefined ? undefined : Array.isArray(filter.status) ? filter.status : [filter.status];
+    // `interrupted` is derived from `running` rows whose owner is gone.
+    const stored: RunFilter = {};
+    if (wanted) stored.status = wanted.includes("interrupted") && !wanted.includes("running") ? [...wanted, "running"] : wanted;
+    if (filter.workflow !== undefined) stored.workflow = filter.workflow;
+    const judge = this.#judge();
+    const summaries = (await this.store.listRuns(stored)).map((listing) => summarize(listing, judge));
+    const matching = wanted ? summaries.filter((s) => wanted.includes(s.status)) : summaries;
+    return filter.limit === undefined ? matching : matching.slice(0, filter.limit);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const { attempt } of this.#running) {
+      attempt.endWith("cancelled", new RunCancelledError(attempt.runId, attempt.lastEntered, "the engine was closed"));
+    }
+    await Promise.allSettled([...this.#running].map((entry) => entry.done));
+    await this.store.close();
+  }
+}
+
+export type { RunResult };

@@ -1,0 +1,478 @@
+/**
+ * Every error a user can meet is a SteplogError with a stable `code`. Match on
+ * `code` (it survives being stored and read back), not on `instanceof`.
+ * Each message says what happened, to which run or step, and what to type next.
+ */
+
+export const ERROR_CODES = [
+  "RUN_NOT_FOUND",
+  "RUN_EXISTS",
+  "RUN_BUSY",
+  "RUN_COMPLETED",
+  "RUN_ESCALATED",
+  "DEAD_LETTERED",
+  "ARGS_REJECTED",
+  "STORE_UNREADABLE",
+  "STORE_TOO_NEW",
+  "STORE_WRITE_FAILED",
+  "LEASE_LOST",
+  "WORKFLOW_NOT_REGISTERED",
+  "STEP_NOT_FOUND",
+  "NOT_ESCALATED",
+  "VALUE_NOT_SERIALIZABLE",
+  "VALUE_TOO_LARGE",
+  "PIVOT_ORDER",
+  "PAST_PIVOT",
+  "INVALID_NAME",
+  "INVALID_OPTION",
+  "STEP_TIMED_OUT",
+  "RUN_TIMED_OUT",
+  "RUN_CANCELLED",
+  "STOPPED",
+  "VERSION_CHANGED",
+  "RESULT_REJECTED",
+  "FROM_STEP_NOT_REACHED",
+  "VALUE_MISSING",
+  "ATTEMPT_ENDED",
+  "ENGINE_CLOSED",
+  "QUERY_FAILED",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** The plain shape every stored or handed-back error has. */
+export interface ErrorInfo {
+  name: string;
+  message: string;
+  code?: string;
+  step?: string;
+}
+
+export interface SteplogErrorDetails {
+  runId?: string;
+  step?: string;
+  attempt?: number;
+  cause?: unknown;
+}
+
+export class SteplogError extends Error {
+  override name = "SteplogError";
+  readonly code: ErrorCode;
+  readonly runId: string | undefined;
+  readonly step: string | undefined;
+  readonly attempt: number | undefined;
+
+  constructor(code: ErrorCode, message: string, details: SteplogErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    this.runId = details.runId;
+    this.step = details.step;
+    this.attempt = details.attempt;
+  }
+}
+
+/** True when `error` carries a steplog code (optionally a given one), whichever copy of the class made it. */
+export function isSteplogError(error: unknown, code?: ErrorCode): error is SteplogError {
+  if (typeof error !== "object" || error === null) return false;
+  const found = (error as { code?: unknown }).code;
+  if (typeof found !== "string" || !(ERROR_CODES as readonly string[]).includes(found)) return false;
+  return code === undefined || found === code;
+}
+
+const q = (s: string) => JSON.stringify(s);
+
+export class RunNotFoundError extends SteplogError {
+  override name = "RunNotFoundError";
+  constructor(runId: string, storeLocation: string) {
+    super(
+      "RUN_NOT_FOUND",
+      `No run ${q(runId)} in ${storeLocation}. A missing record is not an empty one, so steplog will not start it over. ` +
+        `Check that the app points at the same store; to run it from scratch, type engine.start(workflow, args, { id: ${q(runId)} }).`,
+      { runId },
+    );
+  }
+}
+
+export class RunExistsError extends SteplogError {
+  override name = "RunExistsError";
+  constructor(runId: string, status: string) {
+    super(
+      "RUN_EXISTS",
+      `Run ${q(runId)} already exists (status ${status}); start never overwrites a run. To go on with it, type engine.continue(${q(runId)}); for a fresh run, start with another id.`,
+      { runId },
+    );
+  }
+}
+
+export interface LeaseHolder {
+  attempt: number;
+  host: string;
+  pid: number;
+  expiresAt: number;
+}
+
+export class RunBusyError extends SteplogError {
+  override name = "RunBusyError";
+  readonly holder: LeaseHolder;
+  constructor(runId: string, holder: LeaseHolder) {
+    super(
+      "RUN_BUSY",
+      `Run ${q(runId)} is held by attempt ${holder.attempt} (host ${holder.host}, pid ${holder.pid}); its lease expires at ${new Date(holder.expiresAt).toISOString()}. ` +
+        `Two attempts of one run never run at once: wait for that attempt to end, or stop that process and continue after the lease expires.`,
+      { runId, attempt: holder.attempt },
+    );
+    this.holder = holder;
+  }
+}
+
+export class RunCompletedError extends SteplogError {
+  override name = "RunCompletedError";
+  constructor(runId: string, lastStep: string | undefined) {
+    const hint = lastStep === undefined ? `{ fromStep: "<step>" }` : `{ fromStep: ${q(lastStep)} }`;
+    super(
+      "RUN_COMPLETED",
+      `Run ${q(runId)} already completed; a continue would redo nothing. To redo a step and everything after it, type engine.continue(${q(runId)}, ${hint}).`,
+      { runId },
+    );
+  }
+}
+
+export class RunEscalatedError extends SteplogError {
+  override name = "RunEscalatedError";
+  constructor(runId: string, step: string) {
+    super(
+      "RUN_ESCALATED",
+      `Run ${q(runId)} waits for a person: step ${q(step)} was cut off inside an effect that must not be repeated blindly. ` +
+        `Find out whether it happened, then type engine.resolve(${q(runId)}, ${q(step)}, { value }) if it did or engine.resolve(${q(runId)}, ${q(step)}, { redo: true }) if it did not; then continue.`,
+      { runId, step },
+    );
+  }
+}
+
+export class DeadLetteredError extends SteplogError {
+  override name = "DeadLetteredError";
+  constructor(runId: string, attempts: number, maxAttempts: number, lastStep: string | undefined) {
+    super(
+      "DEAD_LETTERED",
+      `Run ${q(runId)} is dead-lettered: ${attempts} attempts failed (the workflow allows ${maxAttempts})` +
+        (lastStep === undefined ? "" : `, the last one in step ${q(lastStep)}`) +
+        `. Fix the cause, then type engine.continue(${q(runId)}, { force: true }) to give it a fresh budget.`,
+      { runId },
+    );
+  }
+}
+
+export class ArgsRejectedError extends SteplogError {
+  override name = "ArgsRejectedError";
+  readonly issues: readonly string[];
+  constructor(runId: string | undefined, workflow: string, issues: readonly string[], onContinue: boolean) {
+    super(
+      "ARGS_REJECTED",
+      (runId === undefined ? `The args for workflow ${q(workflow)}` : `Run ${q(runId)}: the args`) +
+        ` are rejected by the workflow's args schema: ${issues.join("; ")}. ` +
+        (onContinue
+          ? `The recorded args no longer fit the code, so this run cannot be continued: start a new run with args the schema accepts.`
+          : `Nothing was recorded; pass args the schema accepts.`),
+      runId === undefined ? {} : { runId },
+    );
+    this.issues = issues;
+  }
+}
+
+export class StoreUnreadableError extends SteplogError {
+  override name = "StoreUnreadableError";
+  constructor(location: string, reason: string, cause?: unknown) {
+    super(
+      "STORE_UNREADABLE",
+      `The store at ${location} is not a readable steplog store (${reason}). It was left untouched. ` +
+        `Point the engine at the right file, or restore it from a backup; steplog never overwrites it.`,
+      { cause },
+    );
+  }
+}
+
+export class StoreTooNewError extends SteplogError {
+  override name = "StoreTooNewError";
+  constructor(location: string, found: number, supported: number) {
+    super(
+      "STORE_TOO_NEW",
+      `The store at ${location} has schema version ${found}, written by a newer steplog; this one reads up to ${supported}. Upgrade steplog; the store was left untouched.`,
+    );
+  }
+}
+
+export class StoreWriteFailedError extends SteplogError {
+  override name = "StoreWriteFailedError";
+  constructor(location: string, what: string, details: SteplogErrorDetails) {
+    const reason = details.cause instanceof Error ? details.cause.message : String(details.cause);
+    super(
+      "STORE_WRITE_FAILED",
+      `Could not record ${what} in ${location}: ${reason}. Nothing after it ran. Free space or fix the store, then type engine.continue(${q(details.runId ?? "<id>")}).`,
+      details,
+    );
+  }
+}
+
+export class LeaseLostError extends SteplogError {
+  override name = "LeaseLostError";
+  constructor(runId: string, attempt: number | undefined, why: string) {
+    super(
+      "LEASE_LOST",
+      `Run ${q(runId)}: attempt ${attempt ?? "?"} lost its lease (${why}); it records nothing more and starts no step. ` +
+        `Another attempt owns the run now; see it with engine.get(${q(runId)}).`,
+      attempt === undefined ? { runId } : { runId, attempt },
+    );
+  }
+}
+
+export class WorkflowNotRegisteredError extends SteplogError {
+  override name = "WorkflowNotRegisteredError";
+  constructor(workflow: string, runId: string | undefined, known: readonly string[]) {
+    super(
+      "WORKFLOW_NOT_REGISTERED",
+      (runId === undefined ? `Workflow ${q(workflow)}` : `Run ${q(runId)} belongs to workflow ${q(workflow)}, which`) +
+        ` is not registered with this engine (registered: ${known.length === 0 ? "none" : known.map(q).join(", ")}). ` +
+        `Pass it in createEngine({ workflows: [...] }).`,
+      runId === undefined ? {} : { runId },
+    );
+  }
+}
+
+export class StepNotFoundError extends SteplogError {
+  override name = "StepNotFoundError";
+  constructor(runId: string, step: string, recorded: readonly string[], what: string) {
+    super(
+      "STEP_NOT_FOUND",
+      `Run ${q(runId)} has no recorded step ${q(step)} (${what}). Recorded steps: ${recorded.length === 0 ? "none" : recorded.map(q).join(", ")}. ` +
+        `Name one of those (a key such as "fetch#2", or a name for its first occurrence).`,
+      { runId, step },
+    );
+  }
+}
+
+export class NotEscalatedError extends SteplogError {
+  override name = "NotEscalatedError";
+  constructor(runId: string, step: string, status: string) {
+    super(
+      "NOT_ESCALATED",
+      `Run ${q(runId)}: step ${q(step)} is ${status}, not escalated, so there is nothing to resolve. See engine.escalations() for what waits for a person.`,
+      { runId, step },
+    );
+  }
+}
+
+export class ValueNotSerializableError extends SteplogError {
+  override name = "ValueNotSerializableError";
+  readonly path: string;
+  constructor(what: string, path: string, found: string, details: SteplogErrorDetails = {}) {
+    super(
+      "VALUE_NOT_SERIALIZABLE",
+      `${what} cannot be recorded faithfully: ${path} is ${found}. ` +
+        `Return plain data (objects, arrays, strings, numbers, booleans, null, undefined, Date, BigInt, Map, Set), e.g. convert it with a plain object first.`,
+      details,
+    );
+    this.path = path;
+  }
+}
+
+export class ValueTooLargeError extends SteplogError {
+  override name = "ValueTooLargeError";
+  constructor(what: string, bytes: number, limit: number, details: SteplogErrorDetails = {}) {
+    super(
+      "VALUE_TOO_LARGE",
+      `${what} is ${bytes} bytes encoded, over the limit of ${limit}. Store large data elsewhere and return a reference, or raise maxValueBytes in createEngine.`,
+      details,
+    );
+  }
+}
+
+export class PivotOrderError extends SteplogError {
+  override name = "PivotOrderError";
+  constructor(runId: string, step: string, inFlight: readonly string[]) {
+    super(
+      "PIVOT_ORDER",
+      `Run ${q(runId)}: irreversible step ${q(step)} refused to start while ${inFlight.map(q).join(", ")} ${inFlight.length === 1 ? "is" : "are"} still in flight. ` +
+        `Await those steps first: an irreversible step is the pivot and goes last.`,
+      { runId, step },
+    );
+  }
+}
+
+export class PastPivotError extends SteplogError {
+  override name = "PastPivotError";
+  constructor(runId: string, pivot: string) {
+    super(
+      "PAST_PIVOT",
+      `Run ${q(runId)}: irreversible step ${q(pivot)} has already succeeded, so the run cannot be compensated; it must go forward. Type engine.continue(${q(runId)}).`,
+      { runId, step: pivot },
+    );
+  }
+}
+
+export class InvalidNameError extends SteplogError {
+  override name = "InvalidNameError";
+  constructor(kind: string, value: string, rule: string) {
+    const shown = value.length > 60 ? `${JSON.stringify(value.slice(0, 60))}… (${value.length} characters)` : JSON.stringify(value);
+    super("INVALID_NAME", `Invalid ${kind} ${shown}: ${rule}.`);
+  }
+}
+
+export class InvalidOptionError extends SteplogError {
+  override name = "InvalidOptionError";
+  constructor(message: string, details: SteplogErrorDetails = {}) {
+    super("INVALID_OPTION", message, details);
+  }
+}
+
+export class StepTimedOutError extends SteplogError {
+  override name = "StepTimedOutError";
+  constructor(runId: string, step: string, timeoutMs: number) {
+    super("STEP_TIMED_OUT", `Run ${q(runId)}: step ${q(step)} ran longer than its timeoutMs of ${timeoutMs} ms and was aborted.`, {
+      runId,
+      step,
+    });
+  }
+}
+
+export class RunTimedOutError extends SteplogError {
+  override name = "RunTimedOutError";
+  constructor(runId: string, deadline: number, step: string | undefined) {
+    super(
+      "RUN_TIMED_OUT",
+      `Run ${q(runId)} passed its deadline (${new Date(deadline).toISOString()})` +
+        (step === undefined ? "" : ` in step ${q(step)}`) +
+        `. Type engine.continue(${q(runId)}) to go on (with no deadline unless you give timeoutMs again).`,
+      step === undefined ? { runId } : { runId, step },
+    );
+  }
+}
+
+export class RunCancelledError extends SteplogError {
+  override name = "RunCancelledError";
+  constructor(runId: string, step: string | undefined, reason: string) {
+    super(
+      "RUN_CANCELLED",
+      `Run ${q(runId)} was cancelled (${reason})` + (step === undefined ? "" : ` in step ${q(step)}`) + `. Type engine.continue(${q(runId)}) to go on.`,
+      step === undefined ? { runId } : { runId, step },
+    );
+  }
+}
+
+export class StoppedError extends SteplogError {
+  override name = "StoppedError";
+  readonly reason: string;
+  constructor(runId: string, step: string | undefined, reason: string, next: string) {
+    super("STOPPED", `Run ${q(runId)} stopped` + (step === undefined ? "" : ` at step ${q(step)}`) + `: ${reason}. ${next}`, {
+      runId,
+      ...(step === undefined ? {} : { step }),
+    });
+    this.reason = reason;
+  }
+}
+
+/** The attempt stopped at a reused step because the code's version moved a major (0.x: minor) away from the record. */
+export class VersionChangedError extends SteplogError {
+  override name = "VersionChangedError";
+  constructor(runId: string, step: string, recorded: string, current: string) {
+    super(
+      "VERSION_CHANGED",
+      `Run ${q(runId)} stopped at step ${q(step)}: it was recorded by version ${recorded} of the workflow and the code is ${current}, a breaking change. ` +
+        `To redo it and everything after it, type engine.continue(${q(runId)}, { fromStep: ${q(step)} }); or give the step an upcast.`,
+      { runId, step },
+    );
+  }
+}
+
+export class ResultRejectedError extends SteplogError {
+  override name = "ResultRejectedError";
+  constructor(runId: string, step: string, issues: readonly string[], recorded: boolean) {
+    super(
+      "RESULT_REJECTED",
+      recorded
+        ? `Run ${q(runId)} stopped at step ${q(step)}: its recorded value no longer fits the step's result schema (${issues.join("; ")}). ` +
+            `To redo it and everything after it, type engine.continue(${q(runId)}, { fromStep: ${q(step)} }); or give the step an upcast.`
+        : `Run ${q(runId)}: step ${q(step)} returned a value its result schema rejects (${issues.join("; ")}).`,
+      { runId, step },
+    );
+  }
+}
+
+export class FromStepNotReachedError extends SteplogError {
+  override name = "FromStepNotReachedError";
+  constructor(runId: string, fromStep: string, notReached: readonly string[]) {
+    super(
+      "FROM_STEP_NOT_REACHED",
+      `Run ${q(runId)} stopped: fromStep ${q(fromStep)} was never reached by the code as it is now. ` +
+        `Recorded steps this attempt never reached: ${notReached.length === 0 ? "none" : notReached.map(q).join(", ")}. ` +
+        `A renamed step has no record; continue with fromStep naming a step the code still enters.`,
+      { runId, step: fromStep },
+    );
+  }
+}
+
+export class ValueMissingError extends SteplogError {
+  override name = "ValueMissingError";
+  constructor(runId: string, step: string, fromStep: string) {
+    super(
+      "VALUE_MISSING",
+      `Run ${q(runId)} stopped at step ${q(step)}: it comes before fromStep ${q(fromStep)} and has no succeeded record to reuse. ` +
+        `Give its value with engine.continue(${q(runId)}, { fromStep: ${q(fromStep)}, values: { ${q(step)}: … } }), or continue with { fromStep: ${q(step)} }.`,
+      { runId, step },
+    );
+  }
+}
+
+/** Thrown by ctx members once the attempt has ended (deadline, abort, lost lease): the workflow must not go on. */
+export class AttemptEndedError extends SteplogError {
+  override name = "AttemptEndedError";
+  constructor(runId: string, attempt: number, why: string) {
+    super("ATTEMPT_ENDED", `Run ${q(runId)}: attempt ${attempt} has already ended (${why}); no further step starts in it.`, {
+      runId,
+      attempt,
+    });
+  }
+}
+
+export class EngineClosedError extends SteplogError {
+  override name = "EngineClosedError";
+  constructor() {
+    super("ENGINE_CLOSED", `This engine was closed; create a new one with createEngine(...) to go on.`);
+  }
+}
+
+export class QueryFailedError extends SteplogError {
+  override name = "QueryFailedError";
+  constructor(runId: string, step: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      "QUERY_FAILED",
+      `Run ${q(runId)}: the query for step ${q(step)} failed (${reason}). The effect itself was not retried and the step is still intended. ` +
+        `Fix the query's service, then type engine.continue(${q(runId)}).`,
+      { runId, step, cause },
+    );
+  }
+}
+
+/** The plain, storable form of any thrown value. */
+export function toErrorInfo(error: unknown, step?: string): ErrorInfo {
+  if (error instanceof Error) {
+    const info: ErrorInfo = { name: error.name, message: error.message };
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string") info.code = code;
+    const ownStep = (error as { step?: unknown }).step;
+    if (typeof ownStep === "string") info.step = ownStep;
+    else if (step !== undefined) info.step = step;
+    return info;
+  }
+  const info: ErrorInfo = { name: "Error", message: typeof error === "string" ? error : safeString(error) };
+  if (step !== undefined) info.step = step;
+  return info;
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

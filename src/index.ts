@@ -1,0 +1,26 @@
+/**
+ * steplog: durable steps for Node.js apps. Wrap work in ctx.step(name, fn); a continue after
+ * any ending reuses every succeeded step and resolves a cut-off one by its declared policy.
+ */
+
+export { defineWorkflow, DEFAULT_MAX_ATTEMPTS } from "./define-workflow.js";
+export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "./define-workflow.js";
+export { createEngine } from "./engine.js";
+export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunResult } from "./engine.js";
+export type {
+  WorkflowContext,
+  StepInfo,
+  StepOptions,
+  StepFunction,
+  RetryOptions,
+  QueryInfo,
+  QueryAnswer,
+  CompensateInfo,
+  UnknownOutcomePolicy,
+  Effect,
+} from "./context.js";
+export type { Clock, ProgressEvent } from "./engine-settings.js";
+export type { RunView, RunSummary, StepView, AttemptView } from "./views.js";
+export type { RunStatus, AttemptEnding, StepStatus, Store } from "./store/types.js";
+export type { StandardSchemaV1 } from "./schema.js";
+export * from "./errors.js";

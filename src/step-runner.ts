@@ -1,0 +1,310 @@
+/**
+ * The ctx.step protocol:
+ *   before the start point, reuse a succeeded record (checked against the code as it is now);
+ *   at the start point or after it, resolve an unknown outcome by the step's policy, then
+ *   write the intent (durable before the function runs), call the function with retries and
+ *   a timeout, encode its value, and write the outcome.
+ */
+
+import type { Attempt } from "./attempt.js";
+import { StopRequest } from "./attempt.js";
+import type { StepFunction, StepInfo, StepOptions } from "./context.js";
+import {
+  InvalidOptionError,
+  PivotOrderError,
+  ResultRejectedError,
+  SteplogError,
+  StepTimedOutError,
+  ValueMissingError,
+  VersionChangedError,
+  toErrorInfo,
+  type ErrorInfo,
+} from "./errors.js";
+import { fault, faultArmed } from "./faults.js";
+import { checkName } from "./names.js";
+import { backoffDelay, retryPolicy } from "./retry-policy.js";
+import { validate } from "./schema.js";
+import type { Effect, StepRow } from "./store/types.js";
+import { resolveUnknownOutcome } from "./unknown-outcome.js";
+import { decodeValue, encodeValue } from "./values.js";
+import { isBreakingChange } from "./versions.js";
+
+export interface StepCall {
+  name: string;
+  options: StepOptions;
+  fn: StepFunction<unknown>;
+}
+
+export interface Identity {
+  idempotencyKey: string;
+  previous?: StepInfo["previous"];
+}
+
+const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
+const POLICIES = ["redrive", "query", "compensate", "escalate"];
+
+export async function runStep(attempt: Attempt, call: StepCall): Promise<unknown> {
+  attempt.assertRunning();
+  checkName("step name", call.name);
+  checkOptions(attempt, call);
+  const key = attempt.nextKey(call.name);
+  attempt.lastEntered = key;
+  const record = attempt.latest.get(key);
+
+  if (!attempt.started) {
+    const fromStep = attempt.plan.fromStep;
+    attempt.started = fromStep !== undefined ? key === fromStep : record?.status !== "succeeded";
+  }
+  if (!attempt.started) {
+    if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
+    const values = attempt.plan.values;
+    if (values && Object.hasOwn(values, key)) return supply(attempt, key, call, values[key]);
+    return stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!));
+  }
+  if (record && record.status === "intended" && record.attempt !== attempt.number) {
+    return resolveUnknownOutcome(attempt, key, record, call);
+  }
+  return execute(attempt, key, call, { idempotencyKey: idempotencyKeyFor(attempt, key) });
+}
+
+function checkOptions(attempt: Attempt, call: StepCall): void {
+  const { options, name } = call;
+  const bad = (what: string) => new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: attempt.runId, step: name });
+  if (typeof call.fn !== "function") throw bad("the last argument of ctx.step must be the step's function");
+  if (options.effect !== undefined && !EFFECTS.includes(options.effect)) throw bad(`effect must be one of ${EFFECTS.join(", ")}`);
+  if (options.onUnknown !== undefined && !POLICIES.includes(options.onUnknown)) throw bad(`onUnknown must be one of ${POLICIES.join(", ")}`);
+  if (options.onUnknown === "query" && !options.query) throw bad(`onUnknown "query" needs a query function`);
+  if (options.onUnknown === "compensate" && !options.compensate) throw bad(`onUnknown "compensate" needs a compensate function`);
+  if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) throw bad("timeoutMs must be a number of milliseconds > 0");
+}
+
+/** `${runId}:${key}`, and `…:2`, `…:3` once the step has been compensated. */
+export function idempotencyKeyFor(attempt: Attempt, key: string): string {
+  const base = `${attempt.runId}:${key}`;
+  const compensations = attempt.compensations(key);
+  return compensations === 0 ? base : `${base}:${compensations + 1}`;
+}
+
+export function stopWith(attempt: Attempt, error: SteplogError): never {
+  attempt.endWith("stopped", error);
+  throw error;
+}
+
+async function reuse(attempt: Attempt, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
+  if (!options.upcast && !attempt.plan.ignoreVersion && isBreakingChange(record.version, attempt.workflow.version)) {
+    stopWith(attempt, new VersionChangedError(attempt.runId, key, record.version!, attempt.workflow.version!));
+  }
+  let value = decodeValue(record.value ?? '{"$type":"undefined"}');
+  if (options.upcast) {
+    try {
+      value = options.upcast(value, { version: record.version });
+    } catch (error) {
+      stopWith(attempt, new ResultRejectedError(attempt.runId, key, [`upcast threw: ${(error as Error).message}`], true));
+    }
+  }
+  if (options.result) {
+    const checked = await validate(options.result, value);
+    if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, key, checked.issues, true));
+    value = checked.value;
+  }
+  attempt.reused.push(key);
+  attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
+  return value;
+}
+
+/** A value given with `continue(id, { values })` for a step before the start point with no record. */
+async function supply(attempt: Attempt, key: string, call: StepCall, given: unknown): Promise<unknown> {
+  const text = encodeValue(given, `The value given for step ${JSON.stringify(key)}`, { maxBytes: attempt.settings.maxValueBytes }, { runId: attempt.runId, step: key });
+  let value = decodeValue(text);
+  if (call.options.result) {
+    const checked = await validate(call.options.result, value);
+    if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, key, checked.issues, false));
+    value = checked.value;
+  }
+  const now = attempt.settings.clock.now();
+  const row = newRow(attempt, key, call, idempotencyKeyFor(attempt, key), now);
+  Object.assign(row, { status: "succeeded", value: text, endedAt: now, resolution: JSON.stringify({ policy: "supplied" }) });
+  await attempt.write(attempt.settings.store.writeIntent(attempt.fence, row));
+  attempt.latest.set(key, row);
+  attempt.resolved.push(key);
+  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "supplied", found: "value given on continue" });
+  return value;
+}
+
+export function newRow(attempt: Attempt, key: string, call: StepCall, idempotencyKey: string, now: number): StepRow {
+  return {
+    runId: attempt.runId,
+    seq: attempt.nextSeq++,
+    attempt: attempt.number,
+    key,
+    name: call.name,
+    status: "intended",
+    effect: call.options.effect ?? "idempotent",
+    idempotencyKey,
+    value: null,
+    error: null,
+    version: attempt.version,
+    intendedAt: now,
+    endedAt: null,
+    calls: 0,
+    resolution: null,
+    usage: null,
+  };
+}
+
+/** Write the intent, call the function (with retries and timeouts), record the outcome. */
+export async function execute(attempt: Attempt, key: string, call: StepCall, identity: Identity): Promise<unknown> {
+  const { options } = call;
+  const effect = options.effect ?? "idempotent";
+  const others = [...attempt.inFlight].filter((k) => k !== key);
+  if (effect === "irreversible" && others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
+  const policy = retryPolicy(options.retry, key);
+  const store = attempt.settings.store;
+  const clock = attempt.settings.clock;
+  attempt.inFlight.add(key);
+  try {
+    const row = newRow(attempt, key, call, identity.idempotencyKey, clock.now());
+    fault("before-intent", key);
+    await attempt.write(store.writeIntent(attempt.fence, row));
+    attempt.latest.set(key, row);
+    fault("after-intent", key);
+
+    const settle = async (status: "failed" | "stopped", error: ErrorInfo) => {
+      Object.assign(row, { status, error: JSON.stringify(error), endedAt: clock.now() });
+      attempt.emit({ type: "step-failed", runId: attempt.runId, step: key, error });
+      await attempt.write(store.writeOutcome(attempt.fence, { ...outcomeOf(row) }));
+    };
+
+    let value: unknown;
+    for (let retry = 0; ; retry++) {
+      attempt.emit({ type: "step-started", runId: attempt.runId, step: key, retry });
+      row.calls++;
+      const result = await callOnce(attempt, key, call, identity, retry);
+      if (result.ok) {
+        value = result.value;
+        break;
+      }
+      const error = result.error;
+      if (error instanceof StopRequest) {
+        await settle("stopped", toErrorInfo(attempt.endReason?.error ?? error, key));
+        throw error;
+      }
+      if (attempt.endReason) {
+        if (attempt.endReason.ending !== "lease-lost") await settle("failed", toErrorInfo(attempt.endReason.error, key));
+        throw attempt.endReason.error;
+      }
+      if (retry + 1 < policy.maxAttempts && policy.retryIf(error, retry)) {
+        await sleep(backoffDelay(policy, retry + 1), attempt.controller.signal);
+        const ended = endReasonOf(attempt);
+        if (!ended) continue;
+        if (ended.ending !== "lease-lost") await settle("failed", toErrorInfo(ended.error, key));
+        throw ended.error;
+      }
+      await settle("failed", toErrorInfo(error, key));
+      throw error;
+    }
+    fault("after-fn", key);
+
+    let text: string;
+    let decoded: unknown;
+    try {
+      text = encodeValue(value, `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, { maxBytes: attempt.settings.maxValueBytes }, {
+        runId: attempt.runId,
+        step: key,
+      });
+      decoded = decodeValue(text);
+      if (options.result) {
+        const checked = await validate(options.result, decoded);
+        if (!checked.ok) throw new ResultRejectedError(attempt.runId, key, checked.issues, false);
+        decoded = checked.value;
+      }
+    } catch (error) {
+      await settle("failed", toErrorInfo(error, key));
+      throw error;
+    }
+
+    Object.assign(row, { status: "succeeded", value: text, endedAt: clock.now() });
+    const write = store.writeOutcome(attempt.fence, outcomeOf(row));
+    // Group commit: a read or idempotent step's outcome may commit with the next write (a
+    // crash before it re-drives the step with the same key); any other effect's outcome is
+    // durable before ctx.step returns.
+    if ((effect === "read" || effect === "idempotent") && !faultArmed("after-outcome", key)) attempt.track(write);
+    else await attempt.write(write);
+    fault("after-outcome", key);
+    attempt.ran.push(key);
+    attempt.emit({ type: "step-succeeded", runId: attempt.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
+    return decoded;
+  } finally {
+    attempt.inFlight.delete(key);
+    attempt.checkEarlyEnd();
+  }
+}
+
+export function outcomeOf(row: StepRow) {
+  return {
+    seq: row.seq,
+    status: row.status as Exclude<StepRow["status"], "intended">,
+    value: row.value,
+    error: row.error,
+    endedAt: row.endedAt ?? 0,
+    calls: row.calls,
+    resolution: row.resolution,
+    usage: row.usage,
+  };
+}
+
+type CallResult = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+async function callOnce(attempt: Attempt, key: string, call: StepCall, identity: Identity, retry: number): Promise<CallResult> {
+  const controller = new AbortController();
+  const parent = attempt.controller.signal;
+  const onParentAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) onParentAbort();
+  else parent.addEventListener("abort", onParentAbort, { once: true });
+  let timedOut: StepTimedOutError | undefined;
+  const timer =
+    call.options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = new StepTimedOutError(attempt.runId, key, call.options.timeoutMs!);
+          controller.abort(timedOut);
+        }, call.options.timeoutMs);
+  const info: StepInfo = {
+    runId: attempt.runId,
+    step: key,
+    idempotencyKey: identity.idempotencyKey,
+    attempt: attempt.number,
+    retry,
+    signal: controller.signal,
+  };
+  if (identity.previous) info.previous = identity.previous;
+  try {
+    attempt.settings.hooks?.onCall?.(key, "function");
+    const fn = (attempt.settings.hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
+    const value = await fn(info);
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, error: timedOut && !(error instanceof StopRequest) ? timedOut : error };
+  } finally {
+    if (timer) clearTimeout(timer);
+    parent.removeEventListener("abort", onParentAbort);
+  }
+}
+
+/** Read afresh: the attempt may have ended while this step waited. */
+function endReasonOf(attempt: Attempt) {
+  return attempt.endReason;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,139 @@
+/**
+ * The memory store: the reference implementation of the Store contract, for tests.
+ * Records live in this process only; a continue from another process finds nothing
+ * (RUN_NOT_FOUND), never an empty run.
+ */
+
+import { LeaseLostError } from "../errors.js";
+import type {
+  AttemptEnd,
+  AttemptRow,
+  ClaimDecision,
+  ClaimResult,
+  Fence,
+  Lease,
+  RunFilter,
+  RunListing,
+  RunRow,
+  RunUpdate,
+  StepOutcome,
+  StepRow,
+  Store,
+  StoredRun,
+} from "./types.js";
+
+export interface MemoryStoreOptions {
+  /** Shown in messages. Default "memory store #N". */
+  name?: string;
+}
+
+let created = 0;
+
+export function memoryStore(options: MemoryStoreOptions = {}): Store {
+  created++;
+  return new MemoryStore(options.name ?? `memory store #${created}`);
+}
+
+class MemoryStore implements Store {
+  readonly kind = "memory";
+  readonly durable = false;
+  readonly #runs = new Map<string, StoredRun>();
+
+  constructor(readonly location: string) {}
+
+  async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
+    const existing = this.#runs.get(run.id);
+    if (existing) return { exists: structuredClone(existing.run) };
+    this.#runs.set(run.id, {
+      run: { ...run },
+      attempts: [{ ...attempt }],
+      steps: [],
+      lease: { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now },
+    });
+    return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
+  }
+
+  async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
+    const current = this.#runs.get(runId);
+    if (!current) return { kind: "missing" };
+    const decision = decide(structuredClone(current));
+    if (decision.kind === "refuse") {
+      if (decision.run) Object.assign(current.run, decision.run);
+      throw decision.error;
+    }
+    Object.assign(current.run, decision.run);
+    current.attempts.push({ ...decision.attempt });
+    const epoch = (current.lease?.epoch ?? 0) + 1;
+    current.lease = { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt, heartbeatAt: decision.now };
+    return {
+      kind: "taken",
+      state: structuredClone(current),
+      lease: { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt },
+    };
+  }
+
+  async updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
+    const current = this.#runs.get(runId);
+    if (!current) return undefined;
+    const update = decide(structuredClone(current));
+    if (update.error) throw update.error;
+    if (update.run) Object.assign(current.run, update.run);
+    for (const { seq, patch } of update.updateSteps ?? []) {
+      const row = current.steps.find((s) => s.seq === seq);
+      if (row) Object.assign(row, patch);
+    }
+    for (const step of update.appendSteps ?? []) current.steps.push({ ...step });
+    return update.result;
+  }
+
+  async loadRun(runId: string): Promise<StoredRun | undefined> {
+    const current = this.#runs.get(runId);
+    return current ? structuredClone(current) : undefined;
+  }
+
+  async listRuns(filter: RunFilter): Promise<RunListing[]> {
+    const out: RunListing[] = [];
+    for (const { run, attempts, lease } of this.#runs.values()) {
+      if (filter.status && !filter.status.includes(run.status)) continue;
+      if (filter.workflow !== undefined && run.workflow !== filter.workflow) continue;
+      out.push(structuredClone({ run, lastAttempt: attempts.at(-1) ?? null, lease }));
+    }
+    out.sort((a, b) => b.run.createdAt - a.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
+    return filter.limit === undefined ? out : out.slice(0, filter.limit);
+  }
+
+  #fenced(fence: Fence, what: string): StoredRun {
+    const current = this.#runs.get(fence.runId);
+    if (!current || current.lease?.epoch !== fence.epoch || current.lease.attempt === null) {
+      throw new LeaseLostError(fence.runId, undefined, `${what} refused: the lease epoch is no longer ${fence.epoch}`);
+    }
+    return current;
+  }
+
+  async writeIntent(fence: Fence, step: StepRow): Promise<void> {
+    this.#fenced(fence, "intent").steps.push({ ...step });
+  }
+
+  async writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
+    const current = this.#fenced(fence, "outcome");
+    const row = current.steps.find((s) => s.seq === outcome.seq);
+    if (!row || row.status !== "intended") throw new Error(`steplog internal: outcome for seq ${outcome.seq} has no open intent`);
+    Object.assign(row, outcome);
+  }
+
+  async renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
+    const lease = this.#fenced(fence, "lease renewal").lease!;
+    lease.expiresAt = expiresAt;
+    lease.heartbeatAt = now;
+  }
+
+  async endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
+    const current = this.#fenced(fence, "attempt ending");
+    const attempt = current.attempts.find((a) => a.number === end.attempt);
+    if (attempt) Object.assign(attempt, { ending: end.ending, endedAt: end.endedAt, error: end.error });
+    Object.assign(current.run, end.run);
+    current.lease = { ...current.lease!, attempt: null, expiresAt: 0, heartbeatAt: end.endedAt };
+  }
+
+  async close(): Promise<void> {}
+}

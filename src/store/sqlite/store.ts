@@ -1,0 +1,424 @@
+/**
+ * The SQLite store (better-sqlite3): the embedded default. WAL, busy_timeout, every write
+ * transaction BEGIN IMMEDIATE, and `synchronous` set explicitly on every open (an existing
+ * WAL database would otherwise drop to NORMAL). Attempt writes issued in the same turn of the
+ * event loop share one transaction (group commit, see write-queue.ts).
+ */
+
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { LeaseLostError, StoreTooNewError, StoreUnreadableError, StoreWriteFailedError, SteplogError } from "../../errors.js";
+import type {
+  AttemptEnd,
+  AttemptRow,
+  ClaimDecision,
+  ClaimResult,
+  Fence,
+  Lease,
+  LeaseRow,
+  RunFilter,
+  RunListing,
+  RunPatch,
+  RunRow,
+  RunUpdate,
+  StepOutcome,
+  StepRow,
+  Store,
+  StoredRun,
+} from "../types.js";
+import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
+import { WriteQueue } from "./write-queue.js";
+
+export interface SqliteStoreOptions {
+  /** The database file. Default `.steplog/steplog.db` under the working directory. */
+  path?: string;
+  /**
+   * "power" (default): synchronous=FULL, a committed step survives a power loss.
+   * "process": synchronous=NORMAL, survives a process crash but may lose the last
+   * commits on a power loss or OS crash; several times faster.
+   */
+  durability?: "power" | "process";
+  /** How long a write waits for another process's transaction, in ms. Default 5000. */
+  busyTimeoutMs?: number;
+}
+
+export const DEFAULT_SQLITE_PATH = path.join(".steplog", "steplog.db");
+
+export function sqliteStore(options: SqliteStoreOptions = {}): Store {
+  return new SqliteStore(options);
+}
+
+type Db = Database.Database;
+type Stmt = Database.Statement;
+
+const UNREADABLE_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CANTOPEN"]);
+
+const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
+  created_at AS createdAt, updated_at AS updatedAt`;
+const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
+  started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error`;
+const LEASE_COLUMNS = `run_id AS runId, epoch, attempt, expires_at AS expiresAt, heartbeat_at AS heartbeatAt`;
+const STEP_COLUMNS = `run_id AS runId, seq, attempt, key, name, status, effect, idempotency_key AS idempotencyKey, value, error,
+  version, intended_at AS intendedAt, ended_at AS endedAt, calls, resolution, usage`;
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+class SqliteStore implements Store {
+  readonly kind = "sqlite";
+  readonly durable = true;
+  readonly location: string;
+  readonly #file: string;
+  readonly #durability: "power" | "process";
+  readonly #busyTimeoutMs: number;
+  #db: Db | undefined;
+  #stmts: ReturnType<typeof prepare> | undefined;
+  #patchStmts = new Map<string, Stmt>();
+  #queue: WriteQueue | undefined;
+  #closed = false;
+
+  constructor(options: SqliteStoreOptions) {
+    this.#file = path.resolve(options.path ?? DEFAULT_SQLITE_PATH);
+    this.location = `sqlite store at ${this.#file}`;
+    this.#durability = options.durability ?? "power";
+    this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  }
+
+  /** Open on first use. With `create` false a missing file is reported as absent and nothing is created. */
+  #open(create: boolean): Db | undefined {
+    if (this.#closed) throw new SteplogError("ENGINE_CLOSED", `The ${this.location} was closed; open a new store to go on.`);
+    if (this.#db) return this.#db;
+    const exists = fs.existsSync(this.#file);
+    if (!exists && !create) return undefined;
+    if (!exists) this.#createFile();
+    let db: Db;
+    try {
+      db = new Database(this.#file, { fileMustExist: true });
+    } catch (error) {
+      throw this.#unreadable(error);
+    }
+    try {
+      this.#checkReadable(db);
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${this.#durability === "power" ? "FULL" : "NORMAL"}`);
+      db.pragma(`busy_timeout = ${this.#busyTimeoutMs}`);
+      this.#migrate(db);
+    } catch (error) {
+      db.close();
+      throw error instanceof SteplogError ? error : this.#unreadable(error);
+    }
+    this.#db = db;
+    this.#stmts = prepare(db);
+    this.#queue = new WriteQueue(db, (error, what, runId) => this.#writeFailed(error, what, runId));
+    return db;
+  }
+
+  #createFile(): void {
+    const dir = path.dirname(this.#file);
+    if (!fs.existsSync(dir)) {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      // Runs must never enter git by accident.
+      fs.writeFileSync(path.join(dir, ".gitignore"), "*\n", { mode: 0o600 });
+    }
+    try {
+      fs.closeSync(fs.openSync(this.#file, "wx", 0o600));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+  }
+
+  /** Read-only probe before any pragma that writes: a foreign or broken file is never touched. */
+  #checkReadable(db: Db): void {
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name);
+    if (tables.length === 0) return;
+    if (!tables.includes("meta")) {
+      throw new StoreUnreadableError(this.location, `it holds tables ${tables.slice(0, 5).join(", ")} but no steplog schema`);
+    }
+    const found = this.#schemaVersion(db);
+    if (found > SCHEMA_VERSION) throw new StoreTooNewError(this.location, found, SCHEMA_VERSION);
+  }
+
+  #schemaVersion(db: Db): number {
+    const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
+    if (!hasMeta) return 0;
+    const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
+    return row ? Number(row.value) : 0;
+  }
+
+  #migrate(db: Db): void {
+    db.transaction(() => {
+      // Re-read inside the write transaction: another process may have migrated meanwhile.
+      const current = this.#schemaVersion(db);
+      if (current > SCHEMA_VERSION) throw new StoreTooNewError(this.location, current, SCHEMA_VERSION);
+      for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
+      if (current < SCHEMA_VERSION) {
+        db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(
+          String(SCHEMA_VERSION),
+        );
+      }
+    }).immediate();
+  }
+
+  #unreadable(error: unknown): SteplogError {
+    const code = (error as { code?: string }).code ?? "";
+    const reason = error instanceof Error ? error.message : String(error);
+    return new StoreUnreadableError(this.location, UNREADABLE_CODES.has(code) ? `${code}: ${reason}` : reason, error);
+  }
+
+  #writeFailed(error: unknown, what: string, runId: string | undefined): SteplogError {
+    if (error instanceof SteplogError) return error;
+    const code = (error as { code?: string }).code ?? "";
+    if (UNREADABLE_CODES.has(code)) return this.#unreadable(error);
+    return new StoreWriteFailedError(this.location, what, { cause: error, ...(runId === undefined ? {} : { runId }) });
+  }
+
+  #read<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (error) {
+      if (error instanceof SteplogError) throw error;
+      const code = (error as { code?: string }).code ?? "";
+      if (UNREADABLE_CODES.has(code)) throw this.#unreadable(error);
+      throw error;
+    }
+  }
+
+  /** A synchronous write transaction, after any queued attempt writes (so order is kept). */
+  #transact<T>(create: boolean, what: string, runId: string, fn: (db: Db) => T): T | undefined {
+    const db = this.#open(create);
+    if (!db) return undefined;
+    this.#queue!.flush();
+    try {
+      return db.transaction(() => fn(db)).immediate();
+    } catch (error) {
+      throw this.#writeFailed(error, what, runId);
+    }
+  }
+
+  #load(runId: string): StoredRun | undefined {
+    const s = this.#stmts!;
+    const run = s.getRun.get(runId) as RunRow | undefined;
+    if (!run) return undefined;
+    const attempts = (s.getAttempts.all(runId) as Array<Omit<AttemptRow, "forced"> & { forced: number }>).map((a) => ({ ...a, forced: !!a.forced }));
+    const steps = s.getSteps.all(runId) as StepRow[];
+    const lease = (s.getLease.get(runId) as LeaseRow | undefined) ?? null;
+    return { run, attempts, steps, lease };
+  }
+
+  #patchRun(db: Db, runId: string, patch: RunPatch): void {
+    const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
+    if (keys.length === 0) return;
+    const signature = keys.join(",");
+    let stmt = this.#patchStmts.get(signature);
+    if (!stmt) {
+      stmt = db.prepare(`UPDATE runs SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE id = @id`);
+      this.#patchStmts.set(signature, stmt);
+    }
+    stmt.run({ ...patch, id: runId });
+  }
+
+  #insertAttempt(attempt: AttemptRow): void {
+    this.#stmts!.insertAttempt.run({ ...attempt, forced: attempt.forced ? 1 : 0 });
+  }
+
+  #checkFence(fence: Fence, what: string): void {
+    const lease = this.#stmts!.getFence.get(fence.runId) as { epoch: number; attempt: number | null } | undefined;
+    if (!lease || lease.epoch !== fence.epoch || lease.attempt === null) {
+      throw new LeaseLostError(fence.runId, undefined, `${what} refused: the lease epoch is no longer ${fence.epoch}`);
+    }
+  }
+
+  async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
+    return this.#transact(true, "the new run", run.id, () => {
+      const s = this.#stmts!;
+      const existing = s.getRun.get(run.id) as RunRow | undefined;
+      if (existing) return { exists: existing };
+      s.insertRun.run(run);
+      this.#insertAttempt(attempt);
+      s.upsertLease.run({ runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now });
+      return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
+    })!;
+  }
+
+  async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
+    let refusal: Error | undefined;
+    const result = this.#transact(false, "the new attempt", runId, (db): ClaimResult => {
+      const current = this.#load(runId);
+      if (!current) return { kind: "missing" };
+      const decision = decide(current);
+      if (decision.kind === "refuse") {
+        if (decision.run) this.#patchRun(db, runId, decision.run);
+        refusal = decision.error;
+        return { kind: "missing" };
+      }
+      this.#patchRun(db, runId, decision.run);
+      this.#insertAttempt(decision.attempt);
+      const epoch = (current.lease?.epoch ?? 0) + 1;
+      const lease: LeaseRow = { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt, heartbeatAt: decision.now };
+      this.#stmts!.upsertLease.run(lease);
+      const state: StoredRun = {
+        run: { ...current.run, ...decision.run },
+        attempts: [...current.attempts, decision.attempt],
+        steps: current.steps,
+        lease,
+      };
+      return { kind: "taken", state, lease: { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt } };
+    });
+    // Thrown after the commit, so a refusal's own patch (say, dead-lettering) is kept.
+    if (refusal) throw refusal;
+    return result ?? { kind: "missing" };
+  }
+
+  async updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
+    let refusal: Error | undefined;
+    const result = this.#transact(false, "the run update", runId, (db) => {
+      const current = this.#load(runId);
+      if (!current) return undefined;
+      const update = decide(current);
+      if (update.error) {
+        refusal = update.error;
+        return undefined;
+      }
+      if (update.run) this.#patchRun(db, runId, update.run);
+      for (const { seq, patch } of update.updateSteps ?? []) this.#patchStep(db, runId, seq, patch);
+      for (const step of update.appendSteps ?? []) this.#stmts!.insertStep.run(step);
+      return update.result;
+    });
+    if (refusal) throw refusal;
+    return result;
+  }
+
+  #patchStep(db: Db, runId: string, seq: number, patch: Partial<StepRow>): void {
+    const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
+    if (keys.length === 0) return;
+    db.prepare(`UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE run_id = @runId AND seq = @seq`).run({
+      ...patch,
+      runId,
+      seq,
+    });
+  }
+
+  async loadRun(runId: string): Promise<StoredRun | undefined> {
+    return this.#read(() => {
+      const db = this.#open(false);
+      if (!db) return undefined;
+      this.#queue!.flush();
+      return this.#load(runId);
+    });
+  }
+
+  async listRuns(filter: RunFilter): Promise<RunListing[]> {
+    return this.#read(() => {
+      const db = this.#open(false);
+      if (!db) return [];
+      this.#queue!.flush();
+      const where: string[] = [];
+      const params: unknown[] = [];
+      if (filter.status) {
+        where.push(`status IN (${filter.status.map(() => "?").join(", ")})`);
+        params.push(...filter.status);
+      }
+      if (filter.workflow !== undefined) {
+        where.push("workflow = ?");
+        params.push(filter.workflow);
+      }
+      const sql =
+        `SELECT ${RUN_COLUMNS} FROM runs` +
+        (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
+        ` ORDER BY created_at DESC, id` +
+        (filter.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(filter.limit))}`);
+      const runs = db.prepare(sql).all(...params) as RunRow[];
+      const s = this.#stmts!;
+      return runs.map((run) => {
+        const last = s.getLastAttempt.get(run.id) as (Omit<AttemptRow, "forced"> & { forced: number }) | undefined;
+        return {
+          run,
+          lastAttempt: last ? { ...last, forced: !!last.forced } : null,
+          lease: (s.getLease.get(run.id) as LeaseRow | undefined) ?? null,
+        };
+      });
+    });
+  }
+
+  writeIntent(fence: Fence, step: StepRow): Promise<void> {
+    this.#open(true);
+    return this.#queue!.enqueue("the intent of step " + JSON.stringify(step.key), fence.runId, () => {
+      this.#checkFence(fence, "intent");
+      this.#stmts!.insertStep.run(step);
+    });
+  }
+
+  writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
+    this.#open(true);
+    return this.#queue!.enqueue("a step outcome", fence.runId, () => {
+      this.#checkFence(fence, "outcome");
+      const changed = this.#stmts!.updateOutcome.run({ ...outcome, runId: fence.runId }).changes;
+      if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${outcome.seq} of run ${fence.runId} has no open intent`);
+    });
+  }
+
+  renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
+    this.#open(true);
+    return this.#queue!.enqueue("the lease renewal", fence.runId, () => {
+      this.#checkFence(fence, "lease renewal");
+      this.#stmts!.renewLease.run({ runId: fence.runId, expiresAt, heartbeatAt: now });
+    });
+  }
+
+  endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
+    const db = this.#open(true)!;
+    return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
+      this.#checkFence(fence, "attempt ending");
+      this.#stmts!.endAttempt.run({ runId: fence.runId, number: end.attempt, ending: end.ending, endedAt: end.endedAt, error: end.error });
+      this.#patchRun(db, fence.runId, end.run);
+      this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#db) {
+      try {
+        this.#queue!.flush();
+      } finally {
+        this.#db.close();
+        this.#db = undefined;
+      }
+    }
+    this.#closed = true;
+  }
+}
+
+function prepare(db: Db) {
+  return {
+    getRun: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
+    getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
+    getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
+    getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq`),
+    getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
+    getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
+    insertRun: db.prepare(
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, created_at, updated_at)
+       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @createdAt, @updatedAt)`,
+    ),
+    insertAttempt: db.prepare(
+      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
+       VALUES (@runId, @number, @host, @bootId, @pid, @processStart, @startedAt, @endedAt, @ending, @fromStep, @forced, @error)`,
+    ),
+    upsertLease: db.prepare(
+      `INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES (@runId, @epoch, @attempt, @expiresAt, @heartbeatAt)
+       ON CONFLICT (run_id) DO UPDATE SET epoch = excluded.epoch, attempt = excluded.attempt, expires_at = excluded.expires_at, heartbeat_at = excluded.heartbeat_at`,
+    ),
+    renewLease: db.prepare(`UPDATE leases SET expires_at = @expiresAt, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
+    releaseLease: db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
+    insertStep: db.prepare(
+      `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+       VALUES (@runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
+    ),
+    updateOutcome: db.prepare(
+      `UPDATE steps SET status = @status, value = @value, error = @error, ended_at = @endedAt, calls = @calls, resolution = @resolution, usage = @usage
+       WHERE run_id = @runId AND seq = @seq AND status = 'intended'`,
+    ),
+    endAttempt: db.prepare(`UPDATE attempts SET ending = @ending, ended_at = @endedAt, error = @error WHERE run_id = @runId AND number = @number`),
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * Group commit. Writes issued in the same turn of the event loop, by one run or by many,
+ * are applied in one BEGIN IMMEDIATE transaction, so they share one fsync. No write's
+ * promise resolves before that transaction commits.
+ *
+ * A write that is refused on its own (a stale fence) is refused alone: each write checks
+ * before it changes anything, so the others in the batch still commit. A failure of the
+ * transaction itself (disk full, I/O error) rejects every write in it: none was committed.
+ */
+
+import type Database from "better-sqlite3";
+import { SteplogError } from "../../errors.js";
+
+interface PendingWrite {
+  what: string;
+  runId: string;
+  apply: () => void;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  refused?: unknown;
+}
+
+export class WriteQueue {
+  #pending: PendingWrite[] = [];
+  #scheduled = false;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly toError: (error: unknown, what: string, runId: string) => Error,
+  ) {}
+
+  enqueue(what: string, runId: string, apply: () => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#pending.push({ what, runId, apply, resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Commit everything queued now. Called by the timer, and before any other transaction. */
+  flush(): void {
+    this.#scheduled = false;
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    try {
+      this.db
+        .transaction(() => {
+          for (const write of batch) {
+            try {
+              write.apply();
+            } catch (error) {
+              if (!(error instanceof SteplogError)) throw error;
+              write.refused = error;
+            }
+          }
+        })
+        .immediate();
+    } catch (error) {
+      for (const write of batch) write.reject(this.toError(error, write.what, write.runId));
+      return;
+    }
+    for (const write of batch) {
+      if (write.refused === undefined) write.resolve();
+      else write.reject(write.refused);
+    }
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * The storage contract. A store is "dumb but transactional": it keeps rows and applies
+ * decisions atomically, and knows nothing of workflows, schemas or policies. The engine
+ * passes every time in (stores never read the clock) and hands values in already encoded.
+ *
+ * Atomicity the engine relies on:
+ * - `createRun` and `claimRun` read and write one run in one transaction, so two callers
+ *   can never both take its lease;
+ * - every write that belongs to an attempt carries a `Fence`; it is applied only while the
+ *   run's lease epoch still equals the fence's, else it rejects with LEASE_LOST and writes
+ *   nothing;
+ * - a promise a write returns resolves only after the write is durable (committed).
+ */
+
+export type RunStatus =
+  | "running"
+  | "completed"
+  | "failed"
+  | "stopped"
+  | "timed-out"
+  | "cancelled"
+  | "waiting"
+  | "escalated"
+  | "interrupted"
+  | "ready"
+  | "dead-lettered"
+  | "compensated";
+
+export type AttemptEnding = "completed" | "failed" | "stopped" | "timed-out" | "cancelled" | "waiting" | "escalated";
+
+export type StepStatus = "intended" | "succeeded" | "failed" | "stopped" | "escalated" | "compensated";
+
+export type Effect = "read" | "idempotent" | "compensatable" | "irreversible";
+
+/** One run. `args`, `value` and `error` are encoded text. */
+export interface RunRow {
+  id: string;
+  workflow: string;
+  version: string | null;
+  args: string;
+  status: RunStatus;
+  /** Attempts ever started. */
+  attempts: number;
+  /** Attempts counted toward maxAttempts since the run began or was last forced. */
+  budgetUsed: number;
+  source: string | null;
+  deadline: number | null;
+  value: string | null;
+  error: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Who ran an attempt: enough to tell later whether that process is gone. */
+export interface OwnerRow {
+  host: string;
+  bootId: string | null;
+  pid: number;
+  /** The process's start time as the OS counts it; null where it cannot be read. */
+  processStart: number | null;
+}
+
+export interface AttemptRow extends OwnerRow {
+  runId: string;
+  number: number;
+  startedAt: number;
+  endedAt: number | null;
+  ending: AttemptEnding | null;
+  /** The step this attempt was told to redo from, if any. */
+  fromStep: string | null;
+  /** True when `force` gave the run a fresh attempt budget. */
+  forced: boolean;
+  error: string | null;
+}
+
+export interface LeaseRow {
+  runId: string;
+  /** Increases with every new holder; every attempt write is conditional on it. */
+  epoch: number;
+  /** The attempt holding it, or null once released. */
+  attempt: number | null;
+  expiresAt: number;
+  heartbeatAt: number;
+}
+
+/** One execution of one step. Inserted as `intended`, updated once to its outcome. */
+export interface StepRow {
+  runId: string;
+  /** Position in the run's step log, from 1. */
+  seq: number;
+  attempt: number;
+  key: string;
+  name: string;
+  status: StepStatus;
+  effect: Effect;
+  idempotencyKey: string;
+  value: string | null;
+  error: string | null;
+  /** The workflow version that wrote the row. */
+  version: string | null;
+  intendedAt: number;
+  endedAt: number | null;
+  /** How many times the function was called for this row (retries included). */
+  calls: number;
+  /** How the row was settled when not by calling the function, as JSON. */
+  resolution: string | null;
+  usage: string | null;
+}
+
+export interface StoredRun {
+  run: RunRow;
+  attempts: AttemptRow[];
+  /** In seq order. */
+  steps: StepRow[];
+  lease: LeaseRow | null;
+}
+
+export interface Fence {
+  runId: string;
+  epoch: number;
+}
+
+export interface Lease extends Fence {
+  attempt: number;
+  expiresAt: number;
+}
+
+export type RunPatch = Partial<Omit<RunRow, "id" | "createdAt">>;
+
+export type ClaimDecision =
+  | {
+      kind: "take";
+      attempt: AttemptRow;
+      run: RunPatch;
+      expiresAt: number;
+      now: number;
+    }
+  | {
+      kind: "refuse";
+      /** Thrown to the caller after `run` (if any) is committed. */
+      error: Error;
+      run?: RunPatch;
+    };
+
+export type ClaimResult = { kind: "taken"; state: StoredRun; lease: Lease } | { kind: "missing" };
+
+export interface RunUpdate<T> {
+  run?: RunPatch;
+  appendSteps?: StepRow[];
+  updateSteps?: Array<{ seq: number; patch: Partial<Omit<StepRow, "runId" | "seq">> }>;
+  /** When set, nothing is written and this is thrown. */
+  error?: Error;
+  result: T;
+}
+
+export interface StepOutcome {
+  seq: number;
+  status: Exclude<StepStatus, "intended">;
+  value: string | null;
+  error: string | null;
+  endedAt: number;
+  calls: number;
+  resolution: string | null;
+  usage: string | null;
+}
+
+export interface AttemptEnd {
+  attempt: number;
+  ending: AttemptEnding;
+  endedAt: number;
+  error: string | null;
+  run: RunPatch;
+}
+
+export interface RunFilter {
+  status?: RunStatus[];
+  workflow?: string;
+  limit?: number;
+}
+
+export interface RunListing {
+  run: RunRow;
+  lastAttempt: AttemptRow | null;
+  lease: LeaseRow | null;
+}
+
+export interface Store {
+  /** Short name used in messages: "sqlite", "memory". */
+  readonly kind: string;
+  /** Where the records live, for messages: "sqlite store at /app/.steplog/steplog.db". */
+  readonly location: string;
+  /** True when records outlive the process. */
+  readonly durable: boolean;
+
+  /** Insert a run with its first attempt and lease (epoch 1). Resolves `{ exists }` (writing nothing) when the id is taken. */
+  createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }>;
+  /**
+   * Read the run and apply `decide`'s verdict in the same transaction: take the lease (new
+   * attempt row, epoch + 1, run patched) or refuse (run patched, then the error thrown).
+   * A store with no such run (or no file yet) resolves `missing` and creates nothing.
+   */
+  claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult>;
+  /** Read and update one run atomically, outside any attempt (recover, resolve, …). */
+  updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined>;
+  loadRun(runId: string): Promise<StoredRun | undefined>;
+  listRuns(filter: RunFilter): Promise<RunListing[]>;
+
+  writeIntent(fence: Fence, step: StepRow): Promise<void>;
+  writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void>;
+  renewLease(fence: Fence, expiresAt: number, now: number): Promise<void>;
+  /** Record the attempt's ending, patch the run and release the lease, in one transaction. */
+  endAttempt(fence: Fence, end: AttemptEnd): Promise<void>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,3 @@
+/** steplog/testing: test a workflow's second attempt against seeded records. */
+export { testWorkflow } from "./testing/test-workflow.js";
+export type { TestWorkflowOptions, TestWorkflowResult, EarlierAttempt, CallKind } from "./testing/test-workflow.js";

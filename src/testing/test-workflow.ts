@@ -1,0 +1,162 @@
+/**
+ * testWorkflow: run one attempt of a workflow against seeded earlier records, and see
+ * exactly what a second attempt runs. Attempt 1 is the seed; the attempt under test is 2.
+ */
+
+import type { RunResult } from "../attempt.js";
+import type { Workflow, WorkflowArgs } from "../define-workflow.js";
+import { createEngine, TEST_HOOKS } from "../engine.js";
+import type { ErrorInfo } from "../errors.js";
+import { memoryStore } from "../store/memory.js";
+import type { Store, StepRow } from "../store/types.js";
+import { encodeValue } from "../values.js";
+import type { RunView, StepView } from "../views.js";
+import type { StepInfo } from "../context.js";
+
+export interface EarlierAttempt {
+  /** Succeeded records of attempt 1, by step key ("plan", "fetch#2"), in execution order. */
+  steps?: Record<string, unknown>;
+  /** Steps attempt 1 entered and never finished (intent, no outcome): it then ended interrupted. */
+  intended?: string[];
+  /** The workflow version that wrote the seeded records. Default: the workflow's own. */
+  version?: string;
+}
+
+export interface TestWorkflowOptions<W extends Workflow<any, any>> {
+  args: WorkflowArgs<W>;
+  earlier?: EarlierAttempt;
+  /** Replace a step's function, by key or name. A step neither seeded nor mocked runs its real function. */
+  mocks?: Record<string, (info: StepInfo) => unknown>;
+  fromStep?: string;
+  values?: Record<string, unknown>;
+  /** Default: a fresh memory store. */
+  store?: Store;
+  /** Default "test-run". */
+  runId?: string;
+}
+
+export type CallKind = "function" | "query" | "compensate";
+
+export interface TestWorkflowResult {
+  status: RunResult["status"];
+  runStatus: RunResult["runStatus"];
+  value: unknown;
+  error: ErrorInfo | undefined;
+  /** Steps whose function was called, in order. */
+  ran: string[];
+  /** Steps handed back from records; their function was not called. */
+  reused: string[];
+  /** Steps settled by a query, a compensation or a given value rather than by their function. */
+  resolved: string[];
+  /** How many times a step's function (or its query, or its compensation) was called. */
+  calls(step: string, kind?: CallKind): number;
+  /** The whole step log after the attempt, seeded rows included. */
+  steps: StepView[];
+  run: RunView;
+}
+
+const SEED_OWNER = { host: "steplog-testing-seed", bootId: null, pid: 0, processStart: null };
+
+export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, options: TestWorkflowOptions<W>): Promise<TestWorkflowResult> {
+  const ownStore = options.store === undefined;
+  const store = options.store ?? memoryStore({ name: "testWorkflow memory store" });
+  const runId = options.runId ?? "test-run";
+  await seed(store, workflow, runId, options);
+
+  const counts = new Map<string, number>();
+  const ran: string[] = [];
+  const reused: string[] = [];
+  const resolved: string[] = [];
+  const mocks = options.mocks ?? {};
+  const engine = createEngine({
+    store,
+    workflows: [workflow],
+    onProgress: (event) => {
+      if (event.type === "step-reused") reused.push(event.step);
+      if (event.type === "step-resolved" && !resolved.includes(event.step)) resolved.push(event.step);
+    },
+    [TEST_HOOKS]: {
+      override: (key, name) => (mocks[key] ?? mocks[name]) as ((info: unknown) => unknown) | undefined,
+      onCall: (key, kind) => {
+        if (kind === "function" && !ran.includes(key)) ran.push(key);
+        counts.set(`${kind}\u0000${key}`, (counts.get(`${kind}\u0000${key}`) ?? 0) + 1);
+      },
+    },
+  });
+  try {
+    const continueOptions: { fromStep?: string; values?: Record<string, unknown> } = {};
+    if (options.fromStep !== undefined) continueOptions.fromStep = options.fromStep;
+    if (options.values !== undefined) continueOptions.values = options.values;
+    const result = await engine.continue(runId, continueOptions);
+    const run = await engine.get(runId);
+    return {
+      status: result.status,
+      runStatus: result.runStatus,
+      value: result.value,
+      error: result.error,
+      ran,
+      reused,
+      resolved,
+      calls: (step, kind = "function") => counts.get(`${kind}\u0000${step}`) ?? 0,
+      steps: run.steps,
+      run,
+    };
+  } finally {
+    if (ownStore) await engine.close();
+  }
+}
+
+/** Write attempt 1 through the store contract, as a real first attempt would have. */
+async function seed(store: Store, workflow: Workflow, runId: string, options: TestWorkflowOptions<Workflow<any, any>>): Promise<void> {
+  const now = Date.now() - 60_000;
+  const earlier = options.earlier ?? {};
+  const version = earlier.version ?? workflow.version ?? null;
+  const lease = await store.createRun(
+    {
+      id: runId,
+      workflow: workflow.name,
+      version,
+      args: encodeValue(options.args, "The test's args", { maxBytes: Number.MAX_SAFE_INTEGER }),
+      status: "running",
+      attempts: 1,
+      budgetUsed: 1,
+      source: null,
+      deadline: null,
+      value: null,
+      error: null,
+      createdAt: now,
+      updatedAt: now,
+    },
+    { runId, number: 1, ...SEED_OWNER, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null },
+    // Already expired: the seeded attempt's owner is gone.
+    { expiresAt: 0, now },
+  );
+  if ("exists" in lease) throw new Error(`testWorkflow: the store already holds a run ${JSON.stringify(runId)}; pass another runId or a fresh store.`);
+  let seq = 0;
+  const row = (key: string, status: StepRow["status"], value: string | null): StepRow => ({
+    runId,
+    seq: ++seq,
+    attempt: 1,
+    key,
+    name: key.replace(/#\d+$/, ""),
+    status,
+    effect: "idempotent",
+    idempotencyKey: `${runId}:${key}`,
+    value,
+    error: null,
+    version,
+    intendedAt: now + seq,
+    endedAt: status === "intended" ? null : now + seq,
+    calls: status === "intended" ? 0 : 1,
+    resolution: null,
+    usage: null,
+  });
+  for (const [key, value] of Object.entries(earlier.steps ?? {})) {
+    await store.writeIntent(lease, row(key, "succeeded", encodeValue(value, `The seeded value of step ${JSON.stringify(key)}`, { maxBytes: Number.MAX_SAFE_INTEGER })));
+  }
+  for (const key of earlier.intended ?? []) await store.writeIntent(lease, row(key, "intended", null));
+  if ((earlier.intended ?? []).length === 0) {
+    const error = JSON.stringify({ name: "Error", message: "attempt 1 (seeded) failed" });
+    await store.endAttempt(lease, { attempt: 1, ending: "failed", endedAt: now + seq + 1, error, run: { status: "failed", error, updatedAt: now + seq + 1 } });
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * A step found `intended` with no outcome: the process died inside the effect and nobody
+ * knows whether it happened. It is answered by the step's declared policy, never by a guess:
+ *
+ *   query      ask the service by idempotency key: done → record its value; not done → re-drive
+ *   redrive    call the function again with the same idempotency key (and `previous`)
+ *   compensate run the compensation (it must tolerate "never happened"), then re-drive with a new key
+ *   escalate   record the step escalated and end the attempt; a person resolves it
+ */
+
+import type { Attempt } from "./attempt.js";
+import type { UnknownOutcomePolicy } from "./context.js";
+import { QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "./errors.js";
+import { validate } from "./schema.js";
+import { execute, idempotencyKeyFor, newRow, outcomeOf, type StepCall } from "./step-runner.js";
+import type { Effect, StepRow } from "./store/types.js";
+import { decodeValue, encodeValue } from "./values.js";
+
+export function defaultPolicy(effect: Effect, hasQuery: boolean, hasCompensate: boolean): UnknownOutcomePolicy {
+  switch (effect) {
+    case "read":
+    case "idempotent":
+      return "redrive";
+    case "compensatable":
+      return hasQuery ? "query" : hasCompensate ? "compensate" : "escalate";
+    case "irreversible":
+      return hasQuery ? "query" : "escalate";
+  }
+}
+
+interface Resolution {
+  policy: UnknownOutcomePolicy;
+  found: string;
+  attempt: number;
+  compensation?: true;
+}
+
+export async function resolveUnknownOutcome(attempt: Attempt, key: string, record: StepRow, call: StepCall): Promise<unknown> {
+  const { options } = call;
+  const effect = options.effect ?? "idempotent";
+  const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
+  const previous = { attempt: record.attempt, intendedAt: new Date(record.intendedAt).toISOString(), idempotencyKey: record.idempotencyKey };
+  const wasCompensating = isCompensationRow(record);
+
+  // A crash inside a compensation: run the compensation again (it tolerates repeats), then re-drive.
+  if (wasCompensating || policy === "compensate") return compensateThenRedrive(attempt, key, record, call, wasCompensating);
+
+  if (policy === "query") {
+    let answer;
+    try {
+      attempt.settings.hooks?.onCall?.(key, "query");
+      answer = await options.query!({ idempotencyKey: record.idempotencyKey, runId: attempt.runId, step: key });
+    } catch (error) {
+      const failed = new QueryFailedError(attempt.runId, key, error);
+      attempt.endWith("failed", failed);
+      throw failed;
+    }
+    if (answer.done) return recordFound(attempt, key, record, call, answer.value);
+    await settle(attempt, record, "failed", { policy, found: "not done", attempt: attempt.number }, "the query found no effect");
+    return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
+  }
+
+  if (policy === "escalate") {
+    await settle(attempt, record, "escalated", { policy, found: "unknown", attempt: attempt.number }, "cut off inside its effect; waits for a person");
+    const escalated = new RunEscalatedError(attempt.runId, key);
+    attempt.endWith("escalated", escalated);
+    throw escalated;
+  }
+
+  await settle(attempt, record, "failed", { policy: "redrive", found: "unknown", attempt: attempt.number }, "cut off inside its effect; re-driven");
+  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "redrive", found: "unknown" });
+  return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
+}
+
+function isCompensationRow(row: StepRow): boolean {
+  return row.resolution !== null && (JSON.parse(row.resolution) as Partial<Resolution>).compensation === true;
+}
+
+/** The query said the effect happened: its value becomes the step's outcome; the function is not called. */
+async function recordFound(attempt: Attempt, key: string, record: StepRow, call: StepCall, found: unknown): Promise<unknown> {
+  const text = encodeValue(found, `The value the query found for step ${JSON.stringify(key)}`, { maxBytes: attempt.settings.maxValueBytes }, {
+    runId: attempt.runId,
+    step: key,
+  });
+  let value = decodeValue(text);
+  if (call.options.result) {
+    const checked = await validate(call.options.result, value);
+    if (!checked.ok) {
+      const rejected = new ResultRejectedError(attempt.runId, key, checked.issues, false);
+      attempt.endWith("failed", rejected);
+      throw rejected;
+    }
+    value = checked.value;
+  }
+  const resolution: Resolution = { policy: "query", found: "done", attempt: attempt.number };
+  const row: StepRow = { ...record, status: "succeeded", value: text, endedAt: attempt.settings.clock.now(), resolution: JSON.stringify(resolution) };
+  await attempt.write(attempt.settings.store.writeOutcome(attempt.fence, outcomeOf(row)));
+  attempt.latest.set(key, row);
+  attempt.resolved.push(key);
+  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "query", found: "done" });
+  return value;
+}
+
+async function settle(attempt: Attempt, record: StepRow, status: "failed" | "escalated", resolution: Resolution, message: string): Promise<void> {
+  const error = { name: "OutcomeUnknown", message: `Attempt ${record.attempt} was ${message}.`, code: undefined, step: record.key };
+  const row: StepRow = {
+    ...record,
+    status,
+    error: JSON.stringify(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
+    endedAt: attempt.settings.clock.now(),
+    resolution: JSON.stringify(resolution),
+  };
+  await attempt.write(attempt.settings.store.writeOutcome(attempt.fence, outcomeOf(row)));
+  attempt.latest.set(record.key, row);
+}
+
+async function compensateThenRedrive(attempt: Attempt, key: string, record: StepRow, call: StepCall, retrying: boolean): Promise<unknown> {
+  const store = attempt.settings.store;
+  const clock = attempt.settings.clock;
+  // The compensation is a step record of its own, intended before it runs, so a crash inside it is seen.
+  let compensation: StepRow;
+  if (retrying) {
+    compensation = record;
+  } else {
+    compensation = newRow(attempt, key, call, record.idempotencyKey, clock.now());
+    compensation.resolution = JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number, compensation: true } satisfies Resolution);
+    await attempt.write(store.writeIntent(attempt.fence, compensation));
+  }
+  attempt.settings.hooks?.onCall?.(key, "compensate");
+  await call.options.compensate!(undefined, { idempotencyKey: record.idempotencyKey, runId: attempt.runId, step: key });
+  const done: StepRow = { ...compensation, status: "compensated", endedAt: clock.now(), calls: compensation.calls + 1 };
+  await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(done)));
+  // The cut-off execution itself is settled as failed: what it did was undone.
+  const original = retrying
+    ? attempt.stored.steps.filter((row) => row.key === key && row.status === "intended" && !isCompensationRow(row)).at(-1)
+    : record;
+  if (original) {
+    const settled: StepRow = {
+      ...original,
+      status: "failed",
+      error: JSON.stringify({ name: "OutcomeUnknown", message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`, step: key }),
+      endedAt: clock.now(),
+      resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number } satisfies Resolution),
+    };
+    await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(settled)));
+  }
+  attempt.addCompensation(key);
+  attempt.latest.set(key, done);
+  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "compensate", found: "unknown" });
+  return execute(attempt, key, call, {
+    idempotencyKey: idempotencyKeyFor(attempt, key),
+    previous: { attempt: record.attempt, intendedAt: new Date(record.intendedAt).toISOString(), idempotencyKey: record.idempotencyKey },
+  });
+}

@@ -1,0 +1,167 @@
+/**
+ * Values are stored as readable JSON. Types JSON cannot carry faithfully (Date, BigInt, Map,
+ * Set, undefined, NaN, ±Infinity, -0) are written as tagged objects `{"$type": …, "value": …}`;
+ * a user object that itself has a `$type` key is wrapped so it is never mistaken for a tag.
+ * Anything else (functions, symbols, class instances, cycles) is refused with its path, so
+ * what a continue hands back is always deep-equal to what the first attempt got.
+ */
+
+import { ValueNotSerializableError, ValueTooLargeError, type SteplogErrorDetails } from "./errors.js";
+
+const TAG = "$type";
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Why a value cannot be encoded, before it is turned into a SteplogError naming the value. */
+export class Unencodable {
+  constructor(
+    readonly path: string,
+    readonly found: string,
+  ) {}
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "function") return `a function${value.name ? ` (${value.name})` : ""}`;
+  if (typeof value === "symbol") return `a symbol (${value.toString()})`;
+  if (typeof value === "object" && value !== null) {
+    const ctor = Object.getPrototypeOf(value)?.constructor?.name;
+    return `an instance of ${ctor || "an unknown class"}`;
+  }
+  return typeof value;
+}
+
+function keyPath(path: string, key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+}
+
+function toJson(value: unknown, path: string, seen: Set<object>): Json | Unencodable {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      if (Number.isFinite(value)) return Object.is(value, -0) ? { [TAG]: "Number", value: "-0" } : value;
+      return { [TAG]: "Number", value: String(value) };
+    case "undefined":
+      return { [TAG]: "undefined" };
+    case "bigint":
+      return { [TAG]: "BigInt", value: value.toString() };
+    case "function":
+    case "symbol":
+      return new Unencodable(path, describe(value));
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (seen.has(object)) return new Unencodable(path, "a circular reference");
+  seen.add(object);
+  try {
+    if (Array.isArray(object)) {
+      const out: Json[] = new Array(object.length);
+      for (let i = 0; i < object.length; i++) {
+        const item = toJson(object[i], `${path}[${i}]`, seen);
+        if (item instanceof Unencodable) return item;
+        out[i] = item;
+      }
+      return out;
+    }
+    if (object instanceof Date) {
+      const time = object.getTime();
+      return { [TAG]: "Date", value: Number.isNaN(time) ? null : object.toISOString() };
+    }
+    if (object instanceof Map) {
+      const entries: Json[] = [];
+      let i = 0;
+      for (const [k, v] of object) {
+        const key = toJson(k, `${path}<key ${i}>`, seen);
+        if (key instanceof Unencodable) return key;
+        const item = toJson(v, `${path}<value ${i}>`, seen);
+        if (item instanceof Unencodable) return item;
+        entries.push([key, item]);
+        i++;
+      }
+      return { [TAG]: "Map", value: entries };
+    }
+    if (object instanceof Set) {
+      const items: Json[] = [];
+      let i = 0;
+      for (const v of object) {
+        const item = toJson(v, `${path}<item ${i}>`, seen);
+        if (item instanceof Unencodable) return item;
+        items.push(item);
+        i++;
+      }
+      return { [TAG]: "Set", value: items };
+    }
+    const proto = Object.getPrototypeOf(object);
+    if (proto !== Object.prototype && proto !== null) return new Unencodable(path, describe(object));
+    if (Object.getOwnPropertySymbols(object).length > 0) return new Unencodable(path, "an object with symbol keys");
+    const out: { [key: string]: Json } = {};
+    for (const key of Object.keys(object)) {
+      const item = toJson((object as Record<string, unknown>)[key], keyPath(path, key), seen);
+      if (item instanceof Unencodable) return item;
+      out[key] = item;
+    }
+    return TAG in out ? { [TAG]: "Object", value: out } : out;
+  } finally {
+    seen.delete(object);
+  }
+}
+
+function fromJson(json: Json): unknown {
+  if (json === null || typeof json !== "object") return json;
+  if (Array.isArray(json)) return json.map(fromJson);
+  if (TAG in json) {
+    const raw = json.value;
+    switch (json[TAG]) {
+      case "undefined":
+        return undefined;
+      case "Number":
+        return raw === "-0" ? -0 : Number(raw);
+      case "BigInt":
+        return BigInt(raw as string);
+      case "Date":
+        return new Date(raw === null ? Number.NaN : (raw as string));
+      case "Map":
+        return new Map((raw as Json[][]).map(([k, v]) => [fromJson(k as Json), fromJson(v as Json)]));
+      case "Set":
+        return new Set((raw as Json[]).map(fromJson));
+      case "Object":
+        return plainObject(raw as { [key: string]: Json });
+    }
+  }
+  return plainObject(json);
+}
+
+function plainObject(json: { [key: string]: Json }): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(json)) out[key] = fromJson(json[key] as Json);
+  return out;
+}
+
+/** Encode to stored text, or describe why the value cannot be stored faithfully. */
+export function tryEncode(value: unknown): string | Unencodable {
+  const json = toJson(value, "$", new Set());
+  return json instanceof Unencodable ? json : JSON.stringify(json);
+}
+
+export interface EncodeLimits {
+  maxBytes: number;
+}
+
+/** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
+export function encodeValue(value: unknown, what: string, limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
+  const text = tryEncode(value);
+  if (text instanceof Unencodable) throw new ValueNotSerializableError(what, text.path, text.found, details);
+  // A string's UTF-8 size is at most 3 bytes per UTF-16 unit; count exactly only near the cap.
+  if (text.length * 3 > limits.maxBytes) {
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (bytes > limits.maxBytes) throw new ValueTooLargeError(what, bytes, limits.maxBytes, details);
+  }
+  return text;
+}
+
+export function decodeValue(text: string): unknown {
+  return fromJson(JSON.parse(text) as Json);
+}
+
+export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;

@@ -1,0 +1,136 @@
+/**
+ * What `get` and `list` show: stored rows turned into plain views, with `interrupted`
+ * derived for attempts that have no ending and whose owner is gone (before any recover()).
+ */
+
+import type { ErrorInfo } from "./errors.js";
+import { judgeOwner } from "./owner.js";
+import type { AttemptRow, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
+import { decodeValue } from "./values.js";
+
+export interface AttemptView {
+  number: number;
+  /** How it ended; `interrupted` when it has no ending and its owner is gone; null while it runs. */
+  ending: AttemptRow["ending"] | "interrupted" | null;
+  host: string;
+  pid: number;
+  startedAt: string;
+  endedAt: string | null;
+  fromStep: string | null;
+  forced: boolean;
+  error?: ErrorInfo;
+}
+
+export interface StepView {
+  seq: number;
+  key: string;
+  name: string;
+  status: StepStatus;
+  attempt: number;
+  effect: Effect;
+  idempotencyKey: string;
+  value?: unknown;
+  error?: ErrorInfo;
+  startedAt: string;
+  endedAt: string | null;
+  /** Calls of the function for this row (retries included). */
+  calls: number;
+  /** How the row was settled other than by its function: query, redrive, compensate, escalate, supplied. */
+  resolution?: { policy: string; found: string; attempt?: number; compensation?: boolean };
+  version: string | null;
+}
+
+export interface RunSummary {
+  id: string;
+  workflow: string;
+  version: string | null;
+  status: RunStatus;
+  /** Attempts started so far. */
+  attemptCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface RunView extends RunSummary {
+  args: unknown;
+  value?: unknown;
+  error?: ErrorInfo;
+  attempts: AttemptView[];
+  steps: StepView[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export interface Judge {
+  now: number;
+  isHeldHere: (runId: string) => boolean;
+}
+
+/** True when the attempt holding this lease is gone (the run reads interrupted). */
+export function holderGone(lease: LeaseRow | null, holder: AttemptRow | null | undefined, judge: Judge): boolean {
+  if (!lease || lease.attempt === null || !holder || holder.number !== lease.attempt) return false;
+  return judgeOwner(holder, lease, judge.now, () => judge.isHeldHere(lease.runId)).gone;
+}
+
+export function derivedStatus(run: RunRow, lease: LeaseRow | null, holder: AttemptRow | null | undefined, judge: Judge): RunStatus {
+  return run.status === "running" && holderGone(lease, holder, judge) ? "interrupted" : run.status;
+}
+
+export function summarize(listing: RunListing, judge: Judge): RunSummary {
+  const { run, lease, lastAttempt } = listing;
+  return {
+    id: run.id,
+    workflow: run.workflow,
+    version: run.version,
+    status: derivedStatus(run, lease, lastAttempt, judge),
+    attemptCount: run.attempts,
+    createdAt: iso(run.createdAt),
+    updatedAt: iso(run.updatedAt),
+  };
+}
+
+export function viewRun(stored: StoredRun, judge: Judge): RunView {
+  const { run, lease, attempts, steps } = stored;
+  const holder = lease?.attempt == null ? undefined : attempts.find((a) => a.number === lease.attempt);
+  const liveAttempt = holder && !holderGone(lease, holder, judge) ? holder.number : undefined;
+  const view: RunView = {
+    ...summarize({ run, lease, lastAttempt: holder ?? attempts.at(-1) ?? null }, judge),
+    args: decodeValue(run.args),
+    attempts: attempts.map((a) => {
+      const attempt: AttemptView = {
+        number: a.number,
+        ending: a.ending ?? (a.number === liveAttempt ? null : "interrupted"),
+        host: a.host,
+        pid: a.pid,
+        startedAt: iso(a.startedAt),
+        endedAt: a.endedAt === null ? null : iso(a.endedAt),
+        fromStep: a.fromStep,
+        forced: a.forced,
+      };
+      if (a.error !== null) attempt.error = JSON.parse(a.error) as ErrorInfo;
+      return attempt;
+    }),
+    steps: steps.map((s) => {
+      const step: StepView = {
+        seq: s.seq,
+        key: s.key,
+        name: s.name,
+        status: s.status,
+        attempt: s.attempt,
+        effect: s.effect,
+        idempotencyKey: s.idempotencyKey,
+        startedAt: iso(s.intendedAt),
+        endedAt: s.endedAt === null ? null : iso(s.endedAt),
+        calls: s.calls,
+        version: s.version,
+      };
+      if (s.value !== null) step.value = decodeValue(s.value);
+      if (s.error !== null) step.error = JSON.parse(s.error) as ErrorInfo;
+      if (s.resolution !== null) step.resolution = JSON.parse(s.resolution) as StepView["resolution"] & object;
+      return step;
+    }),
+  };
+  if (run.value !== null) view.value = decodeValue(run.value);
+  if (run.error !== null) view.error = JSON.parse(run.error) as ErrorInfo;
+  return view;
+}
