@@ -119,6 +119,18 @@ export class Attempt {
     return n === 1 ? name : `${name}#${n}`;
   }
 
+  /** Recorded step keys this attempt has not entered (so far). */
+  notReached(): string[] {
+    const entered = new Set(this.#keyCounts.keys());
+    const reached = (key: string) => {
+      const hash = key.lastIndexOf("#");
+      const name = hash === -1 ? key : key.slice(0, hash);
+      const n = hash === -1 ? 1 : Number(key.slice(hash + 1));
+      return entered.has(name) && (this.#keyCounts.get(name) ?? 0) >= n;
+    };
+    return [...new Set(this.stored.steps.map((s) => s.key))].filter((key) => !reached(key));
+  }
+
   compensations(key: string): number {
     return this.#compensations.get(key) ?? 0;
   }
@@ -250,9 +262,7 @@ export class Attempt {
       error = toErrorInfo((settled as { error: unknown }).error, this.lastEntered);
     } else if (this.plan.fromStep !== undefined && !this.started) {
       ending = "stopped";
-      const reached = new Set([...this.reused, ...this.ran]);
-      const notReached = [...this.latest.keys()].filter((key) => !reached.has(key));
-      error = toErrorInfo(new FromStepNotReachedError(this.runId, this.plan.fromStep, notReached));
+      error = toErrorInfo(new FromStepNotReachedError(this.runId, this.plan.fromStep, this.notReached()));
     } else {
       ending = "completed";
       try {

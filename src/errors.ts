@@ -412,10 +412,11 @@ export class FromStepNotReachedError extends SteplogError {
 
 export class ValueMissingError extends SteplogError {
   override name = "ValueMissingError";
-  constructor(runId: string, step: string, fromStep: string) {
+  constructor(runId: string, step: string, fromStep: string, notReached: readonly string[]) {
     super(
       "VALUE_MISSING",
-      `Run ${q(runId)} stopped at step ${q(step)}: it comes before fromStep ${q(fromStep)} and has no succeeded record to reuse. ` +
+      `Run ${q(runId)} stopped at step ${q(step)}: it comes before fromStep ${q(fromStep)} and has no succeeded record to reuse (a new or renamed step?). ` +
+        `Recorded steps this attempt has not reached: ${notReached.length === 0 ? "none" : notReached.map(q).join(", ")}. ` +
         `Give its value with engine.continue(${q(runId)}, { fromStep: ${q(fromStep)}, values: { ${q(step)}: … } }), or continue with { fromStep: ${q(step)} }.`,
       { runId, step },
     );

@@ -59,7 +59,7 @@ export async function runStep(attempt: Attempt, call: StepCall): Promise<unknown
     if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
     const values = attempt.plan.values;
     if (values && Object.hasOwn(values, key)) return supply(attempt, key, call, values[key]);
-    return stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!));
+    return stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
   }
   if (record && record.status === "intended" && record.attempt !== attempt.number) {
     return resolveUnknownOutcome(attempt, key, record, call);

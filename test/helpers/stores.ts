@@ -1,0 +1,10 @@
+import { memoryStore } from "../../src/store/memory.js";
+import { sqliteStore } from "../../src/store/sqlite/store.js";
+import type { Store } from "../../src/store/types.js";
+import { tmpDb } from "./tmp.js";
+
+/** The stores every engine behaviour is checked on. */
+export const STORES: Array<[name: string, make: () => Store]> = [
+  ["memory", () => memoryStore()],
+  ["sqlite", () => sqliteStore({ path: tmpDb() })],
+];
