@@ -45,8 +45,15 @@ export interface SqliteStoreOptions {
 
 export const DEFAULT_SQLITE_PATH = path.join(".steplog", "steplog.db");
 
-export function sqliteStore(options: SqliteStoreOptions = {}): Store {
-  return new SqliteStore(options);
+/** A Store on one SQLite file, with a look at the settings of its open connection. */
+export interface SqliteStore extends Store {
+  readonly path: string;
+  /** The live connection's settings (opening the file if it exists): to check what durability you run with. */
+  pragmas(): { journalMode: string; synchronous: number; busyTimeoutMs: number } | undefined;
+}
+
+export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
+  return new SqliteStoreImpl(options);
 }
 
 type Db = Database.Database;
@@ -64,7 +71,7 @@ const STEP_COLUMNS = `run_id AS runId, seq, attempt, key, name, status, effect, 
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-class SqliteStore implements Store {
+class SqliteStoreImpl implements SqliteStore {
   readonly kind = "sqlite";
   readonly durable = true;
   readonly location: string;
@@ -82,6 +89,20 @@ class SqliteStore implements Store {
     this.location = `sqlite store at ${this.#file}`;
     this.#durability = options.durability ?? "power";
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  }
+
+  get path(): string {
+    return this.#file;
+  }
+
+  pragmas() {
+    const db = this.#open(false);
+    if (!db) return undefined;
+    return {
+      journalMode: String(db.pragma("journal_mode", { simple: true })),
+      synchronous: Number(db.pragma("synchronous", { simple: true })),
+      busyTimeoutMs: Number(db.pragma("busy_timeout", { simple: true })),
+    };
   }
 
   /** Open on first use. With `create` false a missing file is reported as absent and nothing is created. */

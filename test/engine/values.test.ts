@@ -1,0 +1,148 @@
+// Values: what a continue hands back is exactly what the first attempt got, or the step fails clearly.
+import { describe, expect, it } from "vitest";
+import { createEngine, defineWorkflow } from "../../src/index.js";
+import { decodeValue, encodeValue, tryEncode, Unencodable } from "../../src/values.js";
+import { STORES } from "../helpers/stores.js";
+
+const RICH = {
+  date: new Date("2024-02-29T12:34:56.789Z"),
+  big: 12345678901234567890n,
+  map: new Map<unknown, unknown>([["a", 1], [2, { nested: new Set([1, "x"]) }]]),
+  set: new Set([new Date(0), 3n]),
+  nothing: undefined,
+  holes: [1, undefined, 3],
+  nan: Number.NaN,
+  inf: Number.POSITIVE_INFINITY,
+  ninf: Number.NEGATIVE_INFINITY,
+  negZero: -0,
+  $type: "a user key that looks like a tag",
+  deep: { $type: "Date", value: "not really a date" },
+  nullProto: Object.assign(Object.create(null), { k: "v" }),
+  text: "quotes \" ' and \u2028 and emoji 🙂 and \u0000 nul",
+};
+
+describe("the value codec", () => {
+  it("round-trips Date, BigInt, Map, Set, undefined, NaN, ±Infinity, -0 and objects with $type keys", () => {
+    const text = encodeValue(RICH, "v", { maxBytes: 1e6 });
+    expect(JSON.parse(text)).toBeTypeOf("object"); // readable JSON
+    const back = decodeValue(text) as typeof RICH;
+    expect(back).toStrictEqual({ ...RICH, nullProto: { k: "v" } });
+    expect(Object.is(back.negZero, -0)).toBe(true);
+    expect(back.map.get(2)).toEqual({ nested: new Set([1, "x"]) });
+  });
+
+  it.each([
+    ["a function", { a: { fn: () => 1 } }, "$.a.fn", "a function"],
+    ["a symbol", { s: Symbol("x") }, "$.s", "a symbol"],
+    ["a class instance", { when: new URL("http://x") }, "$.when", "an instance of URL"],
+    ["an Error", [new Error("boom")], "$[0]", "an instance of Error"],
+    ["a circular reference", (() => { const o: Record<string, unknown> = {}; o.self = o; return o; })(), "$.self", "a circular reference"],
+    ["a key that needs quoting", { "a b": () => 1 }, '$["a b"]', "a function"],
+  ])("refuses %s, naming the path", (_what, value, path, found) => {
+    const result = tryEncode(value);
+    expect(result).toBeInstanceOf(Unencodable);
+    expect(result).toMatchObject({ path, found: expect.stringContaining(found) });
+  });
+
+  it("a shared (not circular) reference is fine", () => {
+    const shared = { x: 1 };
+    expect(decodeValue(encodeValue({ a: shared, b: shared }, "v", { maxBytes: 1e6 }))).toEqual({ a: { x: 1 }, b: { x: 1 } });
+  });
+});
+
+describe.each(STORES)("step values (%s)", (_name, makeStore) => {
+  it("the first attempt gets the decoded stored value, equal to what a continue hands back", async () => {
+    const got: unknown[] = [];
+    let fail = true;
+    const workflow = defineWorkflow({
+      name: "values",
+      async run(ctx) {
+        const value = await ctx.step("rich", async () => RICH);
+        got.push(value);
+        if (fail) throw new Error("after the step");
+        return value;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "r" });
+    fail = false;
+    const result = await engine.continue("r");
+    expect(got[0]).toStrictEqual(got[1]);
+    expect(got[0]).not.toBe(RICH); // a copy, not the object the function returned
+    expect(result.value).toStrictEqual(got[0]);
+    expect((await engine.get("r")).steps[0]!.value).toStrictEqual(got[0]);
+  });
+
+  it("mutating the returned object after the step does not change what was recorded", async () => {
+    const workflow = defineWorkflow({
+      name: "mutate",
+      async run(ctx) {
+        const source = { items: [1, 2] };
+        const value = await ctx.step("list", async () => source);
+        source.items.push(3);
+        value.items.push(4);
+        return null;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "r" });
+    expect((await engine.get("r")).steps[0]!.value).toEqual({ items: [1, 2] });
+  });
+
+  it("a value that cannot be stored faithfully fails the step with VALUE_NOT_SERIALIZABLE naming step and path; never left intended", async () => {
+    const workflow = defineWorkflow({
+      name: "bad-value",
+      async run(ctx) {
+        return ctx.step("fetch", async () => ({ user: { name: "a", save: () => {} } }));
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    const result = await engine.start(workflow, undefined, { id: "r" });
+    expect(result).toMatchObject({ status: "failed", error: { code: "VALUE_NOT_SERIALIZABLE", step: "fetch" } });
+    expect(result.error!.message).toContain("$.user.save is a function");
+    expect(result.error!.message).toContain(`step "fetch"`);
+    const [row] = (await engine.get("r")).steps;
+    expect(row).toMatchObject({ key: "fetch", status: "failed", error: { code: "VALUE_NOT_SERIALIZABLE" } });
+  });
+
+  it("a value over the size cap fails with VALUE_TOO_LARGE; never left intended; the cap is configurable", async () => {
+    const workflow = defineWorkflow({
+      name: "big-value",
+      async run(ctx) {
+        return ctx.step("blob", async () => "x".repeat(2000));
+      },
+    });
+    const store = makeStore();
+    const engine = createEngine({ store, workflows: [workflow], maxValueBytes: 1000 });
+    const result = await engine.start(workflow, undefined, { id: "r" });
+    expect(result).toMatchObject({ status: "failed", error: { code: "VALUE_TOO_LARGE", step: "blob" } });
+    expect(result.error!.message).toMatch(/2002 bytes.*limit of 1000/);
+    expect((await engine.get("r")).steps[0]).toMatchObject({ status: "failed" });
+    const roomy = createEngine({ store, workflows: [workflow], maxValueBytes: 10_000 });
+    expect(await roomy.continue("r")).toMatchObject({ status: "completed", value: "x".repeat(2000) });
+  });
+
+  it("the default cap is 1 MiB", async () => {
+    const workflow = defineWorkflow({
+      name: "mib",
+      async run(ctx) {
+        return ctx.step("blob", async () => "é".repeat(600_000)); // 1.2 MB of UTF-8
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "r" })).toMatchObject({ status: "failed", error: { code: "VALUE_TOO_LARGE" } });
+  });
+
+  it("a workflow result that cannot be stored ends the attempt failed; args that cannot be stored are refused at start", async () => {
+    const workflow = defineWorkflow({
+      name: "bad-result",
+      async run() {
+        return { when: new URL("http://example.com") };
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "r" })).toMatchObject({ status: "failed", error: { code: "VALUE_NOT_SERIALIZABLE" } });
+    await expect(engine.start(workflow, { cb: () => 1 } as never, { id: "r2" })).rejects.toMatchObject({ code: "VALUE_NOT_SERIALIZABLE" });
+    await expect(engine.get("r2")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+  });
+});

@@ -1,0 +1,141 @@
+// The SQLite store: its file, its pragmas, its tables, and what it does with a file it cannot read.
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { createEngine, defineWorkflow } from "../../src/index.js";
+import { sqliteStore } from "../../src/sqlite.js";
+import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
+import { tmpDb, tmpDir } from "../helpers/tmp.js";
+
+const hello = defineWorkflow({
+  name: "hello",
+  async run(ctx) {
+    const a = await ctx.step("a", async () => ({ greeting: "hello" }));
+    return ctx.step("b", async () => `${a.greeting} world`);
+  },
+});
+
+const sha = (file: string) => crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+
+describe("sqlite store", () => {
+  it("the default store is .steplog/steplog.db under the working directory, with a .gitignore of *", async () => {
+    const dir = tmpDir();
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const engine = createEngine({ workflows: [hello] });
+      expect(engine.store.location).toBe(`sqlite store at ${path.join(fs.realpathSync(dir), ".steplog", "steplog.db")}`);
+      await engine.start(hello, undefined, { id: "r" });
+      await engine.close();
+    } finally {
+      process.chdir(cwd);
+    }
+    expect(fs.existsSync(path.join(dir, ".steplog", "steplog.db"))).toBe(true);
+    expect(fs.readFileSync(path.join(dir, ".steplog", ".gitignore"), "utf8")).toBe("*\n");
+    expect(fs.statSync(path.join(dir, ".steplog")).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(path.join(dir, ".steplog", "steplog.db")).mode & 0o777).toBe(0o600);
+  });
+
+  it("tables you can query with the sqlite3 shell: runs, attempts, steps", async () => {
+    const file = tmpDb();
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await engine.start(hello, undefined, { id: "212" });
+    await engine.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("select id, workflow, status, attempts from runs").all()).toEqual([{ id: "212", workflow: "hello", status: "completed", attempts: 1 }]);
+    expect(db.prepare("select run_id, number, ending, pid from attempts").all()).toEqual([{ run_id: "212", number: 1, ending: "completed", pid: process.pid }]);
+    expect(db.prepare("select key, status, idempotency_key, value from steps where run_id = '212' order by seq").all()).toEqual([
+      { key: "a", status: "succeeded", idempotency_key: "212:a", value: '{"greeting":"hello"}' },
+      { key: "b", status: "succeeded", idempotency_key: "212:b", value: '"hello world"' },
+    ]);
+    expect(db.prepare("select value from meta where key = 'schema_version'").get()).toEqual({ value: String(SCHEMA_VERSION) });
+    db.close();
+  });
+
+  it("WAL, busy_timeout, and synchronous set on every open: FULL for durability 'power' (default), NORMAL for 'process'", async () => {
+    const file = tmpDb();
+    for (const [durability, synchronous] of [[undefined, 2], ["process", 1], ["power", 2], ["process", 1]] as const) {
+      const store = sqliteStore(durability ? { path: file, durability } : { path: file });
+      const engine = createEngine({ store, workflows: [hello] });
+      await engine.start(hello, undefined);
+      expect(store.pragmas()).toEqual({ journalMode: "wal", synchronous, busyTimeoutMs: 5000 });
+      await engine.close();
+    }
+  });
+
+  it("continue with no store file: RUN_NOT_FOUND and no file is created", async () => {
+    const file = path.join(tmpDir(), "nested", "steplog.db");
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await expect(engine.continue("212")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+    await expect(engine.get("212")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+    expect(await engine.list()).toEqual([]);
+    expect(fs.existsSync(file)).toBe(false);
+    expect(fs.existsSync(path.dirname(file))).toBe(false);
+  });
+
+  it("a file that is not a database: STORE_UNREADABLE, the file untouched, no step run", async () => {
+    const file = tmpDb();
+    fs.writeFileSync(file, crypto.randomBytes(8192));
+    const before = sha(file);
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    const error = await engine.continue("212").catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "STORE_UNREADABLE" });
+    expect((error as Error).message).toContain(file);
+    expect((error as Error).message).toContain("left untouched");
+    await expect(engine.start(hello, undefined, { id: "new" })).rejects.toMatchObject({ code: "STORE_UNREADABLE" });
+    expect(sha(file)).toBe(before);
+    expect(fs.readdirSync(path.dirname(file))).toEqual([path.basename(file)]);
+  });
+
+  it("a SQLite database that is not a steplog store: STORE_UNREADABLE, untouched", async () => {
+    const file = tmpDb();
+    const other = new Database(file);
+    other.exec("create table invoices (id integer primary key, total real); insert into invoices (total) values (9.5)");
+    other.close();
+    const before = sha(file);
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    const error = await engine.start(hello, undefined, { id: "r" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "STORE_UNREADABLE" });
+    expect((error as Error).message).toContain("invoices");
+    expect(sha(file)).toBe(before);
+  });
+
+  it("a store from a newer steplog: STORE_TOO_NEW, untouched", async () => {
+    const file = tmpDb();
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await engine.start(hello, undefined, { id: "r" });
+    await engine.close();
+    const db = new Database(file);
+    db.prepare("update meta set value = ? where key = 'schema_version'").run(String(SCHEMA_VERSION + 1));
+    db.pragma("wal_checkpoint(TRUNCATE)");
+    db.close();
+    const before = sha(file);
+    const again = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    const error = await again.continue("r").catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "STORE_TOO_NEW" });
+    expect((error as Error).message).toContain(`schema version ${SCHEMA_VERSION + 1}`);
+    expect(sha(file)).toBe(before);
+  });
+
+  it("records survive close and reopen", async () => {
+    const file = tmpDb();
+    let fail = true;
+    const w = defineWorkflow({
+      name: "reopen",
+      async run(ctx) {
+        const a = await ctx.step("a", async () => new Date(5));
+        if (fail) throw new Error("x");
+        return a;
+      },
+    });
+    const first = createEngine({ store: sqliteStore({ path: file }), workflows: [w] });
+    await first.start(w, undefined, { id: "r" });
+    await first.close();
+    fail = false;
+    const second = createEngine({ store: sqliteStore({ path: file }), workflows: [w] });
+    expect(await second.continue("r")).toMatchObject({ status: "completed", value: new Date(5) });
+    await second.close();
+  });
+});
