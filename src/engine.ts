@@ -18,6 +18,8 @@ import {
   WorkflowNotRegisteredError,
 } from "./errors.js";
 import { isLiveHere } from "./live-attempts.js";
+import { recoverInterrupted, type RecoveredRun } from "./recover.js";
+import { SignalHandlers } from "./signal-handlers.js";
 import { checkName } from "./names.js";
 import { currentOwner } from "./owner.js";
 import { validate, type Validation } from "./schema.js";
@@ -41,6 +43,12 @@ export interface EngineOptions {
   clock?: Clock;
   /** Called with each step and attempt event, for progress views and logs. */
   onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Install SIGINT/SIGTERM handlers while attempts run: the first signal cancels them cleanly
+   * (the open step recorded failed, leases released, start/continue resolve `cancelled`); a
+   * second SIGINT before they have ended exits at once (a crash: the run reads interrupted).
+   */
+  handleSignals?: boolean;
   [TEST_HOOKS]?: TestHooks;
 }
 
@@ -76,6 +84,11 @@ export interface Engine {
   /** The run with its attempts and its step log, in execution order. RUN_NOT_FOUND if there is none. */
   get(id: string): Promise<RunView>;
   list(filter?: ListFilter): Promise<RunSummary[]>;
+  /**
+   * Find runs whose attempt has no ending and whose owner is gone; mark them interrupted with
+   * an explanation and fence the dead owner out. Re-runs nothing. A continue does not need it.
+   */
+  recover(): Promise<RecoveredRun[]>;
   /** Ends this engine's running attempts (`cancelled`, leases released) and closes the store. */
   close(): Promise<void>;
   readonly store: Store;
@@ -91,6 +104,7 @@ class SteplogEngine implements Engine {
   readonly #workflows = new Map<string, Workflow>();
   readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
   #closed = false;
+  readonly #signals: SignalHandlers | undefined;
 
   constructor(options: EngineOptions) {
     const leaseMs = options.leaseMs ?? 30_000;
@@ -107,6 +121,16 @@ class SteplogEngine implements Engine {
       hooks: options[TEST_HOOKS],
     };
     for (const workflow of options.workflows ?? []) this.#register(workflow);
+    if (options.handleSignals) {
+      this.#signals = new SignalHandlers((signal) => this.#cancelAll(`received ${signal}`), () => this.#running.size);
+    }
+  }
+
+  #cancelAll(reason: string): Promise<unknown> {
+    for (const { attempt } of this.#running) {
+      attempt.endWith("cancelled", new RunCancelledError(attempt.runId, attempt.lastEntered, reason));
+    }
+    return Promise.allSettled([...this.#running].map((entry) => entry.done));
   }
 
   #register(workflow: Workflow): void {
@@ -219,7 +243,11 @@ class SteplogEngine implements Engine {
     const done = attempt.run(args);
     const entry = { attempt, done };
     this.#running.add(entry);
-    return done.finally(() => this.#running.delete(entry));
+    this.#signals?.install();
+    return done.finally(() => {
+      this.#running.delete(entry);
+      if (this.#running.size === 0) this.#signals?.uninstall();
+    });
   }
 
   async get(id: string): Promise<RunView> {
@@ -243,15 +271,18 @@ class SteplogEngine implements Engine {
     return filter.limit === undefined ? matching : matching.slice(0, filter.limit);
   }
 
+  async recover(): Promise<RecoveredRun[]> {
+    this.#open();
+    return recoverInterrupted(this.store, this.#judge());
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const { attempt } of this.#running) {
-      attempt.endWith("cancelled", new RunCancelledError(attempt.runId, attempt.lastEntered, "the engine was closed"));
-    }
-    await Promise.allSettled([...this.#running].map((entry) => entry.done));
+    await this.#cancelAll("the engine was closed");
+    this.#signals?.uninstall();
     await this.store.close();
   }
 }
 
-export type { RunResult };
+export type { RunResult, RecoveredRun };

@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   "STORE_UNREADABLE",
   "STORE_TOO_NEW",
   "STORE_WRITE_FAILED",
+  "STORE_READ_ONLY",
   "LEASE_LOST",
   "WORKFLOW_NOT_REGISTERED",
   "STEP_NOT_FOUND",
@@ -209,6 +210,18 @@ export class StoreWriteFailedError extends SteplogError {
       "STORE_WRITE_FAILED",
       `Could not record ${what} in ${location}: ${reason}. Nothing after it ran. Free space or fix the store, then type engine.continue(${q(details.runId ?? "<id>")}).`,
       details,
+    );
+  }
+}
+
+export class StoreReadOnlyError extends SteplogError {
+  override name = "StoreReadOnlyError";
+  constructor(location: string, why: string, runId?: string) {
+    super(
+      "STORE_READ_ONLY",
+      `The ${location} is read-only (${why}), so nothing can be recorded and no step was run. ` +
+        `Reading it (get, list) works; to start or continue runs, make the file and its folder writable by this user, or open it without readonly.`,
+      runId === undefined ? {} : { runId },
     );
   }
 }

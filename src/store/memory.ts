@@ -83,6 +83,9 @@ class MemoryStore implements Store {
       if (row) Object.assign(row, patch);
     }
     for (const step of update.appendSteps ?? []) current.steps.push({ ...step });
+    if (update.fenceOut && current.lease) {
+      current.lease = { ...current.lease, epoch: current.lease.epoch + 1, attempt: null, expiresAt: 0, heartbeatAt: update.fenceOut.now };
+    }
     return update.result;
   }
 

@@ -148,6 +148,8 @@ export interface RunUpdate<T> {
   run?: RunPatch;
   appendSteps?: StepRow[];
   updateSteps?: Array<{ seq: number; patch: Partial<Omit<StepRow, "runId" | "seq">> }>;
+  /** Release the lease and raise its epoch, so the holder (if it still lives) can write nothing more. */
+  fenceOut?: { now: number };
   /** When set, nothing is written and this is thrown. */
   error?: Error;
   result: T;

@@ -8,7 +8,15 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { LeaseLostError, StoreTooNewError, StoreUnreadableError, StoreWriteFailedError, SteplogError } from "../../errors.js";
+import {
+  InvalidOptionError,
+  LeaseLostError,
+  StoreReadOnlyError,
+  StoreTooNewError,
+  StoreUnreadableError,
+  StoreWriteFailedError,
+  SteplogError,
+} from "../../errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -41,7 +49,16 @@ export interface SqliteStoreOptions {
   durability?: "power" | "process";
   /** How long a write waits for another process's transaction, in ms. Default 5000. */
   busyTimeoutMs?: number;
+  /** Open for reading only (get, list); any write is refused with STORE_READ_ONLY. */
+  readonly?: boolean;
+  /**
+   * Extra pragmas applied on every open, after steplog's own, e.g. `{ max_page_count: 100000 }`
+   * to cap the file's size. journal_mode, synchronous and busy_timeout are steplog's to set.
+   */
+  pragmas?: Record<string, string | number>;
 }
+
+const RESERVED_PRAGMAS = new Set(["journal_mode", "synchronous", "busy_timeout", "locking_mode"]);
 
 export const DEFAULT_SQLITE_PATH = path.join(".steplog", "steplog.db");
 
@@ -78,6 +95,8 @@ class SqliteStoreImpl implements SqliteStore {
   readonly #file: string;
   readonly #durability: "power" | "process";
   readonly #busyTimeoutMs: number;
+  readonly #readonly: boolean;
+  readonly #extraPragmas: Array<[string, string | number]>;
   #db: Db | undefined;
   #stmts: ReturnType<typeof prepare> | undefined;
   #patchStmts = new Map<string, Stmt>();
@@ -89,6 +108,13 @@ class SqliteStoreImpl implements SqliteStore {
     this.location = `sqlite store at ${this.#file}`;
     this.#durability = options.durability ?? "power";
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.#readonly = options.readonly === true;
+    this.#extraPragmas = Object.entries(options.pragmas ?? {});
+    for (const [name, value] of this.#extraPragmas) {
+      if (RESERVED_PRAGMAS.has(name.toLowerCase()) || !/^[a-z_]+$/i.test(name) || !/^[\w.-]+$/.test(String(value))) {
+        throw new InvalidOptionError(`sqliteStore: pragma ${JSON.stringify(name)} = ${JSON.stringify(value)} is not allowed here (steplog sets ${[...RESERVED_PRAGMAS].join(", ")} itself; names are words, values plain numbers or words).`);
+      }
+    }
   }
 
   get path(): string {
@@ -111,19 +137,25 @@ class SqliteStoreImpl implements SqliteStore {
     if (this.#db) return this.#db;
     const exists = fs.existsSync(this.#file);
     if (!exists && !create) return undefined;
+    if (!exists && this.#readonly) throw new StoreReadOnlyError(this.location, "opened with readonly: true, and the file does not exist yet");
     if (!exists) this.#createFile();
     let db: Db;
     try {
-      db = new Database(this.#file, { fileMustExist: true });
+      db = new Database(this.#file, { fileMustExist: true, readonly: this.#readonly });
     } catch (error) {
       throw this.#unreadable(error);
     }
     try {
       this.#checkReadable(db);
-      db.pragma("journal_mode = WAL");
-      db.pragma(`synchronous = ${this.#durability === "power" ? "FULL" : "NORMAL"}`);
       db.pragma(`busy_timeout = ${this.#busyTimeoutMs}`);
-      this.#migrate(db);
+      if (!db.readonly) {
+        db.pragma("journal_mode = WAL");
+        db.pragma(`synchronous = ${this.#durability === "power" ? "FULL" : "NORMAL"}`);
+        for (const [name, value] of this.#extraPragmas) db.pragma(`${name} = ${value}`);
+        this.#migrate(db);
+      } else if (this.#schemaVersion(db) < SCHEMA_VERSION) {
+        throw new StoreReadOnlyError(this.location, "its schema needs an upgrade, which is a write");
+      }
     } catch (error) {
       db.close();
       throw error instanceof SteplogError ? error : this.#unreadable(error);
@@ -204,10 +236,15 @@ class SqliteStoreImpl implements SqliteStore {
     }
   }
 
+  #writable(db: Db, runId: string): void {
+    if (db.readonly) throw new StoreReadOnlyError(this.location, this.#readonly ? "opened with readonly: true" : "the file or its folder is not writable", runId);
+  }
+
   /** A synchronous write transaction, after any queued attempt writes (so order is kept). */
   #transact<T>(create: boolean, what: string, runId: string, fn: (db: Db) => T): T | undefined {
     const db = this.#open(create);
     if (!db) return undefined;
+    this.#writable(db, runId);
     this.#queue!.flush();
     try {
       return db.transaction(() => fn(db)).immediate();
@@ -303,6 +340,7 @@ class SqliteStoreImpl implements SqliteStore {
       if (update.run) this.#patchRun(db, runId, update.run);
       for (const { seq, patch } of update.updateSteps ?? []) this.#patchStep(db, runId, seq, patch);
       for (const step of update.appendSteps ?? []) this.#stmts!.insertStep.run(step);
+      if (update.fenceOut) this.#stmts!.fenceOut.run({ runId, heartbeatAt: update.fenceOut.now });
       return update.result;
     });
     if (refusal) throw refusal;
@@ -362,7 +400,7 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
-    this.#open(true);
+    this.#writable(this.#open(true)!, fence.runId);
     return this.#queue!.enqueue("the intent of step " + JSON.stringify(step.key), fence.runId, () => {
       this.#checkFence(fence, "intent");
       this.#stmts!.insertStep.run(step);
@@ -431,6 +469,7 @@ function prepare(db: Db) {
        ON CONFLICT (run_id) DO UPDATE SET epoch = excluded.epoch, attempt = excluded.attempt, expires_at = excluded.expires_at, heartbeat_at = excluded.heartbeat_at`,
     ),
     renewLease: db.prepare(`UPDATE leases SET expires_at = @expiresAt, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
+    fenceOut: db.prepare(`UPDATE leases SET epoch = epoch + 1, attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
     releaseLease: db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
     insertStep: db.prepare(
       `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
