@@ -23,7 +23,9 @@ function expectedCalls(point: (typeof POINTS)[number], crashed: string): Record<
 }
 
 describe("the crash suite: SIGKILL at every fault point of every step", () => {
-  const cells = POINTS.flatMap((point) => (point === "before-end" ? [[point, "three"] as const] : STEPS.map((step) => [point, step] as const)));
+  const cells: Array<[(typeof POINTS)[number], string]> = POINTS.flatMap((point) =>
+    point === "before-end" ? [[point, "three"] as [(typeof POINTS)[number], string]] : STEPS.map((step) => [point, step] as [(typeof POINTS)[number], string]),
+  );
 
   it.each(cells)("%s@%s", async (point, step) => {
     const file = tmpDb();
