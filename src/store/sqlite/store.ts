@@ -222,6 +222,9 @@ class SqliteStoreImpl implements SqliteStore {
     if (error instanceof SteplogError) return error;
     const code = (error as { code?: string }).code ?? "";
     if (UNREADABLE_CODES.has(code)) return this.#unreadable(error);
+    if (code.startsWith("SQLITE_READONLY")) {
+      return new StoreReadOnlyError(this.location, `${code}: the file or its folder is not writable by this user`, runId);
+    }
     return new StoreWriteFailedError(this.location, what, { cause: error, ...(runId === undefined ? {} : { runId }) });
   }
 

@@ -1,0 +1,91 @@
+// A continue whose evidence is gone is refused, never quietly restarted: a deleted store, a
+// store replaced by garbage, a store that cannot be written.
+import crypto from "node:crypto";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { createEngine } from "../../src/index.js";
+import { sqliteStore } from "../../src/sqlite.js";
+import { tmpDb, tmpDir } from "../helpers/tmp.js";
+import { readLedger, runWorker } from "../helpers/worker.js";
+
+const sha = (file: string) => crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+
+describe("a lost or broken store between attempts", () => {
+  it("store file deleted: RUN_NOT_FOUND, nothing started, no new file", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "two" });
+    for (const suffix of ["", "-wal", "-shm"]) fs.rmSync(file + suffix, { force: true });
+    fs.rmSync(`${file}.ledger`);
+    const second = await runWorker(file, "r", "continue");
+    expect(second.report?.refused?.code).toBe("RUN_NOT_FOUND");
+    expect(second.report?.refused?.message).toContain(file);
+    expect(readLedger(file)).toEqual([]);
+    expect(fs.existsSync(file)).toBe(false);
+  });
+
+  it("store file replaced by garbage: STORE_UNREADABLE, the file untouched, nothing started", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "two" });
+    for (const suffix of ["-wal", "-shm"]) fs.rmSync(file + suffix, { force: true });
+    fs.writeFileSync(file, crypto.randomBytes(16_384));
+    fs.rmSync(`${file}.ledger`);
+    const before = sha(file);
+    const second = await runWorker(file, "r", "continue");
+    expect(second.report?.refused?.code).toBe("STORE_UNREADABLE");
+    expect(sha(file)).toBe(before);
+    expect(readLedger(file)).toEqual([]);
+  });
+
+  it("store file truncated: STORE_UNREADABLE, untouched", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", { BIG_VALUES: "20000" });
+    for (const suffix of ["-wal", "-shm"]) fs.rmSync(file + suffix, { force: true });
+    fs.truncateSync(file, 4096);
+    const before = sha(file);
+    const second = await runWorker(file, "r", "continue", {}, { fromStep: "one" });
+    expect(second.report?.refused?.code).toBe("STORE_UNREADABLE");
+    expect(sha(file)).toBe(before);
+  });
+
+  it("a store opened read-only: refused (STORE_READ_ONLY) before any step runs; reading it still works", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "two" });
+    fs.rmSync(`${file}.ledger`);
+    const before = sha(file);
+    const second = await runWorker(file, "r", "continue", { READONLY: "1" });
+    expect(second.report?.refused?.code).toBe("STORE_READ_ONLY");
+    expect(second.report?.refused?.message).toContain(file);
+    expect(readLedger(file)).toEqual([]);
+    expect(sha(file)).toBe(before);
+    const viewer = createEngine({ store: sqliteStore({ path: file, readonly: true }) });
+    expect(await viewer.get("r")).toMatchObject({ status: "interrupted", steps: [{ key: "one" }, { key: "two", status: "intended" }] });
+    await viewer.close();
+    expect(sha(file)).toBe(before);
+  });
+
+  it("a store file the user may not write (chmod 0444): refused before any step runs", async () => {
+    // Root ignores file modes, so as root the worker drops to the "nobody" user.
+    const dir = tmpDir();
+    fs.chmodSync(dir, 0o777);
+    const file = path.join(dir, "steplog.db");
+    await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "two" });
+    fs.rmSync(`${file}.ledger`);
+    for (const name of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, name), 0o444);
+    fs.chmodSync(dir, 0o755);
+    const asRoot = process.getuid?.() === 0;
+    const nobody = asRoot ? { uid: Number(execFileSync("id", ["-u", "nobody"]).toString().trim()), gid: Number(execFileSync("id", ["-g", "nobody"]).toString().trim()) } : {};
+    const { spawnSync } = await import("node:child_process");
+    const worker = new URL("./fixtures/worker.mjs", import.meta.url).pathname;
+    const out = spawnSync(process.execPath, [worker, file, "r", "continue"], {
+      ...nobody,
+      env: { ...process.env, STEPLOG_FAULT: "", HOME: os.tmpdir() },
+      encoding: "utf8",
+    });
+    const report = JSON.parse(out.stdout.trim().split("\n").at(-1)!);
+    expect(report.refused?.code, out.stdout + out.stderr).toBe("STORE_READ_ONLY");
+    expect(fs.existsSync(`${file}.ledger`)).toBe(false);
+  });
+});
