@@ -158,7 +158,9 @@ class SqliteStoreImpl implements SqliteStore {
       }
     } catch (error) {
       db.close();
-      throw error instanceof SteplogError ? error : this.#unreadable(error);
+      const code = (error as { code?: string }).code ?? "";
+      if (error instanceof SteplogError || UNREADABLE_CODES.has(code)) throw error instanceof SteplogError ? error : this.#unreadable(error);
+      throw this.#writeFailed(error, "the store's schema", undefined);
     }
     this.#db = db;
     this.#stmts = prepare(db);
