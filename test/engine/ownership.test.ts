@@ -1,0 +1,174 @@
+// Leases, fencing, recover() and the owner-gone rule, in one process with crafted owners.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import { afterAll, describe, expect, it } from "vitest";
+import { createEngine, defineWorkflow } from "../../src/index.js";
+import { memoryStore } from "../../src/memory.js";
+import { currentOwner } from "../../src/owner.js";
+import type { OwnerRow, Store } from "../../src/store/types.js";
+import { STORES } from "../helpers/stores.js";
+
+const noop = defineWorkflow({
+  name: "noop",
+  async run(ctx) {
+    return ctx.step("only", async () => "done");
+  },
+});
+
+/** A run left by some owner: attempt 1 with no ending, its lease expiring at `expiresAt`. */
+async function leftBy(store: Store, id: string, owner: OwnerRow, expiresAt: number) {
+  const now = Date.now();
+  const lease = await store.createRun(
+    { id, workflow: "noop", version: null, args: '{"$type":"undefined"}', status: "running", attempts: 1, budgetUsed: 1, source: null, deadline: null, value: null, error: null, createdAt: now, updatedAt: now },
+    { runId: id, number: 1, ...owner, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null },
+    { expiresAt, now },
+  );
+  if ("exists" in lease) throw new Error("exists");
+  return lease;
+}
+
+function startTimeOf(pid: number): number {
+  const text = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  return Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[19]);
+}
+
+const sleeper = spawn("sleep", ["60"], { stdio: "ignore" });
+afterAll(() => sleeper.kill("SIGKILL"));
+
+describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
+  const me = currentOwner();
+  const hour = 3_600_000;
+
+  it("recover() marks runs whose owner is gone interrupted, with an explanation, fences the dead owner out, and re-runs nothing", async () => {
+    const store = makeStore();
+    await leftBy(store, "dead-pid", { ...me, pid: 2 ** 22 + 17, processStart: 1 }, Date.now() + hour);
+    await leftBy(store, "expired-elsewhere", { host: "another-host", bootId: "b", pid: 1, processStart: 1 }, Date.now() - 1);
+    await leftBy(store, "live-elsewhere", { host: "another-host", bootId: "b", pid: 1, processStart: 1 }, Date.now() + hour);
+    const engine = createEngine({ store, workflows: [noop] });
+    expect((await engine.list({ status: "interrupted" })).map((r) => r.id).sort()).toEqual(["dead-pid", "expired-elsewhere"]);
+    const found = await engine.recover();
+    expect(found.map((r) => r.id).sort()).toEqual(["dead-pid", "expired-elsewhere"]);
+    const dead = found.find((r) => r.id === "dead-pid")!;
+    expect(dead).toMatchObject({ status: "interrupted", attempt: 1, workflow: "noop" });
+    expect(dead.explanation).toMatch(/process \d+ on .* is gone.*engine\.continue\("dead-pid"\)/);
+    expect(found.find((r) => r.id === "expired-elsewhere")!.explanation).toContain("lease expired");
+    const view = await engine.get("dead-pid");
+    expect(view).toMatchObject({ status: "interrupted", error: { name: "Interrupted" }, steps: [] });
+    expect(view.attempts[0]!.ending).toBe("interrupted");
+    // Another host's live lease is left alone.
+    expect((await engine.get("live-elsewhere")).status).toBe("running");
+    await expect(engine.continue("live-elsewhere")).rejects.toMatchObject({ code: "RUN_BUSY" });
+    // A second recover finds nothing new; a continue goes on.
+    expect(await engine.recover()).toEqual([]);
+    expect(await engine.continue("dead-pid")).toMatchObject({ status: "completed", attempt: 2 });
+  });
+
+  it("pid reuse: a live pid with another start time is gone; the same start time is alive; an unknown start time counts as alive", async () => {
+    const store = makeStore();
+    const pid = sleeper.pid!;
+    const start = startTimeOf(pid);
+    await leftBy(store, "reused", { ...me, pid, processStart: start + 1 }, Date.now() + hour);
+    await leftBy(store, "same", { ...me, pid, processStart: start }, Date.now() + hour);
+    await leftBy(store, "unknown", { ...me, pid, processStart: null }, Date.now() + hour);
+    const engine = createEngine({ store, workflows: [noop] });
+    const found = await engine.recover();
+    expect(found.map((r) => r.id)).toEqual(["reused"]);
+    expect(found[0]!.explanation).toContain(`pid ${pid} now belongs to another process`);
+    await expect(engine.continue("same")).rejects.toMatchObject({ code: "RUN_BUSY" });
+    await expect(engine.continue("unknown")).rejects.toMatchObject({ code: "RUN_BUSY" });
+  });
+
+  it("a lease held by this very process but by no live attempt in it is gone", async () => {
+    const store = makeStore();
+    await leftBy(store, "mine", me, Date.now() + hour);
+    const engine = createEngine({ store, workflows: [noop] });
+    expect((await engine.get("mine")).status).toBe("interrupted");
+    expect(await engine.continue("mine")).toMatchObject({ status: "completed" });
+  });
+
+  it("another boot on the same host is judged by lease expiry only", async () => {
+    const store = makeStore();
+    await leftBy(store, "old-boot-live", { ...me, bootId: "some-other-boot", pid: 2 ** 22 + 5 }, Date.now() + hour);
+    await leftBy(store, "old-boot-expired", { ...me, bootId: "some-other-boot", pid: 2 ** 22 + 5 }, Date.now() - 1);
+    const engine = createEngine({ store, workflows: [noop] });
+    expect((await engine.recover()).map((r) => r.id)).toEqual(["old-boot-expired"]);
+  });
+});
+
+describe("fencing", () => {
+  it("an attempt that finds its lease taken stops starting steps, aborts ctx.signal, and ends with LEASE_LOST; nothing more is recorded", async () => {
+    const store = memoryStore();
+    let aborted: unknown;
+    let secondStepRan = false;
+    const workflow = defineWorkflow({
+      name: "fenced",
+      async run(ctx) {
+        await ctx.step("long", ({ signal }) =>
+          new Promise((_resolve, reject) =>
+            signal.addEventListener("abort", () => {
+              aborted = signal.reason;
+              reject(new Error("stopped by abort"));
+            }),
+          ),
+        );
+        await ctx.step("after", async () => {
+          secondStepRan = true;
+        });
+      },
+    });
+    const engine = createEngine({ store, workflows: [workflow], leaseMs: 60 });
+    const running = engine.start(workflow, undefined, { id: "r" });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Another owner takes the run: the epoch moves on.
+    await store.updateRun("r", () => ({ fenceOut: { now: Date.now() }, result: undefined }));
+    const result = await running;
+    expect(result).toMatchObject({ status: "failed", error: { code: "LEASE_LOST" } });
+    expect(aborted).toMatchObject({ code: "LEASE_LOST" });
+    expect(secondStepRan).toBe(false);
+    const stored = (await store.loadRun("r"))!;
+    expect(stored.steps.map((s) => [s.key, s.status])).toEqual([["long", "intended"]]);
+    expect(stored.attempts[0]!.ending).toBeNull();
+  });
+
+  it("leases are renewed while an attempt runs (a third of leaseMs)", async () => {
+    const store = memoryStore();
+    const expiries: number[] = [];
+    const workflow = defineWorkflow({
+      name: "renewed",
+      async run(ctx) {
+        for (let i = 0; i < 4; i++) {
+          await ctx.step("tick", () => new Promise((resolve) => setTimeout(resolve, 40)));
+          expiries.push((await store.loadRun("r"))!.lease!.expiresAt);
+        }
+      },
+    });
+    const engine = createEngine({ store, workflows: [workflow], leaseMs: 90 });
+    expect((await engine.start(workflow, undefined, { id: "r" })).status).toBe("completed");
+    expect(new Set(expiries).size).toBeGreaterThan(2);
+  });
+});
+
+describe("dead letters (in one process)", () => {
+  it("the attempt that reaches maxAttempts ends with runStatus dead-lettered; completed, escalated and waiting never count", async () => {
+    let fail = 3;
+    const workflow = defineWorkflow({
+      name: "poison",
+      maxAttempts: 3,
+      async run(ctx) {
+        return ctx.step("x", async () => {
+          if (fail-- > 0) throw new Error("poison");
+          return "ok";
+        });
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "r" })).toMatchObject({ status: "failed", runStatus: "failed" });
+    expect(await engine.continue("r")).toMatchObject({ status: "failed", runStatus: "failed" });
+    expect(await engine.continue("r")).toMatchObject({ status: "failed", runStatus: "dead-lettered", attempt: 3 });
+    await expect(engine.continue("r")).rejects.toMatchObject({ code: "DEAD_LETTERED" });
+    expect((await engine.list({ status: "dead-lettered" })).map((r) => r.id)).toEqual(["r"]);
+    expect(await engine.continue("r", { force: true })).toMatchObject({ status: "completed", attempt: 4 });
+    // A completed run is never dead-lettered, and its fromStep redos do not count.
+    for (let i = 0; i < 4; i++) expect(await engine.continue("r", { fromStep: "x" })).toMatchObject({ status: "completed" });
+  });
+});
