@@ -21,14 +21,19 @@ import type { EngineSettings, ProgressEvent } from "./engine-settings.js";
 import { fault } from "./faults.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { markDone, markLive } from "./live-attempts.js";
+import { ReplayDone, runSaga, unreachable, type SagaEntry } from "./saga.js";
 import { runStep, type StepCall } from "./step-runner.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
 import { decodeValue, encodeValue } from "./values.js";
 
 export interface AttemptPlan {
+  /** "run": run the workflow; "compensate": replay it from records and compensate (the saga). */
+  mode: "run" | "compensate";
   /** The step key to redo from, when given. */
   fromStep: string | undefined;
   values: Record<string, unknown> | undefined;
+  /** The run's status before this attempt's claim (for a saga that fails). */
+  statusBefore?: RunStatus;
   /** A run that was parked reuses its records whatever the version. */
   ignoreVersion: boolean;
   deadline: number | undefined;
@@ -71,6 +76,8 @@ export class Attempt {
   readonly inFlight = new Set<string>();
   readonly pending = new Set<Promise<void>>();
   readonly controller = new AbortController();
+  /** Compensatable steps found by a saga's replay, in the order the code reached them. */
+  readonly saga: SagaEntry[] = [];
   readonly #keyCounts = new Map<string, number>();
   readonly #compensations = new Map<string, number>();
   nextSeq: number;
@@ -181,6 +188,7 @@ export class Attempt {
     try {
       const settled = await Promise.race([this.#runCode(args), this.#endedEarly.then(() => ({ kind: "ended" as const }))]);
       if (settled.kind !== "ended") await this.#drain();
+      if (this.plan.mode === "compensate") return await this.#finishSaga(settled);
       return await this.#finish(settled);
     } finally {
       for (const cleanup of cleanups) cleanup();
@@ -309,6 +317,52 @@ export class Attempt {
     if (error) result.error = error;
     this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });
     return result;
+  }
+
+  /** The saga's ending: every reachable compensatable step compensated, or why not. */
+  async #finishSaga(settled: { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "ended" }): Promise<RunResult> {
+    if (this.endReason?.ending === "lease-lost") return this.#leaseLost(this.endReason.error);
+    let error: ErrorInfo | undefined;
+    if (this.endReason) error = toErrorInfo(this.endReason.error);
+    else if (settled.kind === "threw" && !(settled.error instanceof ReplayDone)) error = toErrorInfo(settled.error, this.lastEntered);
+    else {
+      const missing = unreachable(this);
+      if (missing.length > 0) {
+        error = {
+          name: "Error",
+          message: `Run ${JSON.stringify(this.runId)}: the code no longer reaches compensatable step(s) ${missing.map((k) => JSON.stringify(k)).join(", ")}, so their compensate functions are unknown. Nothing was compensated; undo them by hand or restore the step.`,
+        };
+      } else {
+        try {
+          await runSaga(this);
+        } catch (sagaError) {
+          error = toErrorInfo(sagaError);
+          if ((sagaError as SteplogError).code === "LEASE_LOST") return this.#leaseLost(sagaError as SteplogError);
+        }
+      }
+    }
+    const ending: AttemptEnding = error ? "failed" : "compensated";
+    // A saga counts no attempt; a failed one leaves the run as it was, to be compensated again.
+    const runStatus: RunStatus = error ? (this.stored.run.status === "running" ? "failed" : this.#previousStatus()) : "compensated";
+    const now = this.settings.clock.now();
+    try {
+      await this.settings.store.endAttempt(this.fence, {
+        attempt: this.number,
+        ending,
+        endedAt: now,
+        error: error ? JSON.stringify(error) : null,
+        run: { status: runStatus, value: null, error: error ? JSON.stringify(error) : null, budgetUsed: this.stored.run.budgetUsed, updatedAt: now },
+      });
+    } catch (endError) {
+      return this.#leaseLost(endError as Error);
+    }
+    this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });
+    return { id: this.runId, status: ending, runStatus, attempt: this.number, ...(error ? { error } : {}) };
+  }
+
+  #previousStatus(): RunStatus {
+    const before = this.plan.statusBefore;
+    return before === undefined || before === "running" || before === "interrupted" ? "failed" : before;
   }
 
   async #settlePending(): Promise<SteplogError | Error | undefined> {

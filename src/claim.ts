@@ -9,6 +9,7 @@ import type { Workflow } from "./define-workflow.js";
 import {
   ArgsRejectedError,
   DeadLetteredError,
+  PastPivotError,
   RunBusyError,
   RunCompletedError,
   RunEscalatedError,
@@ -19,6 +20,8 @@ import type { Validation } from "./schema.js";
 import type { ClaimDecision, RunPatch, StoredRun } from "./store/types.js";
 
 export interface ClaimRequest {
+  /** "compensate": the saga takes the lease like a continue but counts no attempt. */
+  mode: "run" | "compensate";
   workflow: Workflow;
   fromStep: string | undefined;
   force: boolean;
@@ -45,13 +48,18 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
   }
 
   const lastStep = steps.at(-1)?.key;
-  if (run.status === "completed" && request.fromStep === undefined) return refuse(new RunCompletedError(run.id, firstStep(current)));
+  const saga = request.mode === "compensate";
+  if (run.status === "completed" && request.fromStep === undefined && !saga) return refuse(new RunCompletedError(run.id, firstStep(current)));
   if (run.status === "escalated") {
     const escalated = latestRows(current).find((row) => row.status === "escalated");
     return refuse(new RunEscalatedError(run.id, escalated?.key ?? lastStep ?? "?"));
   }
+  if (saga) {
+    const pivot = latestRows(current).find((row) => row.effect === "irreversible" && row.status === "succeeded");
+    if (pivot) return refuse(new PastPivotError(run.id, pivot.key));
+  }
   const max = request.workflow.maxAttempts;
-  if (!request.force && (run.status === "dead-lettered" || (run.status !== "completed" && run.budgetUsed >= max))) {
+  if (!saga && !request.force && (run.status === "dead-lettered" || (run.status !== "completed" && run.budgetUsed >= max))) {
     const error = new DeadLetteredError(run.id, run.budgetUsed, max, lastStep);
     return run.status === "dead-lettered" ? refuse(error) : refuse(error, { status: "dead-lettered", updatedAt: request.now });
   }
@@ -82,7 +90,7 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
       status: "running",
       attempts: number,
       // Counted when the lease is taken, before any user code runs; refunded by a normal ending.
-      budgetUsed: request.force ? 1 : run.budgetUsed + 1,
+      budgetUsed: saga ? run.budgetUsed : request.force ? 1 : run.budgetUsed + 1,
       deadline: request.deadline ?? null,
       value: null,
       error: null,

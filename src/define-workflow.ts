@@ -22,6 +22,11 @@ export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
   args?: A;
   /** Attempts allowed before the run is dead-lettered. Default 10. */
   maxAttempts?: number;
+  /**
+   * What a failed attempt does to the world it changed: "keep" (default) keeps everything for a
+   * continue; "compensate" runs the saga (engine.compensate) at once, unless past the pivot.
+   */
+  onFailure?: "keep" | "compensate";
   run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
 }
 
@@ -31,6 +36,7 @@ export interface Workflow<Args = unknown, R = unknown> {
   readonly version: string | undefined;
   readonly args: StandardSchemaV1 | undefined;
   readonly maxAttempts: number;
+  readonly onFailure: "keep" | "compensate";
   readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
   /** Type-only: the args `start` takes. */
   readonly __args?: Args;
@@ -50,6 +56,9 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
   if (definition.args !== undefined && !isSchema(definition.args)) {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: args must be a Standard Schema validator (a zod schema, say).`);
   }
+  if (definition.onFailure !== undefined && definition.onFailure !== "keep" && definition.onFailure !== "compensate") {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onFailure must be "keep" or "compensate".`);
+  }
   if (typeof definition.run !== "function") {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: run must be a function (ctx, args) => Promise<result>.`);
   }
@@ -59,6 +68,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     version: definition.version,
     args: definition.args,
     maxAttempts,
+    onFailure: definition.onFailure ?? "keep",
     run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
   };
 }

@@ -11,6 +11,7 @@ import { systemClock, type Clock, type EngineSettings, type ProgressEvent, type 
 import {
   ArgsRejectedError,
   EngineClosedError,
+  SteplogError,
   InvalidOptionError,
   RunCancelledError,
   RunExistsError,
@@ -19,6 +20,7 @@ import {
 } from "./errors.js";
 import { isLiveHere } from "./live-attempts.js";
 import { recoverInterrupted, type RecoveredRun } from "./recover.js";
+import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "./escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
 import { checkName } from "./names.js";
 import { currentOwner } from "./owner.js";
@@ -89,6 +91,20 @@ export interface Engine {
    * an explanation and fence the dead owner out. Re-runs nothing. A continue does not need it.
    */
   recover(): Promise<RecoveredRun[]>;
+  /**
+   * The saga: replay the run from its records and run the `compensate` of every succeeded
+   * compensatable step, newest first, each recorded as a step row. Refused with PAST_PIVOT once
+   * an irreversible step has succeeded. Takes the lease like a continue; counts no attempt.
+   */
+  compensate(id: string): Promise<RunResult>;
+  /** The human queue: steps cut off inside an effect that must not be repeated blindly. */
+  escalations(): Promise<Escalation[]>;
+  /**
+   * A person's answer for an escalated step: `{ value }` (it happened; the value is checked by the
+   * step's result schema when the next continue reuses it) or `{ redo: true }` (it did not; the
+   * next continue runs it again with the same idempotency key). The run then reads `ready`.
+   */
+  resolve(id: string, step: string, answer: Resolution): Promise<void>;
   /** Ends this engine's running attempts (`cancelled`, leases released) and closes the store. */
   close(): Promise<void>;
   readonly store: Store;
@@ -191,7 +207,7 @@ class SteplogEngine implements Engine {
     const created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
     if ("exists" in created) throw new RunExistsError(id, created.exists.status);
     const stored: StoredRun = { run, attempts: [first], steps: [], lease: null };
-    const plan: AttemptPlan = { fromStep: undefined, values: undefined, ignoreVersion: false, deadline, signal: options.signal };
+    const plan: AttemptPlan = { mode: "run", fromStep: undefined, values: undefined, ignoreVersion: false, deadline, signal: options.signal };
     return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
   }
 
@@ -205,6 +221,17 @@ class SteplogEngine implements Engine {
       throw new InvalidOptionError(`continue(${JSON.stringify(id)}): values must be an object of step key → value.`, { runId: id });
     }
     const deadline = this.#deadline(options.timeoutMs, `continue(${JSON.stringify(id)})`);
+    return this.#claimAndRun(id, "run", options, deadline);
+  }
+
+  async compensate(id: string): Promise<RunResult> {
+    this.#open();
+    checkName("run id", id);
+    return this.#claimAndRun(id, "compensate", {}, undefined);
+  }
+
+  /** Claim the run's lease (refusing in DESIGN's order) and run one attempt in `mode`. */
+  async #claimAndRun(id: string, mode: "run" | "compensate", options: ContinueOptions, deadline: number | undefined): Promise<RunResult> {
     const before = await this.store.loadRun(id);
     if (!before) throw new RunNotFoundError(id, this.store.location);
     const workflow = this.#workflow(before.run.workflow, id);
@@ -212,8 +239,11 @@ class SteplogEngine implements Engine {
     // applied inside it, after the refusals that come first.
     const args = await this.#checkArgs(workflow, decodeValue(before.run.args));
     const now = this.#settings.clock.now();
-    const claimed = await this.store.claimRun(id, (current) =>
-      decideClaim(current, {
+    let statusBefore: RunStatus | undefined;
+    const claimed = await this.store.claimRun(id, (current) => {
+      statusBefore = current.run.status;
+      return decideClaim(current, {
+        mode,
         workflow,
         fromStep: options.fromStep,
         force: options.force === true,
@@ -222,17 +252,32 @@ class SteplogEngine implements Engine {
         now,
         leaseMs: this.#settings.leaseMs,
         isHeldHere: () => isLiveHere(this.store.location, id),
-      }),
-    );
+      });
+    });
     if (claimed.kind === "missing") throw new RunNotFoundError(id, this.store.location);
     const plan: AttemptPlan = {
+      mode,
       fromStep: options.fromStep,
       values: options.values,
       ignoreVersion: false,
       deadline,
       signal: options.signal,
+      ...(statusBefore === undefined ? {} : { statusBefore }),
     };
     return this.#runAttempt(new Attempt(this.#settings, workflow, claimed.state, claimed.lease, plan), (args as { value: unknown }).value);
+  }
+
+  async escalations(): Promise<Escalation[]> {
+    this.#open();
+    return listEscalations(this.store);
+  }
+
+  async resolve(id: string, step: string, answer: Resolution): Promise<void> {
+    this.#open();
+    checkName("run id", id);
+    const valid = typeof answer === "object" && answer !== null && ("value" in answer || (answer as { redo?: unknown }).redo === true);
+    if (!valid) throw new InvalidOptionError(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`, { runId: id, step });
+    await resolveEscalation(this.store, id, step, answer, this.#settings.clock.now(), this.#settings.maxValueBytes);
   }
 
   async #checkArgs(workflow: Workflow, args: unknown): Promise<Validation<unknown>> {
@@ -240,7 +285,7 @@ class SteplogEngine implements Engine {
   }
 
   #runAttempt(attempt: Attempt, args: unknown): Promise<RunResult> {
-    const done = attempt.run(args);
+    const done = attempt.run(args).then((result) => this.#afterFailure(attempt, result));
     const entry = { attempt, done };
     this.#running.add(entry);
     this.#signals?.install();
@@ -248,6 +293,18 @@ class SteplogEngine implements Engine {
       this.#running.delete(entry);
       if (this.#running.size === 0) this.#signals?.uninstall();
     });
+  }
+
+  /** onFailure: "compensate": a failed attempt is followed at once by the saga (unless past the pivot). */
+  async #afterFailure(attempt: Attempt, result: RunResult): Promise<RunResult> {
+    if (attempt.plan.mode !== "run" || attempt.workflow.onFailure !== "compensate" || result.status !== "failed" || result.error?.code === "LEASE_LOST") return result;
+    try {
+      const saga = await this.#claimAndRun(result.id, "compensate", {}, undefined);
+      return saga.status === "compensated" ? { ...result, runStatus: "compensated" } : result;
+    } catch (error) {
+      if (error instanceof SteplogError && error.code === "PAST_PIVOT") return result;
+      throw error;
+    }
   }
 
   async get(id: string): Promise<RunView> {
@@ -285,4 +342,4 @@ class SteplogEngine implements Engine {
   }
 }
 
-export type { RunResult, RecoveredRun };
+export type { RunResult, RecoveredRun, Escalation, Resolution };

@@ -6,7 +6,7 @@
 export { defineWorkflow, DEFAULT_MAX_ATTEMPTS } from "./define-workflow.js";
 export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "./define-workflow.js";
 export { createEngine } from "./engine.js";
-export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunResult, RecoveredRun } from "./engine.js";
+export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunResult, RecoveredRun, Escalation, Resolution } from "./engine.js";
 export type {
   WorkflowContext,
   StepInfo,

@@ -25,6 +25,7 @@ import { checkName } from "./names.js";
 import { backoffDelay, retryPolicy } from "./retry-policy.js";
 import { validate } from "./schema.js";
 import type { Effect, StepRow } from "./store/types.js";
+import { replayForSaga } from "./saga.js";
 import { resolveUnknownOutcome } from "./unknown-outcome.js";
 import { decodeValue, encodeValue } from "./values.js";
 import { isBreakingChange } from "./versions.js";
@@ -49,6 +50,7 @@ export async function runStep(attempt: Attempt, call: StepCall): Promise<unknown
   checkOptions(attempt, call);
   const key = attempt.nextKey(call.name);
   attempt.lastEntered = key;
+  if (attempt.plan.mode === "compensate") return replayForSaga(attempt, key, call);
   const record = attempt.latest.get(key);
 
   if (!attempt.started) {

@@ -26,7 +26,7 @@ export type RunStatus =
   | "dead-lettered"
   | "compensated";
 
-export type AttemptEnding = "completed" | "failed" | "stopped" | "timed-out" | "cancelled" | "waiting" | "escalated";
+export type AttemptEnding = "completed" | "failed" | "stopped" | "timed-out" | "cancelled" | "waiting" | "escalated" | "compensated";
 
 export type StepStatus = "intended" | "succeeded" | "failed" | "stopped" | "escalated" | "compensated";
 
