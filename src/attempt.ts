@@ -21,7 +21,7 @@ import type { EngineSettings, ProgressEvent } from "./engine-settings.js";
 import { fault } from "./faults.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { markDone, markLive } from "./live-attempts.js";
-import { ReplayDone, runSaga, unreachable, type SagaEntry } from "./saga.js";
+import { runSaga, unreachable, type SagaEntry } from "./saga.js";
 import { runStep, type StepCall } from "./step-runner.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
 import { decodeValue, encodeValue } from "./values.js";
@@ -188,7 +188,7 @@ export class Attempt {
     try {
       const settled = await Promise.race([this.#runCode(args), this.#endedEarly.then(() => ({ kind: "ended" as const }))]);
       if (settled.kind !== "ended") await this.#drain();
-      if (this.plan.mode === "compensate") return await this.#finishSaga(settled);
+      if (this.plan.mode === "compensate") return await this.#finishSaga();
       return await this.#finish(settled);
     } finally {
       for (const cleanup of cleanups) cleanup();
@@ -320,11 +320,12 @@ export class Attempt {
   }
 
   /** The saga's ending: every reachable compensatable step compensated, or why not. */
-  async #finishSaga(settled: { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "ended" }): Promise<RunResult> {
+  async #finishSaga(): Promise<RunResult> {
     if (this.endReason?.ending === "lease-lost") return this.#leaseLost(this.endReason.error);
     let error: ErrorInfo | undefined;
-    if (this.endReason) error = toErrorInfo(this.endReason.error);
-    else if (settled.kind === "threw" && !(settled.error instanceof ReplayDone)) error = toErrorInfo(settled.error, this.lastEntered);
+    // However the replayed code ends (returns, throws, stops: often the very failure being
+    // compensated), the replay is over; only a cancel or a deadline stops the saga itself.
+    if (this.endReason && this.endReason.ending !== "stopped") error = toErrorInfo(this.endReason.error);
     else {
       const missing = unreachable(this);
       if (missing.length > 0) {
