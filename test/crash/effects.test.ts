@@ -1,0 +1,111 @@
+// Unknown outcomes with real crashes: the process SIGKILLs itself inside a step's effect (after
+// the effect landed in the ledger, before its outcome), then a new process continues. Each
+// policy answers by the step's declaration; no irreversible effect is repeated on its own.
+import { describe, expect, it } from "vitest";
+import { tmpDb } from "../helpers/tmp.js";
+import { inspectDb } from "../helpers/inspect.js";
+import { readLedger, runWorker } from "../helpers/worker.js";
+
+const effectsOf = (file: string, step: string) => readLedger(file).filter((e) => e.kind === "effect" && e.step === step);
+
+describe("unknown outcomes after a real crash", () => {
+  it("redrive (idempotent): called again with the same key and told about the cut-off attempt", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "two" });
+    const next = await runWorker(file, "r", "continue");
+    expect(next.report?.result).toMatchObject({ status: "completed" });
+    expect(effectsOf(file, "two").map((e) => [e.idempotencyKey, e.previous?.attempt ?? null])).toEqual([
+      ["r:two", null],
+      ["r:two", 1],
+    ]);
+  });
+
+  it("query finds the effect: recorded as succeeded from the query, the function not called again", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "irreversible" }), QUERYABLE: "two" };
+    await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
+    const next = await runWorker(file, "r", "continue", env);
+    expect(next.report?.result).toMatchObject({ status: "completed", value: ["one done in attempt 1", "two done in attempt 1", "three done in attempt 2"] });
+    expect(effectsOf(file, "two")).toHaveLength(1);
+    expect(readLedger(file).filter((e) => e.kind === "query")).toHaveLength(1);
+    const rows = inspectDb(file).steps.filter((s) => s.key === "two");
+    expect(rows.map((s) => [s.attempt, s.status])).toEqual([[1, "succeeded"]]);
+  });
+
+  it("query finds nothing (cut off before the effect): re-driven with the same key, exactly one effect", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "irreversible" }), QUERYABLE: "two" };
+    await runWorker(file, "r", "start", { ...env, STEPLOG_FAULT: "after-intent@two" });
+    const next = await runWorker(file, "r", "continue", env);
+    expect(next.report?.result).toMatchObject({ status: "completed" });
+    expect(effectsOf(file, "two").map((e) => [e.idempotencyKey, e.attempt])).toEqual([["r:two", 2]]);
+  });
+
+  it("compensate: the compensation runs first (tolerating an effect that may not have happened), then the step re-runs with key …:2", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "compensatable" }), COMPENSATABLE: "two" };
+    await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
+    const next = await runWorker(file, "r", "continue", env);
+    expect(next.report?.result).toMatchObject({ status: "completed" });
+    expect(readLedger(file).filter((e) => e.step === "two").map((e) => `${e.kind} ${e.idempotencyKey}`)).toEqual([
+      "effect r:two",
+      "compensate r:two",
+      "effect r:two:2",
+    ]);
+    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed", "compensated", "succeeded"]);
+  });
+
+  it("escalate (irreversible, no query): never sent twice; the run waits for a person", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "irreversible" }) };
+    await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
+    const next = await runWorker(file, "r", "continue", env);
+    expect(next.report?.result).toMatchObject({ status: "escalated", runStatus: "escalated", error: { code: "RUN_ESCALATED", step: "two" } });
+    const again = await runWorker(file, "r", "continue", env);
+    expect(again.report?.refused?.code).toBe("RUN_ESCALATED");
+    expect(effectsOf(file, "two")).toHaveLength(1);
+    expect(effectsOf(file, "three")).toHaveLength(0);
+  });
+
+  it.each(["after-fn", "after-outcome"] as const)("irreversible and compensatable outcomes are durable before ctx.step returns (%s@two)", async (point) => {
+    for (const effect of ["irreversible", "compensatable"]) {
+      const file = tmpDb();
+      const env = { EFFECTS: JSON.stringify({ one: effect, two: effect }), QUERYABLE: "one,two", COMPENSATABLE: "one,two" };
+      await runWorker(file, "r", "start", { ...env, STEPLOG_FAULT: `${point}@two` });
+      // Step one's outcome was committed before step two began: it is never asked about or repeated.
+      expect(inspectDb(file).steps.find((s) => s.key === "one")?.status).toBe("succeeded");
+      const next = await runWorker(file, "r", "continue", env);
+      expect(next.report?.result).toMatchObject({ status: "completed" });
+      expect(effectsOf(file, "one")).toHaveLength(1);
+      expect(effectsOf(file, "two")).toHaveLength(1);
+      expect(readLedger(file).filter((e) => e.kind === "query" && e.step === "one")).toHaveLength(0);
+    }
+  });
+});
+
+describe("the saga with real crashes", () => {
+  const env = { EFFECTS: JSON.stringify({ one: "compensatable", two: "compensatable" }), COMPENSATABLE: "one,two", FAIL_AT: "three" };
+
+  it("a crash between two compensations: a second compensate(id) compensates each step exactly once", async () => {
+    const file = tmpDb();
+    expect((await runWorker(file, "r", "start", env)).report?.result).toMatchObject({ status: "failed" });
+    const crashed = await runWorker(file, "r", "compensate", { ...env, CRASH_BEFORE_COMPENSATE: "one" });
+    expect(crashed.signal).toBe("SIGKILL");
+    const done = await runWorker(file, "r", "compensate", env);
+    expect(done.report?.result).toMatchObject({ status: "compensated", runStatus: "compensated" });
+    expect(readLedger(file).filter((e) => e.kind === "compensate").map((e) => e.step)).toEqual(["two", "one"]);
+    expect(inspectDb(file).runs[0]!.status).toBe("compensated");
+  });
+
+  it("a crash inside a compensation: it is run again (with the same key) and the saga completes", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", env);
+    await runWorker(file, "r", "compensate", { ...env, CRASH_IN_COMPENSATE: "two" });
+    const done = await runWorker(file, "r", "compensate", env);
+    expect(done.report?.result).toMatchObject({ status: "compensated" });
+    expect(readLedger(file).filter((e) => e.kind === "compensate").map((e) => `${e.step} ${e.idempotencyKey}`)).toEqual(["two r:two", "two r:two", "one r:one"]);
+    const rows = inspectDb(file).steps;
+    expect(rows.filter((s) => s.status === "compensated").map((s) => s.key)).toEqual(["two", "one"]);
+    expect(rows.filter((s) => s.status === "intended")).toEqual([]);
+  });
+});
