@@ -23,6 +23,7 @@ import { LeaseKeeper } from "./lease-keeper.js";
 import { markDone, markLive } from "./live-attempts.js";
 import { runSaga, unreachable, type SagaEntry } from "./saga.js";
 import { runStep, type StepCall } from "./step-runner.js";
+import { approvalEvent, sleep, waitForEvent, type WaitingFor } from "./waits.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
 import { decodeValue, encodeValue } from "./values.js";
 
@@ -49,6 +50,8 @@ export interface RunResult<T = unknown> {
   value?: T;
   error?: ErrorInfo;
   attempt: number;
+  /** When the attempt ended `waiting`: what the run waits for, and until when. */
+  waitingFor?: WaitingFor;
 }
 
 /** Signals ctx.stop(reason) through the workflow's code. */
@@ -76,6 +79,8 @@ export class Attempt {
   readonly inFlight = new Set<string>();
   readonly pending = new Set<Promise<void>>();
   readonly controller = new AbortController();
+  /** What the run parked on, when the attempt ends `waiting`. */
+  parkedOn: WaitingFor | undefined;
   /** Compensatable steps found by a saga's replay, in the order the code reached them. */
   readonly saga: SagaEntry[] = [];
   readonly #keyCounts = new Map<string, number>();
@@ -250,6 +255,12 @@ export class Attempt {
           typeof optionsOrFn === "function" ? { name, options: {}, fn: optionsOrFn } : { name, options: optionsOrFn ?? {}, fn: maybeFn! };
         return runStep(attempt, call);
       },
+      waitForEvent(name: string, options?: { schema?: never; timeoutMs?: number }) {
+        return waitForEvent(attempt, name, options);
+      },
+      sleep(name: string, msOrDate: number | Date) {
+        return sleep(attempt, name, msOrDate);
+      },
       stop(reason: string): never {
         attempt.endWith("stopped", attempt.stopError(String(reason)));
         throw new StopRequest(String(reason));
@@ -262,7 +273,9 @@ export class Attempt {
     let error: ErrorInfo | undefined;
     let valueText: string | null = null;
     if (this.endReason?.ending === "lease-lost") return this.#leaseLost(this.endReason.error);
-    if (this.endReason) {
+    if (this.endReason?.ending === "waiting") {
+      ending = "waiting";
+    } else if (this.endReason) {
       ending = this.endReason.ending as AttemptEnding;
       error = toErrorInfo(this.endReason.error);
     } else if (settled.kind === "threw") {
@@ -297,6 +310,7 @@ export class Attempt {
     const budgetUsed = counts ? run.budgetUsed : Math.max(0, run.budgetUsed - 1);
     const runStatus: RunStatus = counts && budgetUsed >= this.workflow.maxAttempts ? "dead-lettered" : ending;
     const now = this.settings.clock.now();
+    const parked = ending === "waiting" ? this.parkedOn : undefined;
     fault("before-end", this.lastEntered ?? "*");
     try {
       await this.settings.store.endAttempt(this.fence, {
@@ -304,7 +318,17 @@ export class Attempt {
         ending,
         endedAt: now,
         error: error ? JSON.stringify(error) : null,
-        run: { status: runStatus, value: valueText, error: error ? JSON.stringify(error) : null, budgetUsed, updatedAt: now },
+        run: {
+          status: runStatus,
+          value: valueText,
+          error: error ? JSON.stringify(error) : null,
+          budgetUsed,
+          updatedAt: now,
+          waitingFor: parked ? JSON.stringify(parked) : null,
+          wakeAt: parked?.until ?? null,
+        },
+        // An event (or approval) that arrived while this attempt was parking wakes the run at once.
+        ...(parked?.kind === "event" ? { wakeOnEvent: parked.event! } : parked?.kind === "approval" ? { wakeOnEvent: approvalEvent(parked.step) } : {}),
       });
     } catch (endError) {
       if (endError instanceof SteplogError && endError.code === "LEASE_LOST") return this.#leaseLost(endError);
@@ -313,6 +337,7 @@ export class Attempt {
       return { id: this.runId, status: "failed", runStatus: "running", error: info, attempt: this.number };
     }
     const result: RunResult = { id: this.runId, status: ending, runStatus, attempt: this.number };
+    if (parked) result.waitingFor = parked;
     if (valueText !== null) result.value = decodeValue(valueText);
     if (error) result.error = error;
     this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });

@@ -30,6 +30,13 @@ export interface ClaimRequest {
   now: number;
   leaseMs: number;
   isHeldHere: () => boolean;
+  /** A worker's claim: take the run only if it is ready (due, or interrupted with autoResume). */
+  requireReady?: boolean;
+}
+
+/** A worker's claim found the run not ready (another worker took it, or it is not due). */
+export class NotReady extends Error {
+  override name = "NotReady";
 }
 
 export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDecision {
@@ -45,6 +52,12 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
         return refuse(new RunBusyError(run.id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }));
       }
     }
+  }
+
+  if (request.requireReady) {
+    const due = run.status === "waiting" && run.wakeAt !== null && run.wakeAt <= request.now;
+    const resumable = (run.status === "interrupted" || run.status === "running") && request.workflow.autoResume;
+    if (!due && !resumable) return refuse(new NotReady(`run ${run.id} is ${run.status}, not ready`));
   }
 
   const lastStep = steps.at(-1)?.key;
@@ -94,6 +107,8 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
       deadline: request.deadline ?? null,
       value: null,
       error: null,
+      waitingFor: null,
+      wakeAt: null,
       updatedAt: request.now,
     },
   };

@@ -70,6 +70,11 @@ export interface StepOptions<T = unknown> {
   retry?: RetryOptions;
   /** Abort the function's signal after this many ms; the call fails with STEP_TIMED_OUT. */
   timeoutMs?: number;
+  /**
+   * Park the run before this step runs until a person calls engine.approve(id, step); with
+   * engine.reject(id, step) the run ends stopped. An approval given once stands for the step.
+   */
+  approval?: boolean;
 }
 
 export type StepFunction<T> = (info: StepInfo) => T | Promise<T>;
@@ -100,6 +105,21 @@ export interface WorkflowContext {
     fn: StepFunction<InferInput<S>>,
   ): Promise<InferOutput<S>>;
   step<T>(name: string, options: StepOptions<T>, fn: StepFunction<T>): Promise<T>;
+
+  /**
+   * Wait for an event sent with engine.send(runId, name, payload). If one already arrived (sent
+   * with { keep: true }) it is consumed at once; otherwise the run parks: the attempt ends
+   * `waiting`, its lease is released and the process may exit. Events are consumed exactly once,
+   * in order of arrival. The payload is checked by `schema` when consumed (EVENT_REJECTED);
+   * past `timeoutMs` the wait throws WAIT_TIMED_OUT here.
+   */
+  waitForEvent<S extends StandardSchemaV1 | undefined = undefined>(
+    name: string,
+    options?: { schema?: S; timeoutMs?: number },
+  ): Promise<S extends StandardSchemaV1 ? InferOutput<S> : unknown>;
+
+  /** A durable timer: the run parks until `msOrDate` (wall clock; time asleep counts), then goes on. */
+  sleep(name: string, msOrDate: number | Date): Promise<void>;
 
   /**
    * End the attempt `stopped` with a reason. Inside a step, that step is recorded stopped and a

@@ -27,6 +27,8 @@ export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
    * continue; "compensate" runs the saga (engine.compensate) at once, unless past the pivot.
    */
   onFailure?: "keep" | "compensate";
+  /** Let engine.work() pick up this workflow's interrupted runs by itself. Default false. */
+  autoResume?: boolean;
   run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
 }
 
@@ -37,6 +39,7 @@ export interface Workflow<Args = unknown, R = unknown> {
   readonly args: StandardSchemaV1 | undefined;
   readonly maxAttempts: number;
   readonly onFailure: "keep" | "compensate";
+  readonly autoResume: boolean;
   readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
   /** Type-only: the args `start` takes. */
   readonly __args?: Args;
@@ -69,6 +72,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     args: definition.args,
     maxAttempts,
     onFailure: definition.onFailure ?? "keep",
+    autoResume: definition.autoResume === true,
     run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
   };
 }

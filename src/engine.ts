@@ -5,7 +5,7 @@
 
 import { ulid } from "ulid";
 import { Attempt, type AttemptPlan, type RunResult } from "./attempt.js";
-import { decideClaim } from "./claim.js";
+import { decideClaim, NotReady } from "./claim.js";
 import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "./define-workflow.js";
 import { systemClock, type Clock, type EngineSettings, type ProgressEvent, type TestHooks } from "./engine-settings.js";
 import {
@@ -20,6 +20,8 @@ import {
 } from "./errors.js";
 import { isLiveHere } from "./live-attempts.js";
 import { recoverInterrupted, type RecoveredRun } from "./recover.js";
+import { answerApproval, sendEvent, type SendOptions } from "./events.js";
+import { work, type WorkOptions, type WorkSummary } from "./worker.js";
 import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "./escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
 import { checkName } from "./names.js";
@@ -97,6 +99,17 @@ export interface Engine {
    * an irreversible step has succeeded. Takes the lease like a continue; counts no attempt.
    */
   compensate(id: string): Promise<RunResult>;
+  /**
+   * Record an event for a run. Refused (NOT_WAITING) when the run does not wait for it, unless
+   * `keep: true` keeps it for a later wait. A worker in this process is woken at once.
+   */
+  send(id: string, event: string, payload?: unknown, options?: SendOptions): Promise<void>;
+  /** Approve an `approval: true` step the run is parked on; a worker picks the run up. */
+  approve(id: string, step: string, options?: { by?: string }): Promise<void>;
+  /** Reject it: the run ends `stopped`, with the reason. */
+  reject(id: string, step: string, options?: { by?: string; reason?: string }): Promise<void>;
+  /** Run a worker loop over ready runs until `signal` aborts. */
+  work(options?: WorkOptions): Promise<WorkSummary>;
   /** The human queue: steps cut off inside an effect that must not be repeated blindly. */
   escalations(): Promise<Escalation[]>;
   /**
@@ -121,6 +134,7 @@ class SteplogEngine implements Engine {
   readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
   #closed = false;
   readonly #signals: SignalHandlers | undefined;
+  readonly #wakeListeners = new Set<() => void>();
 
   constructor(options: EngineOptions) {
     const leaseMs = options.leaseMs ?? 30_000;
@@ -200,13 +214,15 @@ class SteplogEngine implements Engine {
       deadline: deadline ?? null,
       value: null,
       error: null,
+      waitingFor: null,
+      wakeAt: null,
       createdAt: now,
       updatedAt: now,
     };
     const first: AttemptRow = { runId: id, number: 1, ...currentOwner(), startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null };
     const created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
     if ("exists" in created) throw new RunExistsError(id, created.exists.status);
-    const stored: StoredRun = { run, attempts: [first], steps: [], lease: null };
+    const stored: StoredRun = { run, attempts: [first], steps: [], lease: null, events: [] };
     const plan: AttemptPlan = { mode: "run", fromStep: undefined, values: undefined, ignoreVersion: false, deadline, signal: options.signal };
     return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
   }
@@ -231,7 +247,7 @@ class SteplogEngine implements Engine {
   }
 
   /** Claim the run's lease (refusing in DESIGN's order) and run one attempt in `mode`. */
-  async #claimAndRun(id: string, mode: "run" | "compensate", options: ContinueOptions, deadline: number | undefined): Promise<RunResult> {
+  async #claimAndRun(id: string, mode: "run" | "compensate", options: ContinueOptions, deadline: number | undefined, requireReady = false): Promise<RunResult> {
     const before = await this.store.loadRun(id);
     if (!before) throw new RunNotFoundError(id, this.store.location);
     const workflow = this.#workflow(before.run.workflow, id);
@@ -252,6 +268,7 @@ class SteplogEngine implements Engine {
         now,
         leaseMs: this.#settings.leaseMs,
         isHeldHere: () => isLiveHere(this.store.location, id),
+        requireReady,
       });
     });
     if (claimed.kind === "missing") throw new RunNotFoundError(id, this.store.location);
@@ -259,12 +276,62 @@ class SteplogEngine implements Engine {
       mode,
       fromStep: options.fromStep,
       values: options.values,
-      ignoreVersion: false,
+      // A run that has ever parked reuses its succeeded steps whatever the version: a deploy
+      // while a run waits is normal.
+      ignoreVersion: claimed.state.attempts.some((a) => a.ending === "waiting"),
       deadline,
       signal: options.signal,
       ...(statusBefore === undefined ? {} : { statusBefore }),
     };
     return this.#runAttempt(new Attempt(this.#settings, workflow, claimed.state, claimed.lease, plan), (args as { value: unknown }).value);
+  }
+
+  async send(id: string, event: string, payload?: unknown, options: SendOptions = {}): Promise<void> {
+    this.#open();
+    checkName("run id", id);
+    await sendEvent(this.store, id, event, payload, options, this.#settings.clock.now(), this.#settings.maxValueBytes);
+    this.#wake();
+  }
+
+  async approve(id: string, step: string, options: { by?: string } = {}): Promise<void> {
+    this.#open();
+    checkName("run id", id);
+    await answerApproval(this.store, id, step, { approved: true, ...(options.by === undefined ? {} : { by: options.by }) }, this.#settings.clock.now());
+    this.#wake();
+  }
+
+  async reject(id: string, step: string, options: { by?: string; reason?: string } = {}): Promise<void> {
+    this.#open();
+    checkName("run id", id);
+    await answerApproval(this.store, id, step, { approved: false, ...options }, this.#settings.clock.now());
+  }
+
+  #wake(): void {
+    for (const listener of this.#wakeListeners) listener();
+  }
+
+  work(options: WorkOptions = {}): Promise<WorkSummary> {
+    this.#open();
+    return work(
+      {
+        store: this.store,
+        now: () => this.#settings.clock.now(),
+        autoResumeWorkflows: () => [...this.#workflows.values()].filter((w) => w.autoResume).map((w) => w.name),
+        claimReady: async (runId) => {
+          try {
+            return await this.#claimAndRun(runId, "run", {}, undefined, true);
+          } catch (error) {
+            if (error instanceof NotReady || (error instanceof SteplogError && error.code === "RUN_BUSY")) return undefined;
+            throw error;
+          }
+        },
+        onWake: (listener) => {
+          this.#wakeListeners.add(listener);
+          return () => this.#wakeListeners.delete(listener);
+        },
+      },
+      options,
+    );
   }
 
   async escalations(): Promise<Escalation[]> {
@@ -342,4 +409,4 @@ class SteplogEngine implements Engine {
   }
 }
 
-export type { RunResult, RecoveredRun, Escalation, Resolution };
+export type { RunResult, RecoveredRun, Escalation, Resolution, SendOptions, WorkOptions, WorkSummary };

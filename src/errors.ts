@@ -37,6 +37,9 @@ export const ERROR_CODES = [
   "ATTEMPT_ENDED",
   "ENGINE_CLOSED",
   "QUERY_FAILED",
+  "WAIT_TIMED_OUT",
+  "EVENT_REJECTED",
+  "NOT_WAITING",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -488,5 +491,41 @@ function safeString(value: unknown): string {
     return JSON.stringify(value) ?? String(value);
   } catch {
     return String(value);
+  }
+}
+
+export class WaitTimedOutError extends SteplogError {
+  override name = "WaitTimedOutError";
+  constructor(runId: string, step: string, what: string, until: number) {
+    super(
+      "WAIT_TIMED_OUT",
+      `Run ${q(runId)}: the wait ${q(step)} for ${what} timed out at ${new Date(until).toISOString()}. ` +
+        `Catch it in the workflow to go another way; a continue waits again from scratch.`,
+      { runId, step },
+    );
+  }
+}
+
+export class EventRejectedError extends SteplogError {
+  override name = "EventRejectedError";
+  constructor(runId: string, step: string, event: string, issues: readonly string[]) {
+    super(
+      "EVENT_REJECTED",
+      `Run ${q(runId)}: event ${q(event)} was consumed by wait ${q(step)} but its payload is rejected by the wait's schema (${issues.join("; ")}). ` +
+        `Send a payload the schema accepts and continue the run.`,
+      { runId, step },
+    );
+  }
+}
+
+export class NotWaitingError extends SteplogError {
+  override name = "NotWaitingError";
+  constructor(runId: string, asked: string, waitingFor: string) {
+    super(
+      "NOT_WAITING",
+      `Run ${q(runId)} is not waiting for ${asked} (it ${waitingFor}). Nothing was recorded. ` +
+        `If the event may arrive before the run waits for it, send it with { keep: true } to keep it for a later wait.`,
+      { runId },
+    );
   }
 }

@@ -6,7 +6,21 @@
 export { defineWorkflow, DEFAULT_MAX_ATTEMPTS } from "./define-workflow.js";
 export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "./define-workflow.js";
 export { createEngine } from "./engine.js";
-export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunResult, RecoveredRun, Escalation, Resolution } from "./engine.js";
+export type {
+  Engine,
+  EngineOptions,
+  StartOptions,
+  ContinueOptions,
+  ListFilter,
+  RunResult,
+  RecoveredRun,
+  Escalation,
+  Resolution,
+  SendOptions,
+  WorkOptions,
+  WorkSummary,
+} from "./engine.js";
+export type { WaitingFor } from "./waits.js";
 export type {
   WorkflowContext,
   StepInfo,

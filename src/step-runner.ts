@@ -26,6 +26,7 @@ import { backoffDelay, retryPolicy } from "./retry-policy.js";
 import { validate } from "./schema.js";
 import type { Effect, StepRow } from "./store/types.js";
 import { replayForSaga } from "./saga.js";
+import { checkApproval } from "./waits.js";
 import { resolveUnknownOutcome } from "./unknown-outcome.js";
 import { decodeValue, encodeValue } from "./values.js";
 import { isBreakingChange } from "./versions.js";
@@ -160,6 +161,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
   const effect = options.effect ?? "idempotent";
   const others = [...attempt.inFlight].filter((k) => k !== key);
   if (effect === "irreversible" && others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
+  if (options.approval) checkApproval(attempt, key);
   const policy = retryPolicy(options.retry, key);
   const store = attempt.settings.store;
   const clock = attempt.settings.clock;

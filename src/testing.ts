@@ -1,3 +1,5 @@
 /** steplog/testing: test a workflow's second attempt against seeded records. */
 export { testWorkflow } from "./testing/test-workflow.js";
+export { fakeClock } from "./testing/fake-clock.js";
+export type { FakeClock } from "./testing/fake-clock.js";
 export type { TestWorkflowOptions, TestWorkflowResult, EarlierAttempt, CallKind } from "./testing/test-workflow.js";

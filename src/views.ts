@@ -7,6 +7,7 @@ import type { ErrorInfo } from "./errors.js";
 import { judgeOwner } from "./owner.js";
 import type { AttemptRow, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
 import { decodeValue } from "./values.js";
+import type { WaitingFor } from "./waits.js";
 
 export interface AttemptView {
   number: number;
@@ -53,6 +54,10 @@ export interface RunSummary {
 
 export interface RunView extends RunSummary {
   args: unknown;
+  /** What a parked run waits for, and until when. */
+  waitingFor?: WaitingFor;
+  /** When a worker may pick it up (ISO-8601). */
+  wakeAt?: string;
   value?: unknown;
   error?: ErrorInfo;
   attempts: AttemptView[];
@@ -130,6 +135,8 @@ export function viewRun(stored: StoredRun, judge: Judge): RunView {
       return step;
     }),
   };
+  if (run.waitingFor !== null) view.waitingFor = JSON.parse(run.waitingFor) as WaitingFor;
+  if (run.wakeAt !== null) view.wakeAt = iso(run.wakeAt);
   if (run.value !== null) view.value = decodeValue(run.value);
   if (run.error !== null) view.error = JSON.parse(run.error) as ErrorInfo;
   return view;

@@ -48,6 +48,7 @@ class MemoryStore implements Store {
       run: { ...run },
       attempts: [{ ...attempt }],
       steps: [],
+      events: [],
       lease: { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now },
     });
     return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
@@ -83,6 +84,7 @@ class MemoryStore implements Store {
       if (row) Object.assign(row, patch);
     }
     for (const step of update.appendSteps ?? []) current.steps.push({ ...step });
+    for (const event of update.appendEvents ?? []) current.events.push({ ...event });
     if (update.fenceOut && current.lease) {
       current.lease = { ...current.lease, epoch: current.lease.epoch + 1, attempt: null, expiresAt: 0, heartbeatAt: update.fenceOut.now };
     }
@@ -99,6 +101,7 @@ class MemoryStore implements Store {
     for (const { run, attempts, lease } of this.#runs.values()) {
       if (filter.status && !filter.status.includes(run.status)) continue;
       if (filter.workflow !== undefined && run.workflow !== filter.workflow) continue;
+      if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) continue;
       out.push(structuredClone({ run, lastAttempt: attempts.at(-1) ?? null, lease }));
     }
     out.sort((a, b) => b.run.createdAt - a.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
@@ -121,7 +124,13 @@ class MemoryStore implements Store {
     const current = this.#fenced(fence, "outcome");
     const row = current.steps.find((s) => s.seq === outcome.seq);
     if (!row || row.status !== "intended") throw new Error(`steplog internal: outcome for seq ${outcome.seq} has no open intent`);
-    Object.assign(row, outcome);
+    const { consumes, ...fields } = outcome;
+    if (consumes) {
+      const event = current.events.find((e) => e.seq === consumes.eventSeq);
+      if (!event || event.consumedBy !== null) throw new Error(`steplog internal: event ${consumes.eventSeq} of run ${fence.runId} was consumed already`);
+      event.consumedBy = consumes.by;
+    }
+    Object.assign(row, fields);
   }
 
   async renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
@@ -135,6 +144,7 @@ class MemoryStore implements Store {
     const attempt = current.attempts.find((a) => a.number === end.attempt);
     if (attempt) Object.assign(attempt, { ending: end.ending, endedAt: end.endedAt, error: end.error });
     Object.assign(current.run, end.run);
+    if (end.wakeOnEvent !== undefined && current.events.some((e) => e.name === end.wakeOnEvent && e.consumedBy === null)) current.run.wakeAt = end.endedAt;
     current.lease = { ...current.lease!, attempt: null, expiresAt: 0, heartbeatAt: end.endedAt };
   }
 

@@ -47,8 +47,24 @@ export interface RunRow {
   deadline: number | null;
   value: string | null;
   error: string | null;
+  /** What a parked run waits for, as JSON ({ kind, step, event?, until? }); null when not waiting. */
+  waitingFor: string | null;
+  /** When a parked run is ready to be picked up again (a timer, or now once its event arrived). */
+  wakeAt: number | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** An event sent to a run: consumed at most once, in order of arrival. */
+export interface EventRow {
+  runId: string;
+  /** Order of arrival within the run, from 1. */
+  seq: number;
+  name: string;
+  payload: string;
+  sentAt: number;
+  /** The step key of the wait that consumed it; null until then. */
+  consumedBy: string | null;
 }
 
 /** Who ran an attempt: enough to tell later whether that process is gone. */
@@ -113,6 +129,8 @@ export interface StoredRun {
   /** In seq order. */
   steps: StepRow[];
   lease: LeaseRow | null;
+  /** In order of arrival. */
+  events: EventRow[];
 }
 
 export interface Fence {
@@ -148,6 +166,7 @@ export interface RunUpdate<T> {
   run?: RunPatch;
   appendSteps?: StepRow[];
   updateSteps?: Array<{ seq: number; patch: Partial<Omit<StepRow, "runId" | "seq">> }>;
+  appendEvents?: EventRow[];
   /** Release the lease and raise its epoch, so the holder (if it still lives) can write nothing more. */
   fenceOut?: { now: number };
   /** When set, nothing is written and this is thrown. */
@@ -164,6 +183,8 @@ export interface StepOutcome {
   calls: number;
   resolution: string | null;
   usage: string | null;
+  /** The seq of an event this outcome consumes; refused if it was consumed already. */
+  consumes?: { eventSeq: number; by: string };
 }
 
 export interface AttemptEnd {
@@ -172,11 +193,15 @@ export interface AttemptEnd {
   endedAt: number;
   error: string | null;
   run: RunPatch;
+  /** If an unconsumed event of this name exists when the ending commits, set wakeAt to endedAt. */
+  wakeOnEvent?: string;
 }
 
 export interface RunFilter {
   status?: RunStatus[];
   workflow?: string;
+  /** Only runs whose wakeAt is set and at or before this time. */
+  dueBy?: number;
   limit?: number;
 }
 

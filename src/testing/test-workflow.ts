@@ -124,6 +124,8 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
       deadline: null,
       value: null,
       error: null,
+      waitingFor: null,
+      wakeAt: null,
       createdAt: now,
       updatedAt: now,
     },

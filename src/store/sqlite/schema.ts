@@ -75,6 +75,22 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX steps_by_status ON steps (status) WHERE status IN ('intended', 'escalated');
   `,
+  // 2: runs that wait (events, timers, approvals)
+  `
+  ALTER TABLE runs ADD COLUMN waiting_for TEXT;
+  ALTER TABLE runs ADD COLUMN wake_at INTEGER;
+  CREATE INDEX runs_by_wake ON runs (wake_at) WHERE wake_at IS NOT NULL;
+
+  CREATE TABLE events (
+    run_id      TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    sent_at     INTEGER NOT NULL,
+    consumed_by TEXT,
+    PRIMARY KEY (run_id, seq)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -21,6 +21,7 @@ import type {
   AttemptEnd,
   AttemptRow,
   ClaimDecision,
+  EventRow,
   ClaimResult,
   Fence,
   Lease,
@@ -79,7 +80,8 @@ type Stmt = Database.Statement;
 const UNREADABLE_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CANTOPEN"]);
 
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
-  created_at AS createdAt, updated_at AS updatedAt`;
+  waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
+const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
   started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error`;
 const LEASE_COLUMNS = `run_id AS runId, epoch, attempt, expires_at AS expiresAt, heartbeat_at AS heartbeatAt`;
@@ -265,7 +267,8 @@ class SqliteStoreImpl implements SqliteStore {
     const attempts = (s.getAttempts.all(runId) as Array<Omit<AttemptRow, "forced"> & { forced: number }>).map((a) => ({ ...a, forced: !!a.forced }));
     const steps = s.getSteps.all(runId) as StepRow[];
     const lease = (s.getLease.get(runId) as LeaseRow | undefined) ?? null;
-    return { run, attempts, steps, lease };
+    const events = s.getEvents.all(runId) as EventRow[];
+    return { run, attempts, steps, lease, events };
   }
 
   #patchRun(db: Db, runId: string, patch: RunPatch): void {
@@ -323,6 +326,7 @@ class SqliteStoreImpl implements SqliteStore {
         run: { ...current.run, ...decision.run },
         attempts: [...current.attempts, decision.attempt],
         steps: current.steps,
+        events: current.events,
         lease,
       };
       return { kind: "taken", state, lease: { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt } };
@@ -345,6 +349,7 @@ class SqliteStoreImpl implements SqliteStore {
       if (update.run) this.#patchRun(db, runId, update.run);
       for (const { seq, patch } of update.updateSteps ?? []) this.#patchStep(db, runId, seq, patch);
       for (const step of update.appendSteps ?? []) this.#stmts!.insertStep.run(step);
+      for (const event of update.appendEvents ?? []) this.#stmts!.insertEvent.run(event);
       if (update.fenceOut) this.#stmts!.fenceOut.run({ runId, heartbeatAt: update.fenceOut.now });
       return update.result;
     });
@@ -386,6 +391,10 @@ class SqliteStoreImpl implements SqliteStore {
         where.push("workflow = ?");
         params.push(filter.workflow);
       }
+      if (filter.dueBy !== undefined) {
+        where.push("wake_at IS NOT NULL AND wake_at <= ?");
+        params.push(filter.dueBy);
+      }
       const sql =
         `SELECT ${RUN_COLUMNS} FROM runs` +
         (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
@@ -416,7 +425,12 @@ class SqliteStoreImpl implements SqliteStore {
     this.#open(true);
     return this.#queue!.enqueue("a step outcome", fence.runId, () => {
       this.#checkFence(fence, "outcome");
-      const changed = this.#stmts!.updateOutcome.run({ ...outcome, runId: fence.runId }).changes;
+      const { consumes, ...fields } = outcome;
+      if (consumes) {
+        const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: consumes.eventSeq, by: consumes.by }).changes;
+        if (taken !== 1) throw new Error(`steplog internal: event ${consumes.eventSeq} of run ${fence.runId} was consumed already`);
+      }
+      const changed = this.#stmts!.updateOutcome.run({ ...fields, runId: fence.runId }).changes;
       if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${outcome.seq} of run ${fence.runId} has no open intent`);
     });
   }
@@ -435,6 +449,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#checkFence(fence, "attempt ending");
       this.#stmts!.endAttempt.run({ runId: fence.runId, number: end.attempt, ending: end.ending, endedAt: end.endedAt, error: end.error });
       this.#patchRun(db, fence.runId, end.run);
+      if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
       this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
     });
   }
@@ -461,9 +476,17 @@ function prepare(db: Db) {
     getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq`),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
+    getEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq`),
+    insertEvent: db.prepare(
+      `INSERT INTO events (run_id, seq, name, payload, sent_at, consumed_by) VALUES (@runId, @seq, @name, @payload, @sentAt, @consumedBy)`,
+    ),
+    wakeOnEvent: db.prepare(
+      `UPDATE runs SET wake_at = @now WHERE id = @runId AND EXISTS (SELECT 1 FROM events WHERE run_id = @runId AND name = @name AND consumed_by IS NULL)`,
+    ),
+    consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
-      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, created_at, updated_at)
-       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @createdAt, @updatedAt)`,
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at)
+       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @createdAt, @updatedAt)`,
     ),
     insertAttempt: db.prepare(
       `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)

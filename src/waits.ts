@@ -1,0 +1,158 @@
+/**
+ * Runs that wait: ctx.waitForEvent, ctx.sleep and approval gates. A wait is a row in the step
+ * log (intended while it waits, with what it waits for and until when; succeeded with the
+ * event's payload; failed on a timeout). A run that must wait parks: its attempt ends
+ * `waiting`, its lease is released and the process may exit; a worker (or a continue) picks it
+ * up when its event arrives, its timer is due, or it is approved.
+ */
+
+import type { Attempt } from "./attempt.js";
+import { EventRejectedError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
+import { checkName } from "./names.js";
+import { ReplayDone } from "./saga.js";
+import { validate, type StandardSchemaV1 } from "./schema.js";
+import { newRow, outcomeOf, type StepCall } from "./step-runner.js";
+import type { EventRow, StepRow } from "./store/types.js";
+import { decodeValue } from "./values.js";
+
+export interface WaitingFor {
+  kind: "event" | "sleep" | "approval";
+  /** The step key of the wait (or of the step that needs approval). */
+  step: string;
+  event?: string;
+  /** Wall-clock ms: the timer, or the wait's timeout. */
+  until?: number;
+}
+
+export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined> {
+  /** Checked when the run consumes the event. */
+  schema?: S;
+  /** Give up after this long (wall clock, counted from when the wait began): WAIT_TIMED_OUT. */
+  timeoutMs?: number;
+}
+
+/** The event name an approval of a step is recorded under. */
+export const approvalEvent = (stepKey: string) => `steplog:approval:${stepKey}`;
+
+/** Thrown through the workflow's code when the run parks; the attempt ends `waiting`. */
+export class Parked extends Error {
+  override name = "Parked";
+  constructor(readonly waitingFor: WaitingFor) {
+    super(`parked: waiting for ${describeWait(waitingFor)}`);
+  }
+}
+
+export function describeWait(w: WaitingFor): string {
+  const until = w.until === undefined ? "" : ` until ${new Date(w.until).toISOString()}`;
+  if (w.kind === "event") return `event ${JSON.stringify(w.event)} (wait ${JSON.stringify(w.step)})${until}`;
+  if (w.kind === "sleep") return `its timer (sleep ${JSON.stringify(w.step)})${until}`;
+  return `approval of step ${JSON.stringify(w.step)}`;
+}
+
+function waitOf(row: StepRow | undefined): WaitingFor | undefined {
+  if (!row?.resolution) return undefined;
+  return (JSON.parse(row.resolution) as { wait?: WaitingFor }).wait;
+}
+
+function park(attempt: Attempt, waitingFor: WaitingFor): never {
+  const parked = new Parked(waitingFor);
+  attempt.parkedOn = waitingFor;
+  attempt.endWith("waiting", Object.assign(parked, { code: "WAITING" }) as never);
+  throw parked;
+}
+
+/** Enter a wait: before the start point a finished wait is reused; otherwise (re)use its open row. */
+async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep", until: () => number | undefined): Promise<{ key: string; row: StepRow } | { key: string; reused: unknown }> {
+  attempt.assertRunning();
+  checkName(kind === "event" ? "event name" : "step name", name);
+  const key = attempt.nextKey(name);
+  attempt.lastEntered = key;
+  const record = attempt.latest.get(key);
+  if (attempt.plan.mode === "compensate") {
+    if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
+    return { key, reused: decodeValue(record.value ?? '{"$type":"undefined"}') };
+  }
+  if (!attempt.started) attempt.started = attempt.plan.fromStep !== undefined ? key === attempt.plan.fromStep : record?.status !== "succeeded";
+  if (!attempt.started && record?.status === "succeeded") {
+    attempt.reused.push(key);
+    attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
+    return { key, reused: decodeValue(record.value ?? '{"$type":"undefined"}') };
+  }
+  if (record?.status === "intended" && waitOf(record)) return { key, row: record };
+  const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined };
+  const row = newRow(attempt, key, call, `${attempt.runId}:${key}`, attempt.settings.clock.now());
+  const wait: WaitingFor = { kind, step: key, ...(kind === "event" ? { event: name } : {}) };
+  const at = until();
+  if (at !== undefined) wait.until = at;
+  row.resolution = JSON.stringify({ wait });
+  await attempt.write(attempt.settings.store.writeIntent(attempt.fence, row));
+  attempt.latest.set(key, row);
+  return { key, row };
+}
+
+async function settleWait(attempt: Attempt, row: StepRow, patch: Partial<StepRow>, consumes?: EventRow): Promise<void> {
+  const done: StepRow = { ...row, ...patch, endedAt: attempt.settings.clock.now() };
+  const outcome = outcomeOf(done);
+  await attempt.write(
+    attempt.settings.store.writeOutcome(attempt.fence, consumes ? { ...outcome, consumes: { eventSeq: consumes.seq, by: row.key } } : outcome),
+  );
+  if (consumes) consumes.consumedBy = row.key;
+  attempt.latest.set(row.key, done);
+}
+
+export async function waitForEvent(attempt: Attempt, name: string, options: WaitForEventOptions<StandardSchemaV1 | undefined> = {}): Promise<unknown> {
+  const now = attempt.settings.clock.now();
+  const entered = await enterWait(attempt, name, "event", () => (options.timeoutMs === undefined ? undefined : now + options.timeoutMs));
+  if ("reused" in entered) return entered.reused;
+  const { key, row } = entered;
+  const wait = waitOf(row)!;
+  // Events are consumed once each, in order of arrival.
+  const event = attempt.stored.events.find((e) => e.name === name && e.consumedBy === null);
+  if (event) {
+    let payload = decodeValue(event.payload);
+    if (options.schema) {
+      const checked = await validate(options.schema, payload);
+      if (!checked.ok) {
+        const rejected = new EventRejectedError(attempt.runId, key, name, checked.issues);
+        await settleWait(attempt, row, { status: "failed", error: JSON.stringify(toErrorInfo(rejected)) }, event);
+        throw rejected;
+      }
+      payload = checked.value;
+    }
+    await settleWait(attempt, row, { status: "succeeded", value: event.payload, calls: 1 }, event);
+    attempt.ran.push(key);
+    attempt.emit({ type: "step-succeeded", runId: attempt.runId, step: key, durationMs: attempt.settings.clock.now() - row.intendedAt });
+    return payload;
+  }
+  if (wait.until !== undefined && attempt.settings.clock.now() >= wait.until) {
+    const timedOut = new WaitTimedOutError(attempt.runId, key, `event ${JSON.stringify(name)}`, wait.until);
+    await settleWait(attempt, row, { status: "failed", error: JSON.stringify(toErrorInfo(timedOut)) });
+    throw timedOut;
+  }
+  return park(attempt, wait);
+}
+
+export async function sleep(attempt: Attempt, name: string, msOrDate: number | Date): Promise<void> {
+  const now = attempt.settings.clock.now();
+  const entered = await enterWait(attempt, name, "sleep", () => (msOrDate instanceof Date ? msOrDate.getTime() : now + msOrDate));
+  if ("reused" in entered) return;
+  const { key, row } = entered;
+  const wait = waitOf(row)!;
+  if (attempt.settings.clock.now() >= (wait.until ?? 0)) {
+    await settleWait(attempt, row, { status: "succeeded", value: '{"$type":"undefined"}', calls: 1 });
+    attempt.ran.push(key);
+    attempt.emit({ type: "step-succeeded", runId: attempt.runId, step: key, durationMs: attempt.settings.clock.now() - row.intendedAt });
+    return;
+  }
+  park(attempt, wait);
+}
+
+/** Before an `approval: true` step runs: go on if it was approved, else park until it is. */
+export function checkApproval(attempt: Attempt, key: string): void {
+  const answers = attempt.stored.events.filter((e) => e.name === approvalEvent(key));
+  const last = answers.at(-1);
+  if (last && (decodeValue(last.payload) as { approved?: boolean }).approved === true) return;
+  park(attempt, { kind: "approval", step: key });
+}
+
+export type { ErrorInfo };

@@ -1,0 +1,259 @@
+// Runs that wait: durable sleep, events, approvals and the worker, with a fake clock (no real sleeps).
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createEngine, defineWorkflow, type Engine } from "../../src/index.js";
+import { fakeClock } from "../../src/testing.js";
+import { STORES } from "../helpers/stores.js";
+
+/** Run a worker until `until` says so (or a few seconds pass), then stop it. */
+async function workUntil(engine: Engine, until: () => Promise<boolean> | boolean, options: { concurrency?: number; pollMs?: number } = {}) {
+  const controller = new AbortController();
+  const worker = engine.work({ pollMs: 10, ...options, signal: controller.signal });
+  const started = Date.now();
+  while (!(await until()) && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 5));
+  controller.abort();
+  return worker;
+}
+
+describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
+  it("ctx.sleep parks the run (attempt ends waiting, lease released); it goes on once its wall-clock time is due", async () => {
+    const clock = fakeClock();
+    const calls: string[] = [];
+    const workflow = defineWorkflow({
+      name: "sleepy",
+      async run(ctx) {
+        await ctx.step("before", async () => calls.push("before"));
+        await ctx.sleep("cool-off", 3_600_000);
+        return ctx.step("after", async () => calls.push("after"));
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow], clock });
+    const first = await engine.start(workflow, undefined, { id: "s" });
+    const until = clock.now() + 3_600_000;
+    expect(first).toMatchObject({ status: "waiting", runStatus: "waiting", waitingFor: { kind: "sleep", step: "cool-off", until } });
+    const parked = await engine.get("s");
+    expect(parked).toMatchObject({ status: "waiting", waitingFor: { kind: "sleep", until }, wakeAt: new Date(until).toISOString() });
+    expect(parked.steps.map((s) => [s.key, s.status])).toEqual([["before", "succeeded"], ["cool-off", "intended"]]);
+    // A continue before it is due parks again, with the same wake time.
+    clock.advance(1000);
+    expect(await engine.continue("s")).toMatchObject({ status: "waiting", waitingFor: { until } });
+    // A worker leaves it alone until it is due.
+    const idleSince = Date.now();
+    const idle = await workUntil(engine, () => Date.now() - idleSince > 60);
+    expect(idle.attempts).toEqual([]);
+    clock.set(until);
+    const summary = await workUntil(engine, async () => (await engine.get("s")).status === "completed");
+    expect(summary.attempts.map((a) => a.status)).toEqual(["completed"]);
+    expect(calls).toEqual(["before", "after"]);
+    // Waiting attempts never count toward maxAttempts.
+    expect((await engine.list())[0]).toMatchObject({ status: "completed", attemptCount: 3 });
+  });
+
+  it("waitForEvent: an event sent after the wait began wakes an in-process worker at once; the payload is checked by the schema", async () => {
+    const workflow = defineWorkflow({
+      name: "approval-by-event",
+      async run(ctx) {
+        const draft = await ctx.step("draft", async () => "draft v1");
+        const verdict = await ctx.waitForEvent("review", { schema: z.object({ ok: z.boolean(), by: z.string() }) });
+        return ctx.step("publish", async () => `${draft} published: ${verdict.ok} by ${verdict.by}`);
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "e" })).toMatchObject({ status: "waiting", waitingFor: { kind: "event", event: "review" } });
+    const controller = new AbortController();
+    // A long poll: only the send can wake it in time.
+    const worker = engine.work({ pollMs: 60_000, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await engine.send("e", "review", { ok: true, by: "ana" });
+    const started = Date.now();
+    while ((await engine.get("e")).status !== "completed" && Date.now() - started < 3000) await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    expect((await worker).attempts).toMatchObject([{ status: "completed", value: "draft v1 published: true by ana" }]);
+    const steps = (await engine.get("e")).steps;
+    expect(steps.find((s) => s.key === "review")).toMatchObject({ status: "succeeded", value: { ok: true, by: "ana" } });
+  });
+
+  it("an event for a run that does not wait for it is refused, or kept for a later wait when asked; events are consumed once, in order", async () => {
+    const got: unknown[] = [];
+    const workflow = defineWorkflow({
+      name: "items",
+      async run(ctx) {
+        got.push(await ctx.waitForEvent("start"));
+        got.push(await ctx.waitForEvent("item"));
+        got.push(await ctx.waitForEvent("item"));
+        return got.length;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await expect(engine.send("nope", "start", 1)).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+    await engine.start(workflow, undefined, { id: "i" });
+    const refused = await engine.send("i", "item", "early").catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "NOT_WAITING" });
+    expect((refused as Error).message).toContain(`waits for event "start"`);
+    expect((refused as Error).message).toContain("{ keep: true }");
+    // Kept for later: before the waits for it begin.
+    await engine.send("i", "item", "first", { keep: true });
+    await engine.send("i", "item", "second", { keep: true });
+    await engine.send("i", "start", "go");
+    const result = await engine.continue("i");
+    expect(result).toMatchObject({ status: "completed", value: 3 });
+    expect(got).toEqual(["go", "first", "second"]);
+    const view = await engine.get("i");
+    expect(view.steps.map((s) => [s.key, s.value])).toEqual([["start", "go"], ["item", "first"], ["item#2", "second"]]);
+  });
+
+  it("a wait's timeout throws WAIT_TIMED_OUT inside the workflow once its time is due", async () => {
+    const clock = fakeClock();
+    const workflow = defineWorkflow({
+      name: "timeout",
+      async run(ctx) {
+        try {
+          return await ctx.waitForEvent("reply", { timeoutMs: 60_000 });
+        } catch (error) {
+          return `gave up: ${(error as { code: string }).code}`;
+        }
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow], clock });
+    expect(await engine.start(workflow, undefined, { id: "t" })).toMatchObject({ status: "waiting", waitingFor: { until: clock.now() + 60_000 } });
+    clock.advance(60_000);
+    const summary = await workUntil(engine, async () => (await engine.get("t")).status === "completed");
+    expect(summary.attempts).toMatchObject([{ status: "completed", value: "gave up: WAIT_TIMED_OUT" }]);
+    expect((await engine.get("t")).steps[0]).toMatchObject({ key: "reply", status: "failed", error: { code: "WAIT_TIMED_OUT" } });
+  });
+
+  it("a payload the wait's schema rejects fails the wait with EVENT_REJECTED", async () => {
+    const workflow = defineWorkflow({
+      name: "typed-event",
+      async run(ctx) {
+        return ctx.waitForEvent("n", { schema: z.number() });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "x" });
+    await engine.send("x", "n", "not a number");
+    expect(await engine.continue("x")).toMatchObject({ status: "failed", error: { code: "EVENT_REJECTED", step: "n" } });
+  });
+
+  it("approval: true parks the run before the step runs until approve(); reject() ends it stopped", async () => {
+    let sent = 0;
+    const workflow = defineWorkflow({
+      name: "send-email",
+      async run(ctx) {
+        const draft = await ctx.step("draft", async () => "Hello!");
+        return ctx.step("send", { effect: "irreversible", approval: true }, async () => {
+          sent++;
+          return `sent ${draft}`;
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "a" })).toMatchObject({ status: "waiting", waitingFor: { kind: "approval", step: "send" } });
+    expect((await engine.get("a")).steps.map((s) => s.key)).toEqual(["draft"]);
+    await expect(engine.approve("a", "draft")).rejects.toMatchObject({ code: "NOT_WAITING" });
+    await engine.approve("a", "send", { by: "ana" });
+    const summary = await workUntil(engine, async () => (await engine.get("a")).status === "completed");
+    expect(summary.attempts).toMatchObject([{ status: "completed", value: "sent Hello!" }]);
+    expect(sent).toBe(1);
+
+    await engine.start(workflow, undefined, { id: "b" });
+    await engine.reject("b", "send", { by: "bo", reason: "wrong tone" });
+    const rejected = await engine.get("b");
+    expect(rejected).toMatchObject({ status: "stopped", error: { code: "STOPPED", step: "send" } });
+    expect(rejected.error!.message).toContain("rejected by bo: wrong tone");
+    expect(sent).toBe(1);
+  });
+
+  it("a worker with concurrency 4 over 50 ready runs completes each exactly once, never more than 4 at a time", async () => {
+    const clock = fakeClock();
+    const after = new Map<string, number>();
+    let running = 0;
+    let most = 0;
+    const workflow = defineWorkflow({
+      name: "batch",
+      async run(ctx) {
+        await ctx.sleep("wait", 1000);
+        return ctx.step("work", async () => {
+          running++;
+          most = Math.max(most, running);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          running--;
+          after.set(ctx.runId, (after.get(ctx.runId) ?? 0) + 1);
+          return ctx.runId;
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow], clock });
+    for (let i = 0; i < 50; i++) await engine.start(workflow, undefined, { id: `run-${String(i).padStart(2, "0")}` });
+    clock.advance(1000);
+    const summary = await workUntil(engine, async () => (await engine.list({ status: "completed" })).length === 50, { concurrency: 4 });
+    expect(summary.attempts).toHaveLength(50);
+    expect(after.size).toBe(50);
+    expect([...after.values()].every((n) => n === 1)).toBe(true);
+    expect(most).toBeLessThanOrEqual(4);
+    expect(most).toBeGreaterThan(1);
+  });
+
+  it("a parked run reuses its succeeded steps whatever the version: a deploy while a run waits is normal", async () => {
+    const store = makeStore();
+    const calls: string[] = [];
+    const v1 = defineWorkflow({
+      name: "deploy",
+      version: "1.0.0",
+      async run(ctx) {
+        await ctx.step("plan", async () => calls.push("plan v1"));
+        return ctx.waitForEvent("go");
+      },
+    });
+    await createEngine({ store, workflows: [v1] }).start(v1, undefined, { id: "d" });
+    const v2 = defineWorkflow({
+      name: "deploy",
+      version: "2.0.0",
+      async run(ctx) {
+        await ctx.step("plan", async () => calls.push("plan v2"));
+        return ctx.waitForEvent("go");
+      },
+    });
+    const engine = createEngine({ store, workflows: [v2] });
+    await engine.send("d", "go", "now");
+    expect(await engine.continue("d")).toMatchObject({ status: "completed", value: "now" });
+    expect(calls).toEqual(["plan v1"]);
+  });
+
+  it("a worker picks up interrupted runs only for workflows with autoResume, and such resumes count against maxAttempts", async () => {
+    const store = makeStore();
+    let crashes = 0;
+    const make = (autoResume: boolean, name: string) =>
+      defineWorkflow({
+        name,
+        autoResume,
+        maxAttempts: 2,
+        async run(ctx) {
+          return ctx.step("x", async () => {
+            if (crashes++ < 10) throw new Error("boom");
+            return "ok";
+          });
+        },
+      });
+    const auto = make(true, "auto");
+    const manual = make(false, "manual");
+    const engine = createEngine({ store, workflows: [auto, manual] });
+    // Leave both runs interrupted: an attempt with no ending whose owner is gone.
+    for (const [id, name] of [["a", "auto"], ["m", "manual"]] as const) {
+      const now = Date.now();
+      await store.createRun(
+        { id, workflow: name, version: null, args: '{"$type":"undefined"}', status: "running", attempts: 1, budgetUsed: 1, source: null, deadline: null, value: null, error: null, waitingFor: null, wakeAt: null, createdAt: now, updatedAt: now },
+        { runId: id, number: 1, host: "gone-host", bootId: null, pid: 1, processStart: null, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null },
+        { expiresAt: 0, now },
+      );
+    }
+    const summary = await workUntil(engine, async () => (await engine.get("a")).status === "dead-lettered");
+    expect(summary.attempts.map((a) => [a.id, a.status, a.runStatus])).toEqual([["a", "failed", "dead-lettered"]]);
+    expect((await engine.get("m")).status).toBe("interrupted");
+  });
+
+  it("work() validates its options", async () => {
+    const engine = createEngine({ store: makeStore(), workflows: [] });
+    await expect(engine.work({ concurrency: 0 })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+  });
+});
