@@ -156,7 +156,11 @@ export class Attempt {
     try {
       await write;
     } catch (error) {
-      if (error instanceof SteplogError && error.code === "LEASE_LOST") this.endWith("lease-lost", error);
+      if (error instanceof SteplogError && error.code === "LEASE_LOST") {
+        const named = new LeaseLostError(this.runId, this.number, "another attempt took the run over");
+        this.endWith("lease-lost", named);
+        throw named;
+      }
       throw error;
     }
   }
@@ -369,7 +373,7 @@ export class Attempt {
     }
     const ending: AttemptEnding = error ? "failed" : "compensated";
     // A saga counts no attempt; a failed one leaves the run as it was, to be compensated again.
-    const runStatus: RunStatus = error ? (this.stored.run.status === "running" ? "failed" : this.#previousStatus()) : "compensated";
+    const runStatus: RunStatus = error ? this.#previousStatus() : "compensated";
     const now = this.settings.clock.now();
     try {
       await this.settings.store.endAttempt(this.fence, {
@@ -398,7 +402,7 @@ export class Attempt {
   }
 
   #leaseLost(error: SteplogError | Error): RunResult {
-    const info = toErrorInfo(error instanceof LeaseLostError ? error : new LeaseLostError(this.runId, this.number, error.message));
+    const info = toErrorInfo(error instanceof LeaseLostError && error.attempt !== undefined ? error : new LeaseLostError(this.runId, this.number, error.message));
     this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: "failed", runStatus: "running", error: info });
     return { id: this.runId, status: "failed", runStatus: "running", error: info, attempt: this.number };
   }

@@ -158,7 +158,7 @@ export class DeadLetteredError extends SteplogError {
   constructor(runId: string, attempts: number, maxAttempts: number, lastStep: string | undefined) {
     super(
       "DEAD_LETTERED",
-      `Run ${q(runId)} is dead-lettered: ${attempts} attempts failed (the workflow allows ${maxAttempts})` +
+      `Run ${q(runId)} is dead-lettered: ${attempts} attempts ended without completing (the workflow allows ${maxAttempts})` +
         (lastStep === undefined ? "" : `, the last one in step ${q(lastStep)}`) +
         `. Fix the cause, then type engine.continue(${q(runId)}, { force: true }) to give it a fresh budget.`,
       { runId },
@@ -211,7 +211,8 @@ export class StoreWriteFailedError extends SteplogError {
     const reason = details.cause instanceof Error ? details.cause.message : String(details.cause);
     super(
       "STORE_WRITE_FAILED",
-      `Could not record ${what} in ${location}: ${reason}. Nothing after it ran. Free space or fix the store, then type engine.continue(${q(details.runId ?? "<id>")}).`,
+      `Could not record ${what} in ${location}: ${reason}. The attempt stopped there; a step whose outcome was not recorded is resolved by its policy on the next continue. ` +
+        `Free space or fix the store, then type engine.continue(${q(details.runId ?? "<id>")}).`,
       details,
     );
   }
@@ -223,7 +224,7 @@ export class StoreReadOnlyError extends SteplogError {
     super(
       "STORE_READ_ONLY",
       `The ${location} is read-only (${why}), so nothing can be recorded and no step was run. ` +
-        `Reading it (get, list) works; to start or continue runs, make the file and its folder writable by this user, or open it without readonly.`,
+        `To start or continue runs, make the file and its folder writable by this user (and open it without readonly: true).`,
       runId === undefined ? {} : { runId },
     );
   }

@@ -43,7 +43,7 @@ export class LeaseKeeper {
     } catch (error) {
       if (error instanceof SteplogError && error.code === "LEASE_LOST") {
         this.stop();
-        this.onLost(error);
+        this.onLost(new LeaseLostError(this.lease.runId, this.lease.attempt, "its renewal was refused: another attempt took the run over"));
       } else if (this.settings.clock.now() >= this.#expiresAt) {
         // Could not renew in time: act as if lost, since another process may now take over.
         this.stop();

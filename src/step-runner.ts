@@ -208,6 +208,13 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
       throw error;
     }
     fault("after-fn", key);
+    // The attempt ended (deadline, cancel) while the function ran: the row is recorded failed
+    // with that reason even if the function returned, and a continue redoes the step.
+    const ended = endReasonOf(attempt);
+    if (ended && ended.ending !== "waiting") {
+      if (ended.ending !== "lease-lost" && ended.ending !== "stopped") await settle("failed", toErrorInfo(ended.error, key));
+      throw ended.error;
+    }
 
     let text: string;
     let decoded: unknown;
@@ -286,6 +293,8 @@ async function callOnce(attempt: Attempt, key: string, call: StepCall, identity:
     attempt.settings.hooks?.onCall?.(key, "function");
     const fn = (attempt.settings.hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
     const value = await fn(info);
+    // A value that arrives after the timeout fired is not taken: the call timed out.
+    if (timedOut) return { ok: false, error: timedOut };
     return { ok: true, value };
   } catch (error) {
     return { ok: false, error: timedOut && !(error instanceof StopRequest) ? timedOut : error };

@@ -73,7 +73,9 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
     workflows: [workflow],
     onProgress: (event) => {
       if (event.type === "step-reused") reused.push(event.step);
-      if (event.type === "step-resolved" && !resolved.includes(event.step)) resolved.push(event.step);
+      // Settled without its function: found by a query, or given as a value.
+      const settled = event.type === "step-resolved" && ((event.policy === "query" && event.found === "done") || event.policy === "supplied");
+      if (settled && !resolved.includes(event.step)) resolved.push(event.step);
     },
     [TEST_HOOKS]: {
       override: (key, name) => (mocks[key] ?? mocks[name]) as ((info: unknown) => unknown) | undefined,
@@ -119,7 +121,8 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
       args: encodeValue(options.args, "The test's args", { maxBytes: Number.MAX_SAFE_INTEGER }),
       status: "running",
       attempts: 1,
-      budgetUsed: 1,
+      // The seed does not use up the workflow's attempt budget: the attempt under test is judged alone.
+      budgetUsed: 0,
       source: null,
       deadline: null,
       value: null,

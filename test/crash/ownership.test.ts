@@ -55,9 +55,12 @@ describe("ownership across processes", () => {
     for (const key of ["one", "two", "three"]) expect(db.steps.filter((s) => s.key === key && s.status === "succeeded")).toHaveLength(1);
     expect(db.runs[0]).toMatchObject({ status: "completed" });
     expect(db.attempts.map((a) => a.ending)).toEqual([null, "completed"]);
-    // The zombie's effect did happen (at-least-once for an idempotent step), with the same key.
+    // The zombie's own effect may still land when it wakes (before its renewal is refused and
+    // its signal aborted) — at-least-once for an idempotent step, always with the same key.
     const ones = readLedger(file).filter((e) => e.kind === "effect" && e.step === "one");
-    expect(ones.map((e) => e.idempotencyKey)).toEqual(["r:one", "r:one"]);
+    expect(ones.length).toBeGreaterThanOrEqual(1);
+    expect(ones.length).toBeLessThanOrEqual(2);
+    expect(new Set(ones.map((e) => e.idempotencyKey))).toEqual(new Set(["r:one"]));
     expect(readLedger(file).filter((e) => e.kind === "effect" && e.step === "two")).toHaveLength(1);
   });
 });

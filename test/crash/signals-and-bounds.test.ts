@@ -68,7 +68,7 @@ describe("bounds", () => {
     expect((await runWorker(file, "r", "continue", env)).signal).toBe("SIGKILL");
     const refused = await runWorker(file, "r", "continue", env);
     expect(refused.report?.refused?.code).toBe("DEAD_LETTERED");
-    expect(refused.report?.refused?.message).toMatch(/3 attempts failed \(the workflow allows 3\).*\{ force: true \}/);
+    expect(refused.report?.refused?.message).toMatch(/3 attempts ended without completing \(the workflow allows 3\).*\{ force: true \}/);
     expect(inspectDb(file).runs[0]).toMatchObject({ status: "dead-lettered", attempts: 3 });
     // A refused continue counts no attempt and runs nothing.
     expect(readLedger(file).filter((e) => e.kind === "effect" && e.step === "two")).toHaveLength(3);

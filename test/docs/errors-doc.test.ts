@@ -41,10 +41,10 @@ function anything(): unknown {
 }
 
 /** The error classes the package exports, other than SteplogError itself. */
-const errorClasses = Object.entries(steplog).filter(
-  (entry): entry is [string, new (...args: unknown[]) => SteplogError] =>
-    typeof entry[1] === "function" && entry[1] !== SteplogError && entry[1].prototype instanceof SteplogError,
-);
+type ErrorClass = new (...args: unknown[]) => SteplogError;
+const errorClasses: Array<[string, ErrorClass]> = Object.entries(steplog as Record<string, unknown>)
+  .filter(([, value]) => typeof value === "function" && value !== SteplogError && (value as { prototype: unknown }).prototype instanceof SteplogError)
+  .map(([name, value]) => [name, value as ErrorClass]);
 
 describe("docs/errors.md", () => {
   const headings = codeHeadings(fs.readFileSync(DOC, "utf8"));

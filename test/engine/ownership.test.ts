@@ -19,7 +19,7 @@ const noop = defineWorkflow({
 async function leftBy(store: Store, id: string, owner: OwnerRow, expiresAt: number) {
   const now = Date.now();
   const lease = await store.createRun(
-    { id, workflow: "noop", version: null, args: '{"$type":"undefined"}', status: "running", attempts: 1, budgetUsed: 1, source: null, deadline: null, value: null, error: null, createdAt: now, updatedAt: now },
+    { id, workflow: "noop", version: null, args: '{"$type":"undefined"}', status: "running", attempts: 1, budgetUsed: 1, source: null, deadline: null, value: null, error: null, waitingFor: null, wakeAt: null, createdAt: now, updatedAt: now },
     { runId: id, number: 1, ...owner, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null },
     { expiresAt, now },
   );
