@@ -134,6 +134,27 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
     expect(result).toMatchObject({ status: "failed", error: { code: "STEP_TIMED_OUT", step: "slow" } });
   });
 
+  it("a function that ignores its signal: the engine waits for it, then records the row failed with the timeout", async () => {
+    const late = defineWorkflow({
+      name: "late",
+      async run(ctx) {
+        return ctx.step("stubborn", () => new Promise((resolve) => setTimeout(() => resolve("finished anyway"), 60)));
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [late] });
+    const result = await engine.start(late, undefined, { id: "r", timeoutMs: 20 });
+    expect(result).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT", step: "stubborn" } });
+    expect((await engine.get("r")).steps[0]).toMatchObject({ status: "failed", error: { code: "RUN_TIMED_OUT" } });
+    const perStep = defineWorkflow({
+      name: "late-step",
+      async run(ctx) {
+        return ctx.step("stubborn", { timeoutMs: 20 }, () => new Promise((resolve) => setTimeout(() => resolve("finished anyway"), 60)));
+      },
+    });
+    const engine2 = createEngine({ store: makeStore(), workflows: [perStep] });
+    expect(await engine2.start(perStep, undefined, { id: "r" })).toMatchObject({ status: "failed", error: { code: "STEP_TIMED_OUT" } });
+  });
+
   it("ctx.runId, ctx.attempt and ctx.signal describe the attempt", async () => {
     const seen: Array<[string, number, boolean]> = [];
     let fail = true;
