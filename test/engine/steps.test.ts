@@ -138,11 +138,11 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
     const late = defineWorkflow({
       name: "late",
       async run(ctx) {
-        return ctx.step("stubborn", () => new Promise((resolve) => setTimeout(() => resolve("finished anyway"), 60)));
+        return ctx.step("stubborn", () => new Promise((resolve) => setTimeout(() => resolve("finished anyway"), 300)));
       },
     });
     const engine = createEngine({ store: makeStore(), workflows: [late] });
-    const result = await engine.start(late, undefined, { id: "r", timeoutMs: 20 });
+    const result = await engine.start(late, undefined, { id: "r", timeoutMs: 100 });
     expect(result).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT", step: "stubborn" } });
     expect((await engine.get("r")).steps[0]).toMatchObject({ status: "failed", error: { code: "RUN_TIMED_OUT" } });
     const perStep = defineWorkflow({
