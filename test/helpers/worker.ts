@@ -22,7 +22,7 @@ export interface WorkerRun {
 }
 
 /** Run the crash-suite worker as a real child process. */
-export function spawnWorker(file: string, runId: string, mode: "start" | "continue", env: Record<string, string> = {}, options?: object): WorkerRun {
+export function spawnWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object): WorkerRun {
   const args = [WORKER, file, runId, mode];
   if (options) args.push(JSON.stringify(options));
   const child = spawn(process.execPath, args, { env: { ...process.env, STEPLOG_FAULT: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
@@ -44,7 +44,7 @@ export function spawnWorker(file: string, runId: string, mode: "start" | "contin
   return { child, done, ready };
 }
 
-export function runWorker(file: string, runId: string, mode: "start" | "continue", env: Record<string, string> = {}, options?: object) {
+export function runWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object) {
   return spawnWorker(file, runId, mode, env, options).done;
 }
 
