@@ -19,5 +19,5 @@ export default defineConfig({
   clean: true,
   target: "node20",
   platform: "node",
-  external: ["better-sqlite3", "vitest"],
+  external: ["better-sqlite3", "pg", "proper-lockfile"],
 });
