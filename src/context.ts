@@ -25,6 +25,19 @@ export interface StepInfo {
   signal: AbortSignal;
   /** Set when the step is re-driven after an unknown outcome: check whether the effect landed. */
   previous?: { attempt: number; intendedAt: string; idempotencyKey: string };
+  /**
+   * Report what this call used (a model turn's tokens, an API's cost). Calls add up; the total
+   * is stored on the step's record and summed per run (engine.get, the steplog command).
+   */
+  usage(used: Usage): void;
+}
+
+/** What a step used. Every field is optional and numeric; other numeric fields are kept too. */
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+  costUsd?: number;
+  [other: string]: number | undefined;
 }
 
 export interface QueryInfo {

@@ -21,6 +21,7 @@ import {
 import { isLiveHere } from "./live-attempts.js";
 import { recoverInterrupted, type RecoveredRun } from "./recover.js";
 import { answerApproval, sendEvent, type SendOptions } from "./events.js";
+import { cancelStoredRun } from "./cancel.js";
 import { work, type WorkOptions, type WorkSummary } from "./worker.js";
 import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "./escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
@@ -63,6 +64,8 @@ export interface StartOptions {
   timeoutMs?: number;
   /** Aborting it ends the attempt `cancelled`. */
   signal?: AbortSignal;
+  /** Where the workflow's code lives (a file path, a package name); recorded once, never overwritten. */
+  source?: string;
 }
 
 export interface ContinueOptions {
@@ -108,6 +111,12 @@ export interface Engine {
   approve(id: string, step: string, options?: { by?: string }): Promise<void>;
   /** Reject it: the run ends `stopped`, with the reason. */
   reject(id: string, step: string, options?: { by?: string; reason?: string }): Promise<void>;
+  /**
+   * Cancel a run: an attempt of this engine ends `cancelled` cleanly (its step's signal aborted);
+   * a run held elsewhere is marked cancelled and its holder fenced out; a parked run stops
+   * waiting. A continue goes on later. Resolves with the run's status.
+   */
+  cancel(id: string, options?: { reason?: string }): Promise<RunStatus>;
   /** Run a worker loop over ready runs until `signal` aborts. */
   work(options?: WorkOptions): Promise<WorkSummary>;
   /** The human queue: steps cut off inside an effect that must not be repeated blindly. */
@@ -210,7 +219,7 @@ class SteplogEngine implements Engine {
       status: "running",
       attempts: 1,
       budgetUsed: 1,
-      source: null,
+      source: options.source ?? null,
       deadline: deadline ?? null,
       value: null,
       error: null,
@@ -304,6 +313,18 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     await answerApproval(this.store, id, step, { approved: false, ...options }, this.#settings.clock.now());
+  }
+
+  async cancel(id: string, options: { reason?: string } = {}): Promise<RunStatus> {
+    this.#open();
+    checkName("run id", id);
+    const reason = options.reason ?? "cancelled by request";
+    const local = [...this.#running].find((entry) => entry.attempt.runId === id);
+    if (local) {
+      local.attempt.endWith("cancelled", new RunCancelledError(id, local.attempt.lastEntered, reason));
+      return (await local.done).runStatus;
+    }
+    return cancelStoredRun(this.store, id, reason, this.#settings.clock.now());
   }
 
   #wake(): void {

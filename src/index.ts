@@ -24,6 +24,7 @@ export type { WaitingFor } from "./waits.js";
 export type {
   WorkflowContext,
   StepInfo,
+  Usage,
   StepOptions,
   StepFunction,
   RetryOptions,

@@ -8,11 +8,12 @@
 
 import type { Attempt } from "./attempt.js";
 import { StopRequest } from "./attempt.js";
-import type { StepFunction, StepInfo, StepOptions } from "./context.js";
+import type { StepFunction, StepInfo, StepOptions, Usage } from "./context.js";
 import {
   InvalidOptionError,
   PivotOrderError,
   ResultRejectedError,
+  RunEscalatedError,
   SteplogError,
   StepTimedOutError,
   ValueMissingError,
@@ -64,6 +65,8 @@ export async function runStep(attempt: Attempt, call: StepCall): Promise<unknown
     if (values && Object.hasOwn(values, key)) return supply(attempt, key, call, values[key]);
     return stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
   }
+  // An escalation nobody resolved (the run was cancelled or forced meanwhile) stays in force.
+  if (record?.status === "escalated") return stopWith(attempt, new RunEscalatedError(attempt.runId, key), "escalated");
   if (record && record.status === "intended" && record.attempt !== attempt.number) {
     return resolveUnknownOutcome(attempt, key, record, call);
   }
@@ -88,8 +91,8 @@ export function idempotencyKeyFor(attempt: Attempt, key: string): string {
   return compensations === 0 ? base : `${base}:${compensations + 1}`;
 }
 
-export function stopWith(attempt: Attempt, error: SteplogError): never {
-  attempt.endWith("stopped", error);
+export function stopWith(attempt: Attempt, error: SteplogError, ending: "stopped" | "escalated" = "stopped"): never {
+  attempt.endWith(ending, error);
   throw error;
 }
 
@@ -181,9 +184,15 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
 
     let value: unknown;
     for (let retry = 0; ; retry++) {
+      // The attempt may have ended while the intent was being written: then the function is not called.
+      const endedBefore = endReasonOf(attempt);
+      if (endedBefore) {
+        if (endedBefore.ending !== "lease-lost") await settle("failed", toErrorInfo(endedBefore.error, key));
+        throw endedBefore.error;
+      }
       attempt.emit({ type: "step-started", runId: attempt.runId, step: key, retry });
       row.calls++;
-      const result = await callOnce(attempt, key, call, identity, retry);
+      const result = await callOnce(attempt, key, call, identity, retry, row);
       if (result.ok) {
         value = result.value;
         break;
@@ -266,7 +275,17 @@ export function outcomeOf(row: StepRow) {
 
 type CallResult = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-async function callOnce(attempt: Attempt, key: string, call: StepCall, identity: Identity, retry: number): Promise<CallResult> {
+/** Add a call's reported usage to the row's total (numbers only; retries add up). */
+function addUsage(row: StepRow, used: Usage): void {
+  if (typeof used !== "object" || used === null) return;
+  const total = (row.usage ? JSON.parse(row.usage) : {}) as Record<string, number>;
+  for (const [field, amount] of Object.entries(used)) {
+    if (typeof amount === "number" && Number.isFinite(amount)) total[field] = (total[field] ?? 0) + amount;
+  }
+  row.usage = JSON.stringify(total);
+}
+
+async function callOnce(attempt: Attempt, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
   const controller = new AbortController();
   const parent = attempt.controller.signal;
   const onParentAbort = () => controller.abort(parent.reason);
@@ -287,6 +306,7 @@ async function callOnce(attempt: Attempt, key: string, call: StepCall, identity:
     attempt: attempt.number,
     retry,
     signal: controller.signal,
+    usage: (used) => addUsage(row, used),
   };
   if (identity.previous) info.previous = identity.previous;
   try {

@@ -36,6 +36,8 @@ export interface StepView {
   endedAt: string | null;
   /** Calls of the function for this row (retries included). */
   calls: number;
+  /** What the step reported with info.usage(), summed over its calls. */
+  usage?: Record<string, number>;
   /** How the row was settled other than by its function: query, redrive, compensate, escalate, supplied. */
   resolution?: { policy: string; found: string; attempt?: number; compensation?: boolean };
   version: string | null;
@@ -54,6 +56,10 @@ export interface RunSummary {
 
 export interface RunView extends RunSummary {
   args: unknown;
+  /** Where the workflow's code came from, as recorded at the start (the steplog command records the file). */
+  source: string | null;
+  /** Usage reported by the run's steps (info.usage), summed over every row. */
+  usage: Record<string, number>;
   /** What a parked run waits for, and until when. */
   waitingFor?: WaitingFor;
   /** When a worker may pick it up (ISO-8601). */
@@ -101,6 +107,8 @@ export function viewRun(stored: StoredRun, judge: Judge): RunView {
   const view: RunView = {
     ...summarize({ run, lease, lastAttempt: holder ?? attempts.at(-1) ?? null }, judge),
     args: decodeValue(run.args),
+    source: run.source,
+    usage: sumUsage(steps.map((s) => s.usage)),
     attempts: attempts.map((a) => {
       const attempt: AttemptView = {
         number: a.number,
@@ -131,6 +139,7 @@ export function viewRun(stored: StoredRun, judge: Judge): RunView {
       };
       if (s.value !== null) step.value = decodeValue(s.value);
       if (s.error !== null) step.error = JSON.parse(s.error) as ErrorInfo;
+      if (s.usage !== null) step.usage = JSON.parse(s.usage) as Record<string, number>;
       if (s.resolution !== null) step.resolution = JSON.parse(s.resolution) as StepView["resolution"] & object;
       return step;
     }),
@@ -140,4 +149,13 @@ export function viewRun(stored: StoredRun, judge: Judge): RunView {
   if (run.value !== null) view.value = decodeValue(run.value);
   if (run.error !== null) view.error = JSON.parse(run.error) as ErrorInfo;
   return view;
+}
+
+function sumUsage(all: Array<string | null>): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const text of all) {
+    if (text === null) continue;
+    for (const [field, amount] of Object.entries(JSON.parse(text) as Record<string, number>)) total[field] = (total[field] ?? 0) + amount;
+  }
+  return total;
 }

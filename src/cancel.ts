@@ -1,0 +1,25 @@
+/**
+ * engine.cancel(id) for a run this engine is not running: the run is marked `cancelled` and its
+ * lease epoch moves on, so an attempt still holding it in another process records nothing more
+ * (it ends LEASE_LOST at its next write or renewal). A parked run simply stops waiting. A
+ * continue later goes on from where it was.
+ */
+
+import { RunCancelledError, RunCompletedError, RunNotFoundError, toErrorInfo } from "./errors.js";
+import type { RunStatus, Store } from "./store/types.js";
+
+export async function cancelStoredRun(store: Store, runId: string, reason: string, now: number): Promise<RunStatus> {
+  const status = await store.updateRun(runId, (current) => {
+    if (current.run.status === "completed") return { error: new RunCompletedError(runId, current.steps[0]?.key), result: current.run.status };
+    if (current.run.status === "cancelled") return { result: current.run.status };
+    const held = current.lease !== null && current.lease.attempt !== null;
+    const error = toErrorInfo(new RunCancelledError(runId, current.steps.at(-1)?.key, reason));
+    return {
+      run: { status: "cancelled" as const, error: JSON.stringify(error), waitingFor: null, wakeAt: null, updatedAt: now },
+      ...(held ? { fenceOut: { now } } : {}),
+      result: "cancelled" as const,
+    };
+  });
+  if (status === undefined) throw new RunNotFoundError(runId, store.location);
+  return status;
+}

@@ -1,0 +1,98 @@
+// engine.cancel(id), info.usage() and the recorded source.
+import { describe, expect, it } from "vitest";
+import { createEngine, defineWorkflow } from "../../src/index.js";
+import { STORES } from "../helpers/stores.js";
+
+describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {
+  it("cancel(id) of a run this engine runs: the attempt ends cancelled, the step's signal aborted; a continue goes on", async () => {
+    let release = false;
+    const workflow = defineWorkflow({
+      name: "long",
+      async run(ctx) {
+        return ctx.step("wait", ({ signal }) =>
+          release ? "done" : new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))),
+        );
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    const running = engine.start(workflow, undefined, { id: "c" });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await engine.cancel("c", { reason: "operator said so" })).toBe("cancelled");
+    expect(await running).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED", step: "wait" } });
+    expect((await running).error!.message).toContain("operator said so");
+    release = true;
+    expect(await engine.continue("c")).toMatchObject({ status: "completed", value: "done" });
+    await expect(engine.cancel("c")).rejects.toMatchObject({ code: "RUN_COMPLETED" });
+    await expect(engine.cancel("missing")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+  });
+
+  it("cancel(id) of a parked run: it stops waiting; of a run held elsewhere: the holder is fenced out", async () => {
+    const store = makeStore();
+    const workflow = defineWorkflow({
+      name: "parked",
+      async run(ctx) {
+        return ctx.waitForEvent("go");
+      },
+    });
+    const engine = createEngine({ store, workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "p" });
+    expect(await engine.cancel("p")).toBe("cancelled");
+    expect(await engine.get("p")).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED" } });
+    expect((await engine.get("p")).waitingFor).toBeUndefined();
+    // Held by a live attempt of another engine (think: another process): it loses the lease.
+    let started!: () => void;
+    const inStep = new Promise<void>((resolve) => (started = resolve));
+    const slow = defineWorkflow({
+      name: "slow",
+      async run(ctx) {
+        await ctx.step("one", () => {
+          started();
+          return new Promise((resolve) => setTimeout(resolve, 150));
+        });
+        return ctx.step("two", async () => "never");
+      },
+    });
+    const holder = createEngine({ store, workflows: [slow], leaseMs: 60 });
+    const held = holder.start(slow, undefined, { id: "h" });
+    await inStep;
+    const other = createEngine({ store, workflows: [slow] });
+    expect(await other.cancel("h")).toBe("cancelled");
+    expect(await held).toMatchObject({ status: "failed", error: { code: "LEASE_LOST" } });
+    expect((await other.get("h")).steps.map((s) => s.key)).toEqual(["one"]);
+  });
+
+  it("info.usage() adds up per step (retries included) and per run", async () => {
+    const workflow = defineWorkflow({
+      name: "costly",
+      async run(ctx) {
+        await ctx.step("plan", { retry: { maxAttempts: 2, backoffMs: 1 } }, ({ usage, retry }) => {
+          usage({ inputTokens: 100, outputTokens: 10, costUsd: 0.01 });
+          if (retry === 0) throw new Error("flaky model");
+          return "plan";
+        });
+        await ctx.step("search", ({ usage }) => {
+          usage({ costUsd: 0.002, requests: 1 });
+          return "hits";
+        });
+        return "ok";
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "u" });
+    const view = await engine.get("u");
+    expect(view.steps.map((s) => s.usage)).toEqual([
+      { inputTokens: 200, outputTokens: 20, costUsd: 0.02 },
+      { costUsd: 0.002, requests: 1 },
+    ]);
+    expect(view.usage.inputTokens).toBe(200);
+    expect(view.usage.costUsd).toBeCloseTo(0.022);
+  });
+
+  it("the source given at the start is recorded and never overwritten", async () => {
+    const workflow = defineWorkflow({ name: "src", async run() { throw new Error("x"); } });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "s", source: "/app/workflows/src.ts" });
+    await engine.continue("s");
+    expect((await engine.get("s")).source).toBe("/app/workflows/src.ts");
+  });
+});
