@@ -331,6 +331,7 @@ export class Attempt {
           waitingFor: parked ? JSON.stringify(parked) : null,
           wakeAt: parked?.until ?? null,
         },
+        reused: this.reused,
         // An event (or approval) that arrived while this attempt was parking wakes the run at once.
         ...(parked?.kind === "event" ? { wakeOnEvent: parked.event! } : parked?.kind === "approval" ? { wakeOnEvent: approvalEvent(parked.step) } : {}),
       });

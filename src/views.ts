@@ -20,6 +20,8 @@ export interface AttemptView {
   fromStep: string | null;
   forced: boolean;
   error?: ErrorInfo;
+  /** Step keys this attempt handed back from records (recorded with its ending; empty if it never ended). */
+  reused: string[];
 }
 
 export interface StepView {
@@ -119,6 +121,7 @@ export function viewRun(stored: StoredRun, judge: Judge): RunView {
         endedAt: a.endedAt === null ? null : iso(a.endedAt),
         fromStep: a.fromStep,
         forced: a.forced,
+        reused: a.reused ?? [],
       };
       if (a.error !== null) attempt.error = JSON.parse(a.error) as ErrorInfo;
       return attempt;

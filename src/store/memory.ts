@@ -142,7 +142,7 @@ class MemoryStore implements Store {
   async endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
     const current = this.#fenced(fence, "attempt ending");
     const attempt = current.attempts.find((a) => a.number === end.attempt);
-    if (attempt) Object.assign(attempt, { ending: end.ending, endedAt: end.endedAt, error: end.error });
+    if (attempt) Object.assign(attempt, { ending: end.ending, endedAt: end.endedAt, error: end.error }, end.reused ? { reused: [...end.reused] } : {});
     Object.assign(current.run, end.run);
     if (end.wakeOnEvent !== undefined && current.events.some((e) => e.name === end.wakeOnEvent && e.consumedBy === null)) current.run.wakeAt = end.endedAt;
     current.lease = { ...current.lease!, attempt: null, expiresAt: 0, heartbeatAt: end.endedAt };

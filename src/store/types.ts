@@ -87,6 +87,8 @@ export interface AttemptRow extends OwnerRow {
   /** True when `force` gave the run a fresh attempt budget. */
   forced: boolean;
   error: string | null;
+  /** Step keys this attempt handed back from records, as recorded with its ending (absent until then). */
+  reused?: string[];
 }
 
 export interface LeaseRow {
@@ -195,6 +197,8 @@ export interface AttemptEnd {
   run: RunPatch;
   /** If an unconsumed event of this name exists when the ending commits, set wakeAt to endedAt. */
   wakeOnEvent?: string;
+  /** Step keys the attempt reused (for timelines); stored on the attempt row. */
+  reused?: string[];
 }
 
 export interface RunFilter {

@@ -37,6 +37,8 @@ describe.each(STORES)("a continue, step by step (%s)", (_name, makeStore) => {
     expect(result).toMatchObject({ status: "completed", value: "a>b>c>d" });
     expect(reused).toEqual(["a", "b"]);
     expect(calls).toEqual(["a", "b", "c", "c", "d"]);
+    // Each attempt records what it reused, for timelines.
+    expect((await engine2.get("r")).attempts.map((a) => a.reused)).toEqual([[], ["a", "b"]]);
   });
 
   it("the start point is the first step entered with no succeeded record; from there every step runs", async () => {

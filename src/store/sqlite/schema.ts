@@ -91,6 +91,10 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (run_id, seq)
   ) WITHOUT ROWID;
   `,
+  // 3: which steps each attempt reused, for timelines
+  `
+  ALTER TABLE attempts ADD COLUMN reused TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

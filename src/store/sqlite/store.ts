@@ -83,7 +83,7 @@ const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used 
   waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
-  started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error`;
+  started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, reused`;
 const LEASE_COLUMNS = `run_id AS runId, epoch, attempt, expires_at AS expiresAt, heartbeat_at AS heartbeatAt`;
 const STEP_COLUMNS = `run_id AS runId, seq, attempt, key, name, status, effect, idempotency_key AS idempotencyKey, value, error,
   version, intended_at AS intendedAt, ended_at AS endedAt, calls, resolution, usage`;
@@ -264,7 +264,7 @@ class SqliteStoreImpl implements SqliteStore {
     const s = this.#stmts!;
     const run = s.getRun.get(runId) as RunRow | undefined;
     if (!run) return undefined;
-    const attempts = (s.getAttempts.all(runId) as Array<Omit<AttemptRow, "forced"> & { forced: number }>).map((a) => ({ ...a, forced: !!a.forced }));
+    const attempts = (s.getAttempts.all(runId) as StoredAttempt[]).map(attemptFromDb);
     const steps = s.getSteps.all(runId) as StepRow[];
     const lease = (s.getLease.get(runId) as LeaseRow | undefined) ?? null;
     const events = s.getEvents.all(runId) as EventRow[];
@@ -284,7 +284,7 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   #insertAttempt(attempt: AttemptRow): void {
-    this.#stmts!.insertAttempt.run({ ...attempt, forced: attempt.forced ? 1 : 0 });
+    this.#stmts!.insertAttempt.run({ ...attempt, forced: attempt.forced ? 1 : 0, reused: attempt.reused ? JSON.stringify(attempt.reused) : null });
   }
 
   #checkFence(fence: Fence, what: string): void {
@@ -403,10 +403,10 @@ class SqliteStoreImpl implements SqliteStore {
       const runs = db.prepare(sql).all(...params) as RunRow[];
       const s = this.#stmts!;
       return runs.map((run) => {
-        const last = s.getLastAttempt.get(run.id) as (Omit<AttemptRow, "forced"> & { forced: number }) | undefined;
+        const last = s.getLastAttempt.get(run.id) as StoredAttempt | undefined;
         return {
           run,
-          lastAttempt: last ? { ...last, forced: !!last.forced } : null,
+          lastAttempt: last ? attemptFromDb(last) : null,
           lease: (s.getLease.get(run.id) as LeaseRow | undefined) ?? null,
         };
       });
@@ -447,7 +447,14 @@ class SqliteStoreImpl implements SqliteStore {
     const db = this.#open(true)!;
     return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
       this.#checkFence(fence, "attempt ending");
-      this.#stmts!.endAttempt.run({ runId: fence.runId, number: end.attempt, ending: end.ending, endedAt: end.endedAt, error: end.error });
+      this.#stmts!.endAttempt.run({
+        runId: fence.runId,
+        number: end.attempt,
+        ending: end.ending,
+        endedAt: end.endedAt,
+        error: end.error,
+        reused: end.reused ? JSON.stringify(end.reused) : null,
+      });
       this.#patchRun(db, fence.runId, end.run);
       if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
       this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
@@ -489,8 +496,8 @@ function prepare(db: Db) {
        VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @createdAt, @updatedAt)`,
     ),
     insertAttempt: db.prepare(
-      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
-       VALUES (@runId, @number, @host, @bootId, @pid, @processStart, @startedAt, @endedAt, @ending, @fromStep, @forced, @error)`,
+      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused)
+       VALUES (@runId, @number, @host, @bootId, @pid, @processStart, @startedAt, @endedAt, @ending, @fromStep, @forced, @error, @reused)`,
     ),
     upsertLease: db.prepare(
       `INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES (@runId, @epoch, @attempt, @expiresAt, @heartbeatAt)
@@ -507,6 +514,16 @@ function prepare(db: Db) {
       `UPDATE steps SET status = @status, value = @value, error = @error, ended_at = @endedAt, calls = @calls, resolution = @resolution, usage = @usage
        WHERE run_id = @runId AND seq = @seq AND status = 'intended'`,
     ),
-    endAttempt: db.prepare(`UPDATE attempts SET ending = @ending, ended_at = @endedAt, error = @error WHERE run_id = @runId AND number = @number`),
+    endAttempt: db.prepare(
+      `UPDATE attempts SET ending = @ending, ended_at = @endedAt, error = @error, reused = @reused WHERE run_id = @runId AND number = @number`,
+    ),
   };
+}
+
+type StoredAttempt = Omit<AttemptRow, "forced" | "reused"> & { forced: number; reused: string | null };
+
+/** SQLite keeps booleans as 0/1 and lists as JSON; `reused` is absent until an ending records it. */
+function attemptFromDb(row: StoredAttempt): AttemptRow {
+  const { reused, forced, ...rest } = row;
+  return reused === null ? { ...rest, forced: !!forced } : { ...rest, forced: !!forced, reused: JSON.parse(reused) as string[] };
 }
