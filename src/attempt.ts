@@ -25,7 +25,7 @@ import { runSaga, unreachable, type SagaEntry } from "./saga.js";
 import { runStep, type StepCall } from "./step-runner.js";
 import { approvalEvent, sleep, waitForEvent, type WaitingFor } from "./waits.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
-import { decodeValue, encodeValue } from "./values.js";
+import { decodeValue } from "./values.js";
 
 export interface AttemptPlan {
   /** "run": run the workflow; "compensate": replay it from records and compensate (the saga). */
@@ -188,9 +188,15 @@ export class Attempt {
     this.pending.add(tracked);
   }
 
+  /** The step the previous attempt stopped at, if it stopped (read before the code runs: decoding is async). */
+  #previousStopStep: string | undefined;
+
   async run(args: unknown): Promise<RunResult> {
     const location = this.settings.store.location;
+    // Registered before anything is awaited: a claim in this process must see it alive.
     markLive(location, this.runId, this.fence.epoch);
+    const previous = this.stored.attempts.filter((a) => a.number < this.number).at(-1);
+    if (previous?.ending === "stopped" && previous.error) this.#previousStopStep = (await this.settings.payloads.decodeError(previous.error)).step;
     this.#keeper.start();
     const cleanups = this.#watchDeadlineAndSignal();
     this.emit({ type: "attempt-started", runId: this.runId, workflow: this.workflow.name, attempt: this.number, fromStep: this.plan.fromStep });
@@ -275,7 +281,7 @@ export class Attempt {
   async #finish(settled: { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "ended" }): Promise<RunResult> {
     let ending: AttemptEnding;
     let error: ErrorInfo | undefined;
-    let valueText: string | null = null;
+    let valueText: { plain: string; stored: string } | null = null;
     if (this.endReason?.ending === "lease-lost") return this.#leaseLost(this.endReason.error);
     if (this.endReason?.ending === "waiting") {
       ending = "waiting";
@@ -291,9 +297,7 @@ export class Attempt {
     } else {
       ending = "completed";
       try {
-        valueText = encodeValue((settled as { value: unknown }).value, `The result of run ${JSON.stringify(this.runId)}`, {
-          maxBytes: this.settings.maxValueBytes,
-        }, { runId: this.runId });
+        valueText = await this.settings.payloads.encode((settled as { value: unknown }).value, `The result of run ${JSON.stringify(this.runId)}`, { runId: this.runId });
       } catch (encodeError) {
         ending = "failed";
         error = toErrorInfo(encodeError);
@@ -315,17 +319,18 @@ export class Attempt {
     const runStatus: RunStatus = counts && budgetUsed >= this.workflow.maxAttempts ? "dead-lettered" : ending;
     const now = this.settings.clock.now();
     const parked = ending === "waiting" ? this.parkedOn : undefined;
+    const errorText = error ? await this.settings.payloads.encodeError(error) : null;
     fault("before-end", this.lastEntered ?? "*");
     try {
       await this.settings.store.endAttempt(this.fence, {
         attempt: this.number,
         ending,
         endedAt: now,
-        error: error ? JSON.stringify(error) : null,
+        error: errorText,
         run: {
           status: runStatus,
-          value: valueText,
-          error: error ? JSON.stringify(error) : null,
+          value: valueText?.stored ?? null,
+          error: errorText,
           budgetUsed,
           updatedAt: now,
           waitingFor: parked ? JSON.stringify(parked) : null,
@@ -343,7 +348,7 @@ export class Attempt {
     }
     const result: RunResult = { id: this.runId, status: ending, runStatus, attempt: this.number };
     if (parked) result.waitingFor = parked;
-    if (valueText !== null) result.value = decodeValue(valueText);
+    if (valueText !== null) result.value = decodeValue(valueText.plain);
     if (error) result.error = error;
     this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });
     return result;
@@ -376,13 +381,14 @@ export class Attempt {
     // A saga counts no attempt; a failed one leaves the run as it was, to be compensated again.
     const runStatus: RunStatus = error ? this.#previousStatus() : "compensated";
     const now = this.settings.clock.now();
+    const errorText = error ? await this.settings.payloads.encodeError(error) : null;
     try {
       await this.settings.store.endAttempt(this.fence, {
         attempt: this.number,
         ending,
         endedAt: now,
-        error: error ? JSON.stringify(error) : null,
-        run: { status: runStatus, value: null, error: error ? JSON.stringify(error) : null, budgetUsed: this.stored.run.budgetUsed, updatedAt: now },
+        error: errorText,
+        run: { status: runStatus, value: null, error: errorText, budgetUsed: this.stored.run.budgetUsed, updatedAt: now },
       });
     } catch (endError) {
       return this.#leaseLost(endError as Error);
@@ -413,8 +419,7 @@ export class Attempt {
     const step = this.lastEntered;
     const q = JSON.stringify;
     const previous = this.stored.attempts.filter((a) => a.number < this.number).at(-1);
-    const previousStep = previous?.error ? (JSON.parse(previous.error) as ErrorInfo).step : undefined;
-    if (step !== undefined && this.ran.length === 0 && previous?.ending === "stopped" && previousStep === step) {
+    if (step !== undefined && this.ran.length === 0 && previous?.ending === "stopped" && this.#previousStopStep === step) {
       return new StoppedError(
         this.runId,
         step,

@@ -6,16 +6,19 @@
  */
 
 import { RunCancelledError, RunCompletedError, RunNotFoundError, toErrorInfo } from "./errors.js";
+import type { Payloads } from "./payloads.js";
 import type { RunStatus, Store } from "./store/types.js";
 
-export async function cancelStoredRun(store: Store, runId: string, reason: string, now: number): Promise<RunStatus> {
+export async function cancelStoredRun(store: Store, runId: string, reason: string, now: number, payloads: Payloads): Promise<RunStatus> {
+  // Encoded before the transaction (a codec may be async); the step it names is read inside.
+  const before = await store.loadRun(runId);
+  const error = await payloads.encodeError(toErrorInfo(new RunCancelledError(runId, before?.steps.at(-1)?.key, reason)));
   const status = await store.updateRun(runId, (current) => {
     if (current.run.status === "completed") return { error: new RunCompletedError(runId, current.steps[0]?.key), result: current.run.status };
     if (current.run.status === "cancelled") return { result: current.run.status };
     const held = current.lease !== null && current.lease.attempt !== null;
-    const error = toErrorInfo(new RunCancelledError(runId, current.steps.at(-1)?.key, reason));
     return {
-      run: { status: "cancelled" as const, error: JSON.stringify(error), waitingFor: null, wakeAt: null, updatedAt: now },
+      run: { status: "cancelled" as const, error, waitingFor: null, wakeAt: null, updatedAt: now },
       ...(held ? { fenceOut: { now } } : {}),
       result: "cancelled" as const,
     };

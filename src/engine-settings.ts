@@ -1,6 +1,7 @@
 /** What an engine passes to each attempt: its store, clock, limits and listeners. */
 
 import type { ErrorInfo } from "./errors.js";
+import type { Payloads } from "./payloads.js";
 import type { AttemptEnding, RunStatus, Store } from "./store/types.js";
 
 export interface Clock {
@@ -31,6 +32,8 @@ export interface EngineSettings {
   clock: Clock;
   leaseMs: number;
   maxValueBytes: number;
+  /** Values, args, payloads and error details to stored text and back (with the engine's codec). */
+  payloads: Payloads;
   onProgress: ((event: ProgressEvent) => void) | undefined;
   hooks: TestHooks | undefined;
 }

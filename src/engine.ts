@@ -25,12 +25,14 @@ import { cancelStoredRun } from "./cancel.js";
 import { work, type WorkOptions, type WorkSummary } from "./worker.js";
 import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "./escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
+import { Payloads, type Codec } from "./payloads.js";
+import { markDone, markLive } from "./live-attempts.js";
 import { checkName } from "./names.js";
 import { currentOwner } from "./owner.js";
 import { validate, type Validation } from "./schema.js";
 import { sqliteStore } from "./store/sqlite/store.js";
 import type { AttemptRow, RunFilter, RunRow, RunStatus, Store, StoredRun } from "./store/types.js";
-import { DEFAULT_MAX_VALUE_BYTES, decodeValue, encodeValue } from "./values.js";
+import { DEFAULT_MAX_VALUE_BYTES } from "./values.js";
 import { summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
 
 export const TEST_HOOKS = Symbol.for("steplog.testHooks");
@@ -48,6 +50,12 @@ export interface EngineOptions {
   clock?: Clock;
   /** Called with each step and attempt event, for progress views and logs. */
   onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Encodes every stored payload (step values, args, results, event payloads, error details)
+   * and decodes it back; async allowed. encryptedCodec({ keys, current }) seals them with
+   * AES-256-GCM. Statuses, names and times stay plain so the step log can still be queried.
+   */
+  codec?: Codec;
   /**
    * Install SIGINT/SIGTERM handlers while attempts run: the first signal cancels them cleanly
    * (the open step recorded failed, leases released, start/continue resolve `cancelled`); a
@@ -156,6 +164,7 @@ class SteplogEngine implements Engine {
       clock: options.clock ?? systemClock,
       leaseMs,
       maxValueBytes,
+      payloads: new Payloads(maxValueBytes, options.codec),
       onProgress: options.onProgress,
       hooks: options[TEST_HOOKS],
     };
@@ -209,7 +218,7 @@ class SteplogEngine implements Engine {
     const deadline = this.#deadline(options.timeoutMs, `start(${JSON.stringify(workflow.name)})`);
     const checked = await this.#checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
-    const argsText = encodeValue(args, `The args of run ${JSON.stringify(id)}`, { maxBytes: this.#settings.maxValueBytes }, { runId: id });
+    const argsText = (await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id })).stored;
     const now = this.#settings.clock.now();
     const run: RunRow = {
       id,
@@ -229,8 +238,19 @@ class SteplogEngine implements Engine {
       updatedAt: now,
     };
     const first: AttemptRow = { runId: id, number: 1, ...currentOwner(), startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null };
-    const created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
-    if ("exists" in created) throw new RunExistsError(id, created.exists.status);
+    // Marked live before the lease exists, so no claim in this process can judge it abandoned.
+    markLive(this.store.location, id, 1);
+    let created: Awaited<ReturnType<Store["createRun"]>>;
+    try {
+      created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
+    } catch (error) {
+      markDone(this.store.location, id, 1);
+      throw error;
+    }
+    if ("exists" in created) {
+      markDone(this.store.location, id, 1);
+      throw new RunExistsError(id, created.exists.status);
+    }
     const stored: StoredRun = { run, attempts: [first], steps: [], lease: null, events: [] };
     const plan: AttemptPlan = { mode: "run", fromStep: undefined, values: undefined, ignoreVersion: false, deadline, signal: options.signal };
     return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
@@ -262,12 +282,14 @@ class SteplogEngine implements Engine {
     const workflow = this.#workflow(before.run.workflow, id);
     // Args never change after the start, so they are checked before the claim; the verdict is
     // applied inside it, after the refusals that come first.
-    const args = await this.#checkArgs(workflow, decodeValue(before.run.args));
+    const args = await this.#checkArgs(workflow, await this.#settings.payloads.decode(before.run.args));
     const now = this.#settings.clock.now();
     let statusBefore: RunStatus | undefined;
-    const claimed = await this.store.claimRun(id, (current) => {
+    let takenEpoch: number | undefined;
+    const location = this.store.location;
+    const decide = (current: StoredRun) => {
       statusBefore = current.run.status;
-      return decideClaim(current, {
+      const decision = decideClaim(current, {
         mode,
         workflow,
         fromStep: options.fromStep,
@@ -276,10 +298,24 @@ class SteplogEngine implements Engine {
         args,
         now,
         leaseMs: this.#settings.leaseMs,
-        isHeldHere: () => isLiveHere(this.store.location, id),
+        isHeldHere: () => isLiveHere(location, id),
         requireReady,
       });
-    });
+      // Marked live inside the claim's transaction: between its commit and the attempt's start,
+      // another claim in this process must already see the run held.
+      if (decision.kind === "take") {
+        takenEpoch = (current.lease?.epoch ?? 0) + 1;
+        markLive(location, id, takenEpoch);
+      }
+      return decision;
+    };
+    let claimed: Awaited<ReturnType<Store["claimRun"]>>;
+    try {
+      claimed = await this.store.claimRun(id, decide);
+    } catch (error) {
+      if (takenEpoch !== undefined) markDone(location, id, takenEpoch);
+      throw error;
+    }
     if (claimed.kind === "missing") throw new RunNotFoundError(id, this.store.location);
     const plan: AttemptPlan = {
       mode,
@@ -298,21 +334,21 @@ class SteplogEngine implements Engine {
   async send(id: string, event: string, payload?: unknown, options: SendOptions = {}): Promise<void> {
     this.#open();
     checkName("run id", id);
-    await sendEvent(this.store, id, event, payload, options, this.#settings.clock.now(), this.#settings.maxValueBytes);
+    await sendEvent(this.store, id, event, payload, options, this.#settings.clock.now(), this.#settings.payloads);
     this.#wake();
   }
 
   async approve(id: string, step: string, options: { by?: string } = {}): Promise<void> {
     this.#open();
     checkName("run id", id);
-    await answerApproval(this.store, id, step, { approved: true, ...(options.by === undefined ? {} : { by: options.by }) }, this.#settings.clock.now());
+    await answerApproval(this.store, id, step, { approved: true, ...(options.by === undefined ? {} : { by: options.by }) }, this.#settings.clock.now(), this.#settings.payloads);
     this.#wake();
   }
 
   async reject(id: string, step: string, options: { by?: string; reason?: string } = {}): Promise<void> {
     this.#open();
     checkName("run id", id);
-    await answerApproval(this.store, id, step, { approved: false, ...options }, this.#settings.clock.now());
+    await answerApproval(this.store, id, step, { approved: false, ...options }, this.#settings.clock.now(), this.#settings.payloads);
   }
 
   async cancel(id: string, options: { reason?: string } = {}): Promise<RunStatus> {
@@ -324,7 +360,7 @@ class SteplogEngine implements Engine {
       local.attempt.endWith("cancelled", new RunCancelledError(id, local.attempt.lastEntered, reason));
       return (await local.done).runStatus;
     }
-    return cancelStoredRun(this.store, id, reason, this.#settings.clock.now());
+    return cancelStoredRun(this.store, id, reason, this.#settings.clock.now(), this.#settings.payloads);
   }
 
   #wake(): void {
@@ -365,7 +401,7 @@ class SteplogEngine implements Engine {
     checkName("run id", id);
     const valid = typeof answer === "object" && answer !== null && ("value" in answer || (answer as { redo?: unknown }).redo === true);
     if (!valid) throw new InvalidOptionError(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`, { runId: id, step });
-    await resolveEscalation(this.store, id, step, answer, this.#settings.clock.now(), this.#settings.maxValueBytes);
+    await resolveEscalation(this.store, id, step, answer, this.#settings.clock.now(), this.#settings.payloads);
   }
 
   async #checkArgs(workflow: Workflow, args: unknown): Promise<Validation<unknown>> {
@@ -400,7 +436,7 @@ class SteplogEngine implements Engine {
     checkName("run id", id);
     const stored = await this.store.loadRun(id);
     if (!stored) throw new RunNotFoundError(id, this.store.location);
-    return viewRun(stored, this.#judge());
+    return viewRun(stored, this.#judge(), this.#settings.payloads);
   }
 
   async list(filter: ListFilter = {}): Promise<RunSummary[]> {
@@ -418,7 +454,7 @@ class SteplogEngine implements Engine {
 
   async recover(): Promise<RecoveredRun[]> {
     this.#open();
-    return recoverInterrupted(this.store, this.#judge());
+    return recoverInterrupted(this.store, this.#judge(), this.#settings.payloads);
   }
 
   async close(): Promise<void> {

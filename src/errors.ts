@@ -40,6 +40,7 @@ export const ERROR_CODES = [
   "WAIT_TIMED_OUT",
   "EVENT_REJECTED",
   "NOT_WAITING",
+  "CODEC_KEY_MISSING",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -528,5 +529,18 @@ export class NotWaitingError extends SteplogError {
         `If the event may arrive before the run waits for it, send it with { keep: true } to keep it for a later wait.`,
       { runId },
     );
+  }
+}
+
+export class CodecKeyMissingError extends SteplogError {
+  override name = "CodecKeyMissingError";
+  readonly keyId: string;
+  constructor(keyId: string, known: readonly string[]) {
+    super(
+      "CODEC_KEY_MISSING",
+      `A stored payload was sealed with key ${q(keyId)}, which this engine's encryptedCodec does not have (it has ${known.length === 0 ? "none" : known.map(q).join(", ")}). ` +
+        `Nothing was read or overwritten. Add that key to encryptedCodec({ keys }) (keep old keys after a rotation) and try again.`,
+    );
+    this.keyId = keyId;
   }
 }

@@ -6,7 +6,7 @@
 
 import { NotEscalatedError, RunNotFoundError, StepNotFoundError } from "./errors.js";
 import type { Effect, Store, StoredRun } from "./store/types.js";
-import { encodeValue } from "./values.js";
+import type { Payloads } from "./payloads.js";
 
 export interface Escalation {
   runId: string;
@@ -63,9 +63,10 @@ export async function listEscalations(store: Store): Promise<Escalation[]> {
  * succeeded; the step's result schema checks it when the next continue reuses it), or redo
  * (the row becomes failed, so the next continue re-runs the step with the same key).
  */
-export async function resolveEscalation(store: Store, runId: string, step: string, answer: Resolution, now: number, maxBytes: number): Promise<void> {
+export async function resolveEscalation(store: Store, runId: string, step: string, answer: Resolution, now: number, payloads: Payloads): Promise<void> {
   const isValue = "value" in answer;
-  const valueText = isValue ? encodeValue(answer.value, `The value given for step ${JSON.stringify(step)}`, { maxBytes }, { runId, step }) : null;
+  const valueText = isValue ? (await payloads.encode(answer.value, `The value given for step ${JSON.stringify(step)}`, { runId, step })).stored : null;
+  const redoError = await payloads.encodeError({ name: "ResolvedByPerson", message: `A person said the effect of step ${JSON.stringify(step)} did not happen; redo it.`, step });
   const done = await store.updateRun(runId, (current) => {
     const rows = current.steps.filter((row) => row.key === step);
     const row = rows.at(-1);
@@ -81,7 +82,7 @@ export async function resolveEscalation(store: Store, runId: string, step: strin
       ? { status: "succeeded" as const, value: valueText, error: null, resolution, endedAt: now }
       : {
           status: "failed" as const,
-          error: JSON.stringify({ name: "ResolvedByPerson", message: `A person said the effect of step ${JSON.stringify(step)} did not happen; redo it.`, step }),
+          error: redoError,
           resolution,
           endedAt: now,
         };

@@ -6,7 +6,7 @@
 import { NotWaitingError, RunNotFoundError, StoppedError } from "./errors.js";
 import { checkName } from "./names.js";
 import type { EventRow, Store, StoredRun } from "./store/types.js";
-import { encodeValue } from "./values.js";
+import type { Payloads } from "./payloads.js";
 import { approvalEvent, describeWait, type WaitingFor } from "./waits.js";
 
 export interface SendOptions {
@@ -26,9 +26,9 @@ function event(current: StoredRun, name: string, payload: string, now: number): 
   return { runId: current.run.id, seq: (current.events.at(-1)?.seq ?? 0) + 1, name, payload, sentAt: now, consumedBy: null };
 }
 
-export async function sendEvent(store: Store, runId: string, name: string, payload: unknown, options: SendOptions, now: number, maxBytes: number): Promise<number> {
+export async function sendEvent(store: Store, runId: string, name: string, payload: unknown, options: SendOptions, now: number, payloads: Payloads): Promise<number> {
   checkName("event name", name);
-  const text = encodeValue(payload, `The payload of event ${JSON.stringify(name)}`, { maxBytes }, { runId });
+  const text = (await payloads.encode(payload, `The payload of event ${JSON.stringify(name)}`, { runId })).stored;
   const seq = await store.updateRun(runId, (current) => {
     const waiting = waitingFor(current);
     const awaited = waiting?.kind === "event" && waiting.event === name;
@@ -46,8 +46,11 @@ export interface ApprovalAnswer {
   reason?: string;
 }
 
-export async function answerApproval(store: Store, runId: string, step: string, answer: ApprovalAnswer, now: number): Promise<void> {
-  const payload = encodeValue({ ...answer, at: new Date(now).toISOString() }, "The approval", { maxBytes: 1 << 20 });
+export async function answerApproval(store: Store, runId: string, step: string, answer: ApprovalAnswer, now: number, payloads: Payloads): Promise<void> {
+  const payload = (await payloads.encode({ ...answer, at: new Date(now).toISOString() }, "The approval", { runId })).stored;
+  const reason = `approval of step ${JSON.stringify(step)} was rejected${answer.by ? ` by ${answer.by}` : ""}${answer.reason ? `: ${answer.reason}` : ""}`;
+  const stopped = new StoppedError(runId, step, reason, `To ask again, type engine.continue(${JSON.stringify(runId)}).`);
+  const error = await payloads.encodeError({ name: stopped.name, message: stopped.message, code: stopped.code, step });
   const done = await store.updateRun(runId, (current) => {
     const waiting = waitingFor(current);
     if (waiting?.kind !== "approval" || waiting.step !== step) {
@@ -55,9 +58,6 @@ export async function answerApproval(store: Store, runId: string, step: string, 
     }
     const row = event(current, approvalEvent(step), payload, now);
     if (answer.approved) return { appendEvents: [row], run: { wakeAt: now, updatedAt: now }, result: true };
-    const reason = `approval of step ${JSON.stringify(step)} was rejected${answer.by ? ` by ${answer.by}` : ""}${answer.reason ? `: ${answer.reason}` : ""}`;
-    const stopped = new StoppedError(runId, step, reason, `To ask again, type engine.continue(${JSON.stringify(runId)}).`);
-    const error = JSON.stringify({ name: stopped.name, message: stopped.message, code: stopped.code, step });
     return { appendEvents: [row], run: { status: "stopped" as const, error, waitingFor: null, wakeAt: null, updatedAt: now }, result: true };
   });
   if (done === undefined) throw new RunNotFoundError(runId, store.location);

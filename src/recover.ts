@@ -5,6 +5,7 @@
  */
 
 import { judgeOwner } from "./owner.js";
+import type { Payloads } from "./payloads.js";
 import type { Store, StoredRun } from "./store/types.js";
 import { holderGone, type Judge } from "./views.js";
 
@@ -20,13 +21,17 @@ export interface RecoveredRun {
   explanation: string;
 }
 
-export async function recoverInterrupted(store: Store, judge: Judge): Promise<RecoveredRun[]> {
+export async function recoverInterrupted(store: Store, judge: Judge, payloads: Payloads): Promise<RecoveredRun[]> {
   const found: RecoveredRun[] = [];
   for (const { run, lease, lastAttempt } of await store.listRuns({ status: ["running"] })) {
     if (!holderGone(lease, lastAttempt, judge)) continue;
     // Judged again inside the store's transaction: the run may have moved on meanwhile.
     const marked = await store.updateRun(run.id, (current) => mark(current, judge));
-    if (marked) found.push(marked);
+    if (!marked) continue;
+    // The explanation goes into the run's error through the codec, like every error detail.
+    const error = await payloads.encodeError({ name: "Interrupted", message: marked.explanation, ...(marked.step === undefined ? {} : { step: marked.step }) });
+    await store.updateRun(run.id, (current) => (current.run.status === "interrupted" ? { run: { error }, result: true } : { result: false }));
+    found.push(marked);
   }
   return found;
 }
@@ -42,10 +47,9 @@ function mark(current: StoredRun, judge: Judge) {
     `Attempt ${holder.number} (pid ${holder.pid} on ${holder.host}) ended without recording an ending: ${verdict.why}.` +
     (step === undefined ? "" : ` It was in step ${JSON.stringify(step)}; a continue resolves that step by its policy.`) +
     ` To go on, type engine.continue(${JSON.stringify(run.id)}).`;
-  const error = { name: "Interrupted", message: explanation, ...(step === undefined ? {} : { step }) };
   const result: RecoveredRun = { id: run.id, workflow: run.workflow, status: "interrupted", attempt: holder.number, step, explanation };
   return {
-    run: { status: "interrupted" as const, error: JSON.stringify(error), updatedAt: judge.now },
+    run: { status: "interrupted" as const, updatedAt: judge.now },
     fenceOut: { now: judge.now },
     result,
   };

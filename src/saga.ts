@@ -13,7 +13,6 @@ import { SteplogError, toErrorInfo } from "./errors.js";
 import type { StepCall } from "./step-runner.js";
 import { newRow, outcomeOf } from "./step-runner.js";
 import type { StepRow } from "./store/types.js";
-import { decodeValue } from "./values.js";
 
 /** Thrown into the workflow's code to end the replay at the first step with nothing to hand back. */
 export class ReplayDone extends Error {
@@ -29,16 +28,16 @@ export interface SagaEntry {
 const isCompensation = (row: StepRow) => row.resolution !== null && row.resolution.includes('"compensation":true');
 
 /** ctx.step during the replay: hand back the recorded value and note how to compensate the step. */
-export function replayForSaga(attempt: Attempt, key: string, call: StepCall): unknown {
+export async function replayForSaga(attempt: Attempt, key: string, call: StepCall): Promise<unknown> {
   const rows = attempt.stored.steps.filter((row) => row.key === key);
   const succeeded = rows.filter((row) => row.status === "succeeded").at(-1);
   const latest = rows.at(-1);
   const cutOff = latest?.status === "intended" && !isCompensation(latest);
   if (call.options.effect === "compensatable" && call.options.compensate && (succeeded || cutOff || (latest && isCompensation(latest)))) {
-    attempt.saga.push({ key, call, value: succeeded?.value ? decodeValue(succeeded.value) : undefined });
+    attempt.saga.push({ key, call, value: succeeded?.value ? await attempt.settings.payloads.decode(succeeded.value) : undefined });
   }
   if (!succeeded) throw new ReplayDone(`replay reached ${key}, which has no value to hand back`);
-  const value = decodeValue(succeeded.value ?? '{"$type":"undefined"}');
+  const value = succeeded.value === null ? undefined : await attempt.settings.payloads.decode(succeeded.value);
   return call.options.upcast ? call.options.upcast(value, { version: succeeded.version }) : value;
 }
 
@@ -83,7 +82,9 @@ export async function runSaga(attempt: Attempt): Promise<void> {
       const settled: StepRow = {
         ...cutOff,
         status: "failed",
-        error: JSON.stringify(toErrorInfo(Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }), entry.key)),
+        error: await attempt.settings.payloads.encodeError(
+          toErrorInfo(Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }), entry.key),
+        ),
         endedAt: clock.now(),
         resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number }),
       };

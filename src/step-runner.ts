@@ -29,7 +29,7 @@ import type { Effect, StepRow } from "./store/types.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
 import { resolveUnknownOutcome } from "./unknown-outcome.js";
-import { decodeValue, encodeValue } from "./values.js";
+import { decodeValue } from "./values.js";
 import { isBreakingChange } from "./versions.js";
 
 export interface StepCall {
@@ -100,7 +100,7 @@ async function reuse(attempt: Attempt, key: string, record: StepRow, options: St
   if (!options.upcast && !attempt.plan.ignoreVersion && isBreakingChange(record.version, attempt.workflow.version)) {
     stopWith(attempt, new VersionChangedError(attempt.runId, key, record.version!, attempt.workflow.version!));
   }
-  let value = decodeValue(record.value ?? '{"$type":"undefined"}');
+  let value = record.value === null ? undefined : await attempt.settings.payloads.decode(record.value);
   if (options.upcast) {
     try {
       value = options.upcast(value, { version: record.version });
@@ -120,8 +120,8 @@ async function reuse(attempt: Attempt, key: string, record: StepRow, options: St
 
 /** A value given with `continue(id, { values })` for a step before the start point with no record. */
 async function supply(attempt: Attempt, key: string, call: StepCall, given: unknown): Promise<unknown> {
-  const text = encodeValue(given, `The value given for step ${JSON.stringify(key)}`, { maxBytes: attempt.settings.maxValueBytes }, { runId: attempt.runId, step: key });
-  let value = decodeValue(text);
+  const text = await attempt.settings.payloads.encode(given, `The value given for step ${JSON.stringify(key)}`, { runId: attempt.runId, step: key });
+  let value = decodeValue(text.plain);
   if (call.options.result) {
     const checked = await validate(call.options.result, value);
     if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, key, checked.issues, false));
@@ -129,7 +129,7 @@ async function supply(attempt: Attempt, key: string, call: StepCall, given: unkn
   }
   const now = attempt.settings.clock.now();
   const row = newRow(attempt, key, call, idempotencyKeyFor(attempt, key), now);
-  Object.assign(row, { status: "succeeded", value: text, endedAt: now, resolution: JSON.stringify({ policy: "supplied" }) });
+  Object.assign(row, { status: "succeeded", value: text.stored, endedAt: now, resolution: JSON.stringify({ policy: "supplied" }) });
   await attempt.write(attempt.settings.store.writeIntent(attempt.fence, row));
   attempt.latest.set(key, row);
   attempt.resolved.push(key);
@@ -164,7 +164,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
   const effect = options.effect ?? "idempotent";
   const others = [...attempt.inFlight].filter((k) => k !== key);
   if (effect === "irreversible" && others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
-  if (options.approval) checkApproval(attempt, key);
+  if (options.approval) await checkApproval(attempt, key);
   const policy = retryPolicy(options.retry, key);
   const store = attempt.settings.store;
   const clock = attempt.settings.clock;
@@ -177,7 +177,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     fault("after-intent", key);
 
     const settle = async (status: "failed" | "stopped", error: ErrorInfo) => {
-      Object.assign(row, { status, error: JSON.stringify(error), endedAt: clock.now() });
+      Object.assign(row, { status, error: await attempt.settings.payloads.encodeError(error), endedAt: clock.now() });
       attempt.emit({ type: "step-failed", runId: attempt.runId, step: key, error });
       await attempt.write(store.writeOutcome(attempt.fence, { ...outcomeOf(row) }));
     };
@@ -225,14 +225,14 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
       throw ended.error;
     }
 
-    let text: string;
+    let text: { plain: string; stored: string };
     let decoded: unknown;
     try {
-      text = encodeValue(value, `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, { maxBytes: attempt.settings.maxValueBytes }, {
+      text = await attempt.settings.payloads.encode(value, `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, {
         runId: attempt.runId,
         step: key,
       });
-      decoded = decodeValue(text);
+      decoded = decodeValue(text.plain);
       if (options.result) {
         const checked = await validate(options.result, decoded);
         if (!checked.ok) throw new ResultRejectedError(attempt.runId, key, checked.issues, false);
@@ -243,7 +243,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
       throw error;
     }
 
-    Object.assign(row, { status: "succeeded", value: text, endedAt: clock.now() });
+    Object.assign(row, { status: "succeeded", value: text.stored, endedAt: clock.now() });
     const write = store.writeOutcome(attempt.fence, outcomeOf(row));
     // Group commit: a read or idempotent step's outcome may commit with the next write (a
     // crash before it re-drives the step with the same key); any other effect's outcome is

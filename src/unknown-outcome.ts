@@ -14,7 +14,7 @@ import { QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo }
 import { validate } from "./schema.js";
 import { execute, idempotencyKeyFor, newRow, outcomeOf, type StepCall } from "./step-runner.js";
 import type { Effect, StepRow } from "./store/types.js";
-import { decodeValue, encodeValue } from "./values.js";
+import { decodeValue } from "./values.js";
 
 export function defaultPolicy(effect: Effect, hasQuery: boolean, hasCompensate: boolean): UnknownOutcomePolicy {
   switch (effect) {
@@ -78,11 +78,11 @@ function isCompensationRow(row: StepRow): boolean {
 
 /** The query said the effect happened: its value becomes the step's outcome; the function is not called. */
 async function recordFound(attempt: Attempt, key: string, record: StepRow, call: StepCall, found: unknown): Promise<unknown> {
-  const text = encodeValue(found, `The value the query found for step ${JSON.stringify(key)}`, { maxBytes: attempt.settings.maxValueBytes }, {
+  const text = await attempt.settings.payloads.encode(found, `The value the query found for step ${JSON.stringify(key)}`, {
     runId: attempt.runId,
     step: key,
   });
-  let value = decodeValue(text);
+  let value = decodeValue(text.plain);
   if (call.options.result) {
     const checked = await validate(call.options.result, value);
     if (!checked.ok) {
@@ -93,7 +93,7 @@ async function recordFound(attempt: Attempt, key: string, record: StepRow, call:
     value = checked.value;
   }
   const resolution: Resolution = { policy: "query", found: "done", attempt: attempt.number };
-  const row: StepRow = { ...record, status: "succeeded", value: text, endedAt: attempt.settings.clock.now(), resolution: JSON.stringify(resolution) };
+  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: attempt.settings.clock.now(), resolution: JSON.stringify(resolution) };
   await attempt.write(attempt.settings.store.writeOutcome(attempt.fence, outcomeOf(row)));
   attempt.latest.set(key, row);
   attempt.resolved.push(key);
@@ -106,7 +106,7 @@ async function settle(attempt: Attempt, record: StepRow, status: "failed" | "esc
   const row: StepRow = {
     ...record,
     status,
-    error: JSON.stringify(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
+    error: await attempt.settings.payloads.encodeError(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
     endedAt: attempt.settings.clock.now(),
     resolution: JSON.stringify(resolution),
   };
@@ -138,7 +138,7 @@ async function compensateThenRedrive(attempt: Attempt, key: string, record: Step
     const settled: StepRow = {
       ...original,
       status: "failed",
-      error: JSON.stringify({ name: "OutcomeUnknown", message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`, step: key }),
+      error: await attempt.settings.payloads.encodeError({ name: "OutcomeUnknown", message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`, step: key }),
       endedAt: clock.now(),
       resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number } satisfies Resolution),
     };

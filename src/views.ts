@@ -6,7 +6,7 @@
 import type { ErrorInfo } from "./errors.js";
 import { judgeOwner } from "./owner.js";
 import type { AttemptRow, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
-import { decodeValue } from "./values.js";
+import type { Payloads } from "./payloads.js";
 import type { WaitingFor } from "./waits.js";
 
 export interface AttemptView {
@@ -102,55 +102,59 @@ export function summarize(listing: RunListing, judge: Judge): RunSummary {
   };
 }
 
-export function viewRun(stored: StoredRun, judge: Judge): RunView {
+export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payloads): Promise<RunView> {
   const { run, lease, attempts, steps } = stored;
   const holder = lease?.attempt == null ? undefined : attempts.find((a) => a.number === lease.attempt);
   const liveAttempt = holder && !holderGone(lease, holder, judge) ? holder.number : undefined;
   const view: RunView = {
     ...summarize({ run, lease, lastAttempt: holder ?? attempts.at(-1) ?? null }, judge),
-    args: decodeValue(run.args),
+    args: await payloads.decode(run.args),
     source: run.source,
     usage: sumUsage(steps.map((s) => s.usage)),
-    attempts: attempts.map((a) => {
-      const attempt: AttemptView = {
-        number: a.number,
-        ending: a.ending ?? (a.number === liveAttempt ? null : "interrupted"),
-        host: a.host,
-        pid: a.pid,
-        startedAt: iso(a.startedAt),
-        endedAt: a.endedAt === null ? null : iso(a.endedAt),
-        fromStep: a.fromStep,
-        forced: a.forced,
-        reused: a.reused ?? [],
-      };
-      if (a.error !== null) attempt.error = JSON.parse(a.error) as ErrorInfo;
-      return attempt;
-    }),
-    steps: steps.map((s) => {
-      const step: StepView = {
-        seq: s.seq,
-        key: s.key,
-        name: s.name,
-        status: s.status,
-        attempt: s.attempt,
-        effect: s.effect,
-        idempotencyKey: s.idempotencyKey,
-        startedAt: iso(s.intendedAt),
-        endedAt: s.endedAt === null ? null : iso(s.endedAt),
-        calls: s.calls,
-        version: s.version,
-      };
-      if (s.value !== null) step.value = decodeValue(s.value);
-      if (s.error !== null) step.error = JSON.parse(s.error) as ErrorInfo;
-      if (s.usage !== null) step.usage = JSON.parse(s.usage) as Record<string, number>;
-      if (s.resolution !== null) step.resolution = JSON.parse(s.resolution) as StepView["resolution"] & object;
-      return step;
-    }),
+    attempts: await Promise.all(
+      attempts.map(async (a) => {
+        const attempt: AttemptView = {
+          number: a.number,
+          ending: a.ending ?? (a.number === liveAttempt ? null : "interrupted"),
+          host: a.host,
+          pid: a.pid,
+          startedAt: iso(a.startedAt),
+          endedAt: a.endedAt === null ? null : iso(a.endedAt),
+          fromStep: a.fromStep,
+          forced: a.forced,
+          reused: a.reused ?? [],
+        };
+        if (a.error !== null) attempt.error = await payloads.decodeError(a.error);
+        return attempt;
+      }),
+    ),
+    steps: await Promise.all(
+      steps.map(async (s) => {
+        const step: StepView = {
+          seq: s.seq,
+          key: s.key,
+          name: s.name,
+          status: s.status,
+          attempt: s.attempt,
+          effect: s.effect,
+          idempotencyKey: s.idempotencyKey,
+          startedAt: iso(s.intendedAt),
+          endedAt: s.endedAt === null ? null : iso(s.endedAt),
+          calls: s.calls,
+          version: s.version,
+        };
+        if (s.value !== null) step.value = await payloads.decode(s.value);
+        if (s.error !== null) step.error = await payloads.decodeError(s.error);
+        if (s.usage !== null) step.usage = JSON.parse(s.usage) as Record<string, number>;
+        if (s.resolution !== null) step.resolution = JSON.parse(s.resolution) as StepView["resolution"] & object;
+        return step;
+      }),
+    ),
   };
   if (run.waitingFor !== null) view.waitingFor = JSON.parse(run.waitingFor) as WaitingFor;
   if (run.wakeAt !== null) view.wakeAt = iso(run.wakeAt);
-  if (run.value !== null) view.value = decodeValue(run.value);
-  if (run.error !== null) view.error = JSON.parse(run.error) as ErrorInfo;
+  if (run.value !== null) view.value = await payloads.decode(run.value);
+  if (run.error !== null) view.error = await payloads.decodeError(run.error);
   return view;
 }
 

@@ -13,7 +13,6 @@ import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
 import { newRow, outcomeOf, type StepCall } from "./step-runner.js";
 import type { EventRow, StepRow } from "./store/types.js";
-import { decodeValue } from "./values.js";
 
 export interface WaitingFor {
   kind: "event" | "sleep" | "approval";
@@ -70,13 +69,13 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
   const record = attempt.latest.get(key);
   if (attempt.plan.mode === "compensate") {
     if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
-    return { key, reused: decodeValue(record.value ?? '{"$type":"undefined"}') };
+    return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
   if (!attempt.started) attempt.started = attempt.plan.fromStep !== undefined ? key === attempt.plan.fromStep : record?.status !== "succeeded";
   if (!attempt.started && record?.status === "succeeded") {
     attempt.reused.push(key);
     attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
-    return { key, reused: decodeValue(record.value ?? '{"$type":"undefined"}') };
+    return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
   if (record?.status === "intended" && waitOf(record)) return { key, row: record };
   const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined };
@@ -109,12 +108,12 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
   // Events are consumed once each, in order of arrival.
   const event = attempt.stored.events.find((e) => e.name === name && e.consumedBy === null);
   if (event) {
-    let payload = decodeValue(event.payload);
+    let payload = await attempt.settings.payloads.decode(event.payload);
     if (options.schema) {
       const checked = await validate(options.schema, payload);
       if (!checked.ok) {
         const rejected = new EventRejectedError(attempt.runId, key, name, checked.issues);
-        await settleWait(attempt, row, { status: "failed", error: JSON.stringify(toErrorInfo(rejected)) }, event);
+        await settleWait(attempt, row, { status: "failed", error: await attempt.settings.payloads.encodeError(toErrorInfo(rejected)) }, event);
         throw rejected;
       }
       payload = checked.value;
@@ -126,7 +125,7 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
   }
   if (wait.until !== undefined && attempt.settings.clock.now() >= wait.until) {
     const timedOut = new WaitTimedOutError(attempt.runId, key, `event ${JSON.stringify(name)}`, wait.until);
-    await settleWait(attempt, row, { status: "failed", error: JSON.stringify(toErrorInfo(timedOut)) });
+    await settleWait(attempt, row, { status: "failed", error: await attempt.settings.payloads.encodeError(toErrorInfo(timedOut)) });
     throw timedOut;
   }
   return park(attempt, wait);
@@ -148,10 +147,10 @@ export async function sleep(attempt: Attempt, name: string, msOrDate: number | D
 }
 
 /** Before an `approval: true` step runs: go on if it was approved, else park until it is. */
-export function checkApproval(attempt: Attempt, key: string): void {
+export async function checkApproval(attempt: Attempt, key: string): Promise<void> {
   const answers = attempt.stored.events.filter((e) => e.name === approvalEvent(key));
   const last = answers.at(-1);
-  if (last && (decodeValue(last.payload) as { approved?: boolean }).approved === true) return;
+  if (last && ((await attempt.settings.payloads.decode(last.payload)) as { approved?: boolean }).approved === true) return;
   park(attempt, { kind: "approval", step: key });
 }
 

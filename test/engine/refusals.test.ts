@@ -92,6 +92,29 @@ describe.each(STORES)("refusals (%s)", (_name, makeStore) => {
     expect((await engine.get("r")).attemptCount).toBe(1);
   });
 
+  it("two continues of one run at the same moment in one process: exactly one runs, the other gets RUN_BUSY", async () => {
+    let calls = 0;
+    let fail = true;
+    const once = defineWorkflow({
+      name: "once",
+      async run(ctx) {
+        return ctx.step("s", async () => {
+          calls++;
+          if (fail) throw new Error("first attempt fails");
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          return "ok";
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [once] });
+    await engine.start(once, undefined, { id: "r" });
+    fail = false;
+    const results = await Promise.allSettled([engine.continue("r"), engine.continue("r"), engine.continue("r")]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason.code)).toEqual(["RUN_BUSY", "RUN_BUSY"]);
+    expect(calls).toBe(2);
+  });
+
   it("bad options are refused with INVALID_OPTION", async () => {
     const engine = createEngine({ store: makeStore(), workflows: [ok] });
     await expect(engine.start(ok, { n: 1 }, { timeoutMs: -5 })).rejects.toMatchObject({ code: "INVALID_OPTION" });

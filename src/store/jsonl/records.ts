@@ -43,6 +43,7 @@ export type JournalRecord =
       error: string | null;
       patch: RunPatch;
       wakeOnEvent?: string;
+      reused?: string[];
     };
 
 export type JournalState = Map<string, StoredRun>;
@@ -155,7 +156,7 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
       if (refused) return refused;
       const run = current!;
       const attempt = run.attempts.find((a) => a.number === record.attempt);
-      if (attempt) Object.assign(attempt, { ending: record.ending, endedAt: record.endedAt, error: record.error });
+      if (attempt) Object.assign(attempt, { ending: record.ending, endedAt: record.endedAt, error: record.error }, record.reused ? { reused: [...record.reused] } : {});
       Object.assign(run.run, record.patch);
       if (record.wakeOnEvent !== undefined && run.events.some((e) => e.name === record.wakeOnEvent && e.consumedBy === null)) run.run.wakeAt = record.endedAt;
       run.lease = { ...run.lease!, attempt: null, expiresAt: 0, heartbeatAt: record.endedAt };

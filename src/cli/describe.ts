@@ -1,0 +1,86 @@
+/**
+ * Words for timeline entries and attempts, shared by `steplog show` (text) and the HTML page:
+ * a glyph, a short status and a note. Everything recorded is passed through as plain text;
+ * the caller escapes it for its medium (safe() for a terminal, escapeHtml for a page).
+ */
+
+import type { ErrorInfo } from "../errors.js";
+import { formatDuration } from "./format.js";
+import type { TimelineAttempt, TimelineEntry } from "./timeline.js";
+
+export type Tone = "ok" | "bad" | "warn" | "reused" | "wait" | "muted" | "comp";
+
+export interface EntryWords {
+  glyph: string;
+  tone: Tone;
+  /** ran, reused, cut off, waiting, … */
+  label: string;
+  /** The longer note: why it failed, how it was resolved, what it waits for. */
+  note: string;
+}
+
+export function errorText(error: ErrorInfo | undefined): string {
+  if (!error) return "";
+  const code = error.code ? `${error.code}: ` : error.name && error.name !== "Error" ? `${error.name}: ` : "";
+  return code + error.message;
+}
+
+export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): EntryWords {
+  if (e.kind === "reused") {
+    return { glyph: "↺", tone: "reused", label: "reused", note: `recorded by attempt ${e.recordedBy}${e.durationMs !== null ? `, which took ${formatDuration(e.durationMs)}` : ""}` };
+  }
+  if (e.kind === "compensation") {
+    const done = e.status === "compensated";
+    return { glyph: "↶", tone: done ? "comp" : "bad", label: done ? "compensated" : "compensating", note: done ? "its compensate ran" : "its compensate did not finish; a compensate runs it again" };
+  }
+  const r = e.resolution;
+  const resolvedBy = r?.attempt !== undefined ? ` by attempt ${r.attempt}` : "";
+  if (e.wait) {
+    const what = e.wait.kind === "event" ? `event ${JSON.stringify(e.wait.event)}` : e.wait.kind === "sleep" ? "its timer" : `approval`;
+    const until = e.wait.until !== undefined ? ` until ${new Date(e.wait.until).toISOString()}` : "";
+    if (e.status === "intended") return { glyph: "⏸", tone: "wait", label: "waiting", note: `for ${what}${until}` };
+    if (e.status === "succeeded") return { glyph: "✓", tone: "ok", label: "waited", note: `for ${what}` };
+    return { glyph: "✗", tone: "bad", label: e.status, note: errorText(e.error) || `waited for ${what}` };
+  }
+  switch (e.status) {
+    case "succeeded": {
+      if (r?.policy === "query") return { glyph: "✓", tone: "ok", label: "found done", note: `cut off, then found done by its query${resolvedBy}` };
+      if (r?.policy === "supplied") return { glyph: "✓", tone: "ok", label: "supplied", note: "value given on continue" };
+      if (r?.policy === "escalate") return { glyph: "✓", tone: "ok", label: "resolved", note: `cut off; a person said it happened${personOf(r)}` };
+      return { glyph: "✓", tone: "ok", label: "ran", note: e.calls > 1 ? `${e.calls} calls` : "" };
+    }
+    case "failed": {
+      if (r?.policy === "redrive") return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; re-driven${resolvedBy}` };
+      if (r?.policy === "compensate") return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; compensated and run again${resolvedBy}` };
+      if (r?.policy === "escalate") return { glyph: "✗", tone: "bad", label: "cut off", note: `a person said it did not happen${personOf(r)}; redone on continue` };
+      return { glyph: "✗", tone: "bad", label: "failed", note: errorText(e.error) };
+    }
+    case "stopped":
+      return { glyph: "■", tone: "warn", label: "stopped", note: errorText(e.error) };
+    case "escalated":
+      return { glyph: "⚠", tone: "warn", label: "escalated", note: `cut off inside a ${e.effect} step; waits for a person (steplog resolve)` };
+    case "compensated":
+      return { glyph: "↶", tone: "comp", label: "compensated", note: "" };
+    case "intended":
+      if (attempt.ending === null) return { glyph: "…", tone: "wait", label: "running", note: "" };
+      return { glyph: "✗", tone: "bad", label: "cut off", note: "intent recorded, no outcome: the attempt ended inside it; a continue resolves it by its policy" };
+    default:
+      return { glyph: "?", tone: "muted", label: e.status, note: errorText(e.error) };
+  }
+}
+
+function personOf(r: { by?: string }): string {
+  return r.by ? ` (${r.by})` : "";
+}
+
+export function attemptTone(ending: string | null): Tone {
+  if (ending === "completed") return "ok";
+  if (ending === "compensated") return "comp";
+  if (ending === "waiting" || ending === null) return "wait";
+  if (ending === "escalated" || ending === "stopped") return "warn";
+  return "bad";
+}
+
+export function attemptLabel(a: TimelineAttempt): string {
+  return a.ending ?? "running";
+}

@@ -1,0 +1,191 @@
+/**
+ * What one command invocation works with: its output streams (colour decided once), the
+ * store named by --db / --store (Postgres and JSONL loaded lazily), and the engines it opened,
+ * closed at the end.
+ */
+
+import path from "node:path";
+import { createEngine, type Engine, type EngineOptions } from "../engine.js";
+import { isSteplogError } from "../errors.js";
+import { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
+import type { Store } from "../store/types.js";
+import { booleanOption, stringOption, type Parsed } from "./args.js";
+import { StoreUnavailableError, UsageError } from "./exit.js";
+import { painter, wantsColor, type Paint } from "./format.js";
+
+export interface Output {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+export interface Io {
+  stdout: Output;
+  stderr: Output;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  now(): number;
+}
+
+export type StoreSpec = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } | { kind: "jsonl"; path: string };
+
+export class Session {
+  readonly json: boolean;
+  readonly color: boolean;
+  readonly paint: Paint;
+  readonly errPaint: Paint;
+  readonly storeSpec: StoreSpec;
+  readonly #engines: Engine[] = [];
+
+  constructor(
+    readonly io: Io,
+    readonly parsed: Parsed,
+    readonly command: string,
+  ) {
+    this.json = booleanOption(parsed, "json");
+    const noColor = booleanOption(parsed, "no-color");
+    this.color = !this.json && wantsColor(io.stdout, io.env, noColor);
+    this.paint = painter(this.color);
+    this.errPaint = painter(wantsColor(io.stderr, io.env, noColor));
+    this.storeSpec = storeSpecOf(parsed, io);
+  }
+
+  get tty(): boolean {
+    return this.io.stdout.isTTY === true && !this.json;
+  }
+
+  now(): number {
+    return this.io.now();
+  }
+
+  out(text = ""): void {
+    this.io.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+  }
+
+  lines(lines: string[]): void {
+    if (lines.length) this.io.stdout.write(lines.join("\n") + "\n");
+  }
+
+  /** One JSON document on stdout (--json). */
+  printJson(value: unknown): void {
+    this.io.stdout.write(JSON.stringify(value, jsonReplacer, 2) + "\n");
+  }
+
+  err(text: string): void {
+    this.io.stderr.write(text.endsWith("\n") ? text : `${text}\n`);
+  }
+
+  /** Where the records are, for messages. */
+  describeStore(): string {
+    const s = this.storeSpec;
+    return s.kind === "postgres" ? redactUrl(s.url) : s.path;
+  }
+
+  async openStore(options: { readonly?: boolean } = {}): Promise<Store> {
+    const spec = this.storeSpec;
+    if (spec.kind === "sqlite") return sqliteStore({ path: spec.path, ...(options.readonly ? { readonly: true } : {}) });
+    if (spec.kind === "postgres") {
+      const mod = await lazyEntry<{ postgresStore?: (o: { connectionString: string }) => Store }>("postgres", "the Postgres store");
+      if (typeof mod.postgresStore !== "function") throw new StoreUnavailableError("This steplog build has no postgresStore: the Postgres store is not available.");
+      return mod.postgresStore({ connectionString: spec.url });
+    }
+    const mod = await lazyEntry<{ jsonlStore?: (o: { path: string }) => Store }>("jsonl", "the JSONL store");
+    if (typeof mod.jsonlStore !== "function") throw new StoreUnavailableError("This steplog build has no jsonlStore: the JSONL store is not available.");
+    return mod.jsonlStore({ path: spec.path });
+  }
+
+  /** An engine on the store; closed by close(). */
+  async engine(options: Omit<EngineOptions, "store"> & { readonly?: boolean } = {}): Promise<Engine> {
+    const { readonly, ...rest } = options;
+    const engine = createEngine({ ...rest, store: await this.openStore({ readonly: readonly === true }) });
+    this.#engines.push(engine);
+    return engine;
+  }
+
+  /**
+   * Run a read-only query: the SQLite file is opened read-only (never created, never migrated);
+   * if that is refused (a store whose schema needs an upgrade), once more read-write.
+   */
+  async read<T>(fn: (engine: Engine) => Promise<T>): Promise<T> {
+    const engine = await this.engine({ readonly: this.storeSpec.kind === "sqlite" });
+    try {
+      return await fn(engine);
+    } catch (error) {
+      if (this.storeSpec.kind !== "sqlite" || !isSteplogError(error, "STORE_READ_ONLY") || !/upgrade/.test(error.message)) throw error;
+      return fn(await this.engine());
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const engine of this.#engines.splice(0).reverse()) {
+      try {
+        await engine.close();
+      } catch {
+        // Closing after a failure: the first error is the one to report.
+      }
+    }
+  }
+}
+
+function storeSpecOf(parsed: Parsed, io: Io): StoreSpec {
+  const db = stringOption(parsed, "db");
+  const store = stringOption(parsed, "store");
+  if (db !== undefined && store !== undefined) throw new UsageError("Give --db FILE or --store URL, not both.");
+  if (db !== undefined) return { kind: "sqlite", path: path.resolve(io.cwd, db) };
+  const fromEnv = store ?? io.env.STEPLOG_STORE ?? undefined;
+  if (fromEnv !== undefined && fromEnv !== "") {
+    if (/^postgres(ql)?:\/\//i.test(fromEnv)) return { kind: "postgres", url: fromEnv };
+    if (/^jsonl:/i.test(fromEnv)) return { kind: "jsonl", path: path.resolve(io.cwd, fromEnv.slice("jsonl:".length)) };
+    if (/^sqlite:/i.test(fromEnv)) return { kind: "sqlite", path: path.resolve(io.cwd, fromEnv.slice("sqlite:".length)) };
+    throw new UsageError(
+      `--store ${JSON.stringify(fromEnv)} is not a store URL.`,
+      "Give postgres://user@host:5432/db, jsonl:FILE or sqlite:FILE; for a SQLite file, --db FILE is enough.",
+    );
+  }
+  const envDb = io.env.STEPLOG_DB;
+  return { kind: "sqlite", path: path.resolve(io.cwd, envDb !== undefined && envDb !== "" ? envDb : DEFAULT_SQLITE_PATH) };
+}
+
+/** A password in a connection URL is never printed. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:/@]*):[^@]*@/i, "$1:***@");
+}
+
+/**
+ * Import another entry of this package at run time (dist/postgres.js beside dist/cli.js), so a
+ * build without it, or an app without `pg`, still runs every other command. The specifier is
+ * computed so the bundler leaves it alone.
+ */
+async function lazyEntry<T>(entry: string, what: string): Promise<T> {
+  const candidates = [`./${entry}.js`, `../${entry}.js`];
+  let lastError: unknown;
+  for (const specifier of candidates) {
+    try {
+      return (await import(/* @vite-ignore */ specifier)) as T;
+    } catch (error) {
+      lastError = error;
+      const code = (error as { code?: string }).code;
+      const message = (error as Error).message ?? "";
+      // The entry itself is missing: try the next place. Anything else (pg not installed) is the answer.
+      if (code === "ERR_MODULE_NOT_FOUND" && message.includes(`${entry}.js'`) && !/Cannot find package/.test(message)) continue;
+      if (code === "ERR_MODULE_NOT_FOUND" && /Cannot find package 'pg'/.test(message)) {
+        throw new StoreUnavailableError(`${capitalize(what)} needs the pg package, which is not installed.`, "Install it next to steplog: npm install pg");
+      }
+      throw new StoreUnavailableError(`${capitalize(what)} could not be loaded: ${(error as Error).message}`);
+    }
+  }
+  throw new StoreUnavailableError(
+    `${capitalize(what)} is not available in this steplog build (${(lastError as Error)?.message ?? "no module"}).`,
+    "Use the default SQLite store (--db FILE), or a steplog version that ships it.",
+  );
+}
+
+const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** JSON for --json: BigInt as a string, Map/Set as object/array, undefined kept out. */
+export function jsonReplacer(_key: string, value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (value instanceof Map) return Object.fromEntries(value);
+  if (value instanceof Set) return [...value];
+  return value;
+}

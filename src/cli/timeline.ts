@@ -1,0 +1,228 @@
+/**
+ * A run's timeline, attempt by attempt, computed from engine.get(id): what each attempt reused
+ * (with the original row's time and cost: what reuse saved) and what it ran, the totals, and
+ * the next commands to type. `steplog show` prints it, --json emits it, --html draws it.
+ */
+
+import type { Escalation } from "../escalations.js";
+import type { ErrorInfo } from "../errors.js";
+import type { AttemptView, RunView, StepView } from "../views.js";
+import type { WaitingFor } from "../waits.js";
+import { addUsage, command } from "./format.js";
+
+export type EntryKind = "ran" | "reused" | "compensation";
+
+export interface TimelineEntry {
+  kind: EntryKind;
+  key: string;
+  name: string;
+  /** The row's status (for reused: the status of the reused row, succeeded). */
+  status: string;
+  effect: string;
+  /** The attempt that wrote the row (for reused: the attempt that recorded the value). */
+  recordedBy: number;
+  seq: number;
+  /** ms since the epoch; for reused entries, those of the original row. */
+  startedAt: number;
+  endedAt: number | null;
+  durationMs: number | null;
+  calls: number;
+  usage?: Record<string, number>;
+  error?: ErrorInfo;
+  resolution?: StepView["resolution"] & { by?: string };
+  /** A wait row: what it waits (or waited) for. */
+  wait?: WaitingFor;
+}
+
+export interface TimelineAttempt {
+  number: number;
+  ending: string | null;
+  host: string;
+  pid: number;
+  startedAt: number;
+  endedAt: number | null;
+  durationMs: number | null;
+  fromStep: string | null;
+  forced: boolean;
+  error?: ErrorInfo;
+  entries: TimelineEntry[];
+}
+
+export interface Timeline {
+  id: string;
+  workflow: string;
+  version: string | null;
+  status: string;
+  source: string | null;
+  createdAt: string;
+  updatedAt: string;
+  attemptCount: number;
+  waitingFor?: WaitingFor;
+  wakeAt?: string;
+  value?: unknown;
+  error?: ErrorInfo;
+  attempts: TimelineAttempt[];
+  totals: {
+    /** Wall time of all attempts, added up. */
+    attemptsMs: number;
+    /** Time inside step functions (every row that ended), added up. */
+    stepsMs: number;
+    /** Usage reported by the steps (info.usage), summed over every row. */
+    usage: Record<string, number>;
+    rows: number;
+  };
+  /** What reuse saved: the time and usage of the original rows of every reused step. */
+  saved: { steps: number; ms: number; usage: Record<string, number> };
+  escalations: Escalation[];
+  /** Commands to type next, most likely first. */
+  next: string[];
+}
+
+const ms = (iso: string | null) => (iso === null ? null : Date.parse(iso));
+
+export function buildTimeline(run: RunView, escalations: Escalation[], now: number): Timeline {
+  const rows = run.steps;
+  const attempts: TimelineAttempt[] = run.attempts.map((a) => attemptOf(a, rows, now));
+  let stepsMs = 0;
+  for (const row of rows) {
+    const start = ms(row.startedAt)!;
+    const end = ms(row.endedAt);
+    if (end !== null && !isWait(row)) stepsMs += Math.max(0, end - start);
+  }
+  let attemptsMs = 0;
+  for (const a of attempts) attemptsMs += a.durationMs ?? 0;
+  const saved = { steps: 0, ms: 0, usage: {} as Record<string, number> };
+  for (const a of attempts) {
+    for (const e of a.entries) {
+      if (e.kind !== "reused") continue;
+      saved.steps++;
+      saved.ms += e.durationMs ?? 0;
+      addUsage(saved.usage, e.usage);
+    }
+  }
+  const timeline: Timeline = {
+    id: run.id,
+    workflow: run.workflow,
+    version: run.version,
+    status: run.status,
+    source: run.source,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    attemptCount: run.attemptCount,
+    attempts,
+    totals: { attemptsMs, stepsMs, usage: { ...run.usage }, rows: rows.length },
+    saved,
+    escalations,
+    next: nextCommands(run, escalations),
+  };
+  if (run.waitingFor) timeline.waitingFor = run.waitingFor;
+  if (run.wakeAt) timeline.wakeAt = run.wakeAt;
+  if ("value" in run) timeline.value = run.value;
+  if (run.error) timeline.error = run.error;
+  return timeline;
+}
+
+function isWait(row: StepView): boolean {
+  return row.resolution !== undefined && "wait" in (row.resolution as object);
+}
+
+function attemptOf(a: AttemptView, rows: StepView[], now: number): TimelineAttempt {
+  const startedAt = ms(a.startedAt)!;
+  const endedAt = ms(a.endedAt);
+  const entries: TimelineEntry[] = [];
+  // What it reused, in the order it reused them: each entry is the row it handed back, the
+  // last succeeded row of that key written before this attempt began.
+  const firstSeqOfThis = rows.find((r) => r.attempt === a.number)?.seq ?? Number.POSITIVE_INFINITY;
+  for (const key of a.reused) {
+    const original = [...rows].reverse().find((r) => r.key === key && r.status === "succeeded" && (r.attempt < a.number || r.seq < firstSeqOfThis));
+    if (!original) continue;
+    entries.push({ ...entryOf(original, now, a.ending === null), kind: "reused" });
+  }
+  for (const row of rows) if (row.attempt === a.number) entries.push(entryOf(row, now, a.ending === null));
+  const attempt: TimelineAttempt = {
+    number: a.number,
+    ending: a.ending,
+    host: a.host,
+    pid: a.pid,
+    startedAt,
+    endedAt,
+    durationMs: endedAt === null ? (a.ending === null ? Math.max(0, now - startedAt) : lastTime(entries, startedAt)) : Math.max(0, endedAt - startedAt),
+    fromStep: a.fromStep,
+    forced: a.forced,
+    entries,
+  };
+  if (a.error) attempt.error = a.error;
+  return attempt;
+}
+
+/** An interrupted attempt has no end: its length is up to the last thing it recorded. */
+function lastTime(entries: TimelineEntry[], startedAt: number): number {
+  let last = startedAt;
+  for (const e of entries) if (e.kind !== "reused") last = Math.max(last, e.endedAt ?? e.startedAt);
+  return last - startedAt;
+}
+
+function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
+  const startedAt = ms(row.startedAt)!;
+  const endedAt = ms(row.endedAt);
+  const resolution = row.resolution as (StepView["resolution"] & { wait?: WaitingFor; by?: string }) | undefined;
+  const entry: TimelineEntry = {
+    kind: resolution?.compensation ? "compensation" : "ran",
+    key: row.key,
+    name: row.name,
+    status: row.status,
+    effect: row.effect,
+    recordedBy: row.attempt,
+    seq: row.seq,
+    startedAt,
+    endedAt,
+    durationMs: endedAt !== null ? Math.max(0, endedAt - startedAt) : live ? Math.max(0, now - startedAt) : null,
+    calls: row.calls,
+  };
+  if (row.usage) entry.usage = row.usage;
+  if (row.error) entry.error = row.error;
+  if (resolution) {
+    const { wait, ...rest } = resolution;
+    if (wait) entry.wait = wait;
+    if (Object.keys(rest).length) entry.resolution = rest as TimelineEntry["resolution"] & object;
+  }
+  return entry;
+}
+
+/** The commands that move the run on from where it is. */
+export function nextCommands(run: RunView, escalations: Escalation[]): string[] {
+  const id = run.id;
+  const go = run.source ? command("steplog", "run", "--continue", "--id", id) : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`;
+  const lastStep = run.error?.step ?? run.steps.at(-1)?.key;
+  switch (run.status) {
+    case "completed": {
+      const redo = run.steps[0]?.key;
+      return redo === undefined ? [] : [`${go} --from-step ${command(redo)}`];
+    }
+    case "escalated":
+      return escalations
+        .filter((e) => e.runId === id)
+        .flatMap((e) => [`${command("steplog", "resolve", id, e.step, "--value")} '<json>'`, command("steplog", "resolve", id, e.step, "--redo")]);
+    case "ready":
+      return [go];
+    case "waiting": {
+      const w = run.waitingFor;
+      if (w?.kind === "event") return [`${command("steplog", "send", id, w.event ?? "<event>")} '<json>'`, command("steplog", "work")];
+      if (w?.kind === "approval") return [command("steplog", "approve", id, w.step), command("steplog", "reject", id, w.step, "--reason", "<why>"), command("steplog", "work")];
+      return [command("steplog", "work"), go];
+    }
+    case "dead-lettered":
+      return [`${go} --force`];
+    case "running":
+      return [command("steplog", "show", id), command("steplog", "cancel", id)];
+    case "compensated":
+      return [];
+    case "stopped":
+    case "failed":
+    case "timed-out":
+    case "cancelled":
+    case "interrupted":
+    default:
+      return lastStep === undefined || run.status === "interrupted" || run.status === "cancelled" ? [go] : [go, `${go} --from-step ${command(lastStep)}`];
+  }
+}

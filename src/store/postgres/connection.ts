@@ -1,0 +1,240 @@
+/**
+ * The Postgres connection: loading `pg` lazily (steplog works without it installed), the pool,
+ * transactions, and retrying on a new connection when one dies (a server restart, a failover,
+ * pg_terminate_backend). Whether a retry is safe is the caller's to say: a transaction that
+ * lost its connection before COMMIT was sent was rolled back by the server and can simply run
+ * again; one that lost it after is "maybe committed", and only writes that can recognise their
+ * own earlier commit (see write-queue.ts) may run again.
+ */
+
+import type { ConnectionOptions } from "node:tls";
+import { SteplogError } from "../../errors.js";
+
+export interface PgResult {
+  rows: any[];
+  rowCount: number | null;
+}
+
+/** The part of a pg PoolClient the store uses. */
+export interface PgClient {
+  query(text: string, values?: unknown[]): Promise<PgResult>;
+  release(destroy?: Error | boolean): void;
+}
+
+/** The part of a pg Pool the store uses (a `pg.Pool` is one). */
+export interface PgPoolLike {
+  connect(): Promise<PgClient>;
+  end(): Promise<void>;
+  on?(event: "error", listener: (error: Error) => void): unknown;
+  options?: { host?: string; port?: number; database?: string; connectionString?: string };
+}
+
+export interface PoolSettings {
+  connectionString: string | undefined;
+  ssl: boolean | ConnectionOptions | undefined;
+  max: number;
+  applicationName: string;
+  connectTimeoutMs: number;
+}
+
+type PgModule = {
+  Pool: new (config: Record<string, unknown>) => PgPoolLike;
+};
+
+let pgModule: Promise<PgModule> | undefined;
+
+/** `import("pg")` on first use; a missing package is a SteplogError that says what to install. */
+export function loadPg(): Promise<PgModule> {
+  pgModule ??= import("pg").then(
+    (mod) => ((mod as { default?: PgModule }).default ?? (mod as unknown as PgModule)),
+    (error: unknown) => {
+      pgModule = undefined;
+      const code = (error as { code?: string }).code;
+      if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
+        throw new SteplogError(
+          "INVALID_OPTION",
+          "postgresStore needs the `pg` package, which is not installed. Type `npm install pg` (steplog lists it as an optional peer dependency), then start again.",
+          { cause: error },
+        );
+      }
+      throw error;
+    },
+  );
+  return pgModule;
+}
+
+export async function createPool(settings: PoolSettings): Promise<PgPoolLike> {
+  const pg = await loadPg();
+  const pool = new pg.Pool({
+    ...(settings.connectionString === undefined ? {} : { connectionString: settings.connectionString }),
+    ...(settings.ssl === undefined ? {} : { ssl: settings.ssl }),
+    max: settings.max,
+    application_name: settings.applicationName,
+    connectionTimeoutMillis: settings.connectTimeoutMs,
+    // A connection through a dead network path is noticed, not waited on forever.
+    keepAlive: true,
+  });
+  // An idle connection that dies (pg_terminate_backend, a restart) is dropped by the pool; the
+  // next checkout gets a new one. Without a listener pg would crash the process.
+  pool.on?.("error", () => {});
+  return pool;
+}
+
+const CONNECTION_CODES = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "57P01", // admin_shutdown: pg_terminate_backend, a fast shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now: the server is starting
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
+]);
+const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Connection ended/i;
+
+/** The connection (not the statement) failed: the transaction is gone with it. */
+export function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && CONNECTION_CODES.has(code)) return true;
+  return error instanceof Error && !(error instanceof SteplogError) && CONNECTION_MESSAGES.test(error.message);
+}
+
+/** Deadlock or serialization failure: the server rolled the transaction back; run it again. */
+export function isTransient(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === "40P01" || code === "40001";
+}
+
+/** Credentials never reach a message: strip `user:password@` from URLs and any known secret. */
+export function redact(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= 3) out = out.split(secret).join("***");
+  return out.replace(/(postgres(?:ql)?:\/\/)[^@\s/]*@/gi, "$1***@").replace(/password=\S+/gi, "password=***");
+}
+
+/** "host:port/db" for messages, from the connection string, a given pool's options, or libpq's PG* variables. */
+export function describeTarget(connectionString: string | undefined, pool: PgPoolLike | undefined): string {
+  if (pool && !connectionString) connectionString = pool.options?.connectionString;
+  if (connectionString) {
+    try {
+      const url = new URL(connectionString);
+      const db = decodeURIComponent(url.pathname.replace(/^\//, "")) || url.username || "postgres";
+      const host = url.hostname || url.searchParams.get("host") || "localhost";
+      return `${host}:${url.port || "5432"}/${db}`;
+    } catch {
+      return "a connection string that could not be parsed";
+    }
+  }
+  const o = pool?.options ?? {};
+  const host = o.host ?? process.env.PGHOST ?? "localhost";
+  const port = o.port ?? process.env.PGPORT ?? "5432";
+  const db = o.database ?? process.env.PGDATABASE ?? process.env.PGUSER ?? process.env.USER ?? "postgres";
+  return `${host}:${port}/${db}`;
+}
+
+/** Where a transaction got to, for deciding whether running it again is safe. */
+export interface TxState {
+  /** COMMIT was sent on this try and no reply came. */
+  commitSent: boolean;
+  /** An earlier try of this transaction may have committed. */
+  maybeCommitted: boolean;
+}
+
+export class CommitUnknownError extends Error {
+  override name = "CommitUnknownError";
+  constructor(cause: unknown) {
+    super(`the connection was lost while committing, so whether it was recorded is unknown (${(cause as Error).message})`, { cause });
+  }
+}
+
+export class Connection {
+  constructor(
+    private readonly pool: PgPoolLike,
+    /** How long to keep retrying on new connections before giving up. */
+    private readonly retryForMs: number,
+    /** The server ends a transaction idle this long (a frozen process) and frees its locks. */
+    private readonly idleInTransactionMs: number,
+  ) {}
+
+  /**
+   * Run `fn` on a pooled connection, on a new one (from the start) if the connection dies.
+   * `ambiguous: "retry"` runs it again even after a COMMIT that got no reply (with
+   * `state.maybeCommitted` set); "fail" throws CommitUnknownError then.
+   */
+  async run<T>(fn: (client: PgClient, state: TxState) => Promise<T>, ambiguous: "retry" | "fail"): Promise<T> {
+    const state: TxState = { commitSent: false, maybeCommitted: false };
+    const started = Date.now();
+    for (let tries = 0; ; tries++) {
+      let client: PgClient;
+      try {
+        client = await this.pool.connect();
+      } catch (error) {
+        if (isConnectionError(error) && Date.now() - started < this.retryForMs) {
+          await pause(tries);
+          continue;
+        }
+        throw error;
+      }
+      state.commitSent = false;
+      try {
+        const result = await fn(client, state);
+        client.release();
+        return result;
+      } catch (error) {
+        if (isConnectionError(error)) {
+          client.release(true);
+          if (state.commitSent && ambiguous === "fail") throw new CommitUnknownError(error);
+          state.maybeCommitted ||= state.commitSent;
+          if (Date.now() - started < this.retryForMs) {
+            await pause(tries);
+            continue;
+          }
+          throw state.commitSent ? new CommitUnknownError(error) : error;
+        }
+        const usable = await rollback(client);
+        client.release(!usable);
+        if (isTransient(error) && Date.now() - started < this.retryForMs) {
+          await pause(tries);
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  async begin(client: PgClient): Promise<void> {
+    // One round trip; SET LOCAL ends with the transaction.
+    await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs}`);
+  }
+
+  async commit(client: PgClient, state: TxState): Promise<void> {
+    state.commitSent = true;
+    await client.query("COMMIT");
+    state.commitSent = false;
+  }
+
+  async rollback(client: PgClient): Promise<void> {
+    await client.query("ROLLBACK");
+  }
+}
+
+/** ROLLBACK whatever is open; false when the connection is no longer usable. */
+async function rollback(client: PgClient): Promise<boolean> {
+  try {
+    await client.query("ROLLBACK");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function pause(tries: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** Math.min(tries, 6))));
+}

@@ -1,0 +1,158 @@
+/**
+ * The Postgres schema, in its own Postgres schema (default "steplog"), as ordered migrations.
+ * The same tables as SQLite: meta, runs, attempts, leases, steps, events. Times are bigint ms
+ * (the engine passes them in). Ids and keys are COLLATE "C" so they sort bytewise, as in SQLite.
+ *
+ * Two columns on attempts and two on steps are an audit trail the engine never reads: which
+ * lease epoch an attempt held and when (server clock) it took it, what lease it replaced, and
+ * under which epoch (and when) a step row was last written. They let an operator — or a test —
+ * check that no row was written under a superseded epoch.
+ */
+
+import { StoreTooNewError, StoreUnreadableError } from "../../errors.js";
+import type { PgClient } from "./connection.js";
+
+const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
+  // 1: everything (runs that wait included: the Postgres store started at SQLite's schema 2)
+  (s) => `
+  CREATE TABLE ${s}.meta (
+    key   text COLLATE "C" PRIMARY KEY,
+    value text NOT NULL
+  );
+
+  CREATE TABLE ${s}.runs (
+    id          text COLLATE "C" PRIMARY KEY,
+    workflow    text NOT NULL,
+    version     text,
+    args        text NOT NULL,
+    status      text NOT NULL,
+    attempts    integer NOT NULL,
+    budget_used integer NOT NULL,
+    source      text,
+    deadline    bigint,
+    value       text,
+    error       text,
+    waiting_for text,
+    wake_at     bigint,
+    created_at  bigint NOT NULL,
+    updated_at  bigint NOT NULL
+  );
+  CREATE INDEX runs_by_status ON ${s}.runs (status, workflow);
+  CREATE INDEX runs_by_created ON ${s}.runs (created_at DESC, id);
+  -- engine.work() on every machine asks "what is due?": a small partial index answers it.
+  CREATE INDEX runs_by_wake ON ${s}.runs (wake_at) WHERE wake_at IS NOT NULL;
+
+  CREATE TABLE ${s}.attempts (
+    run_id        text COLLATE "C" NOT NULL,
+    number        integer NOT NULL,
+    host          text NOT NULL,
+    boot_id       text,
+    pid           integer NOT NULL,
+    process_start bigint,
+    started_at    bigint NOT NULL,
+    ended_at      bigint,
+    ending        text,
+    from_step     text,
+    forced        boolean NOT NULL,
+    error         text,
+    epoch               bigint,
+    claimed_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    replaced_expires_at bigint,
+    PRIMARY KEY (run_id, number)
+  );
+
+  -- One row per run: its epoch, and the run's mutex (every transaction on a run locks it first).
+  CREATE TABLE ${s}.leases (
+    run_id       text COLLATE "C" PRIMARY KEY,
+    epoch        bigint NOT NULL,
+    attempt      integer,
+    expires_at   bigint NOT NULL,
+    heartbeat_at bigint NOT NULL
+  );
+
+  CREATE TABLE ${s}.steps (
+    run_id          text COLLATE "C" NOT NULL,
+    seq             integer NOT NULL,
+    attempt         integer NOT NULL,
+    key             text COLLATE "C" NOT NULL,
+    name            text NOT NULL,
+    status          text NOT NULL,
+    effect          text NOT NULL,
+    idempotency_key text NOT NULL,
+    value           text,
+    error           text,
+    version         text,
+    intended_at     bigint NOT NULL,
+    ended_at        bigint,
+    calls           integer NOT NULL,
+    resolution      text,
+    usage           text,
+    written_epoch   bigint,
+    written_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (run_id, seq)
+  );
+  CREATE INDEX steps_open ON ${s}.steps (status) WHERE status IN ('intended', 'escalated');
+
+  CREATE TABLE ${s}.events (
+    run_id      text COLLATE "C" NOT NULL,
+    seq         integer NOT NULL,
+    name        text NOT NULL,
+    payload     text NOT NULL,
+    sent_at     bigint NOT NULL,
+    consumed_by text,
+    PRIMARY KEY (run_id, seq)
+  );
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** A schema name as a quoted identifier; only plain names, so nothing needs escaping. */
+export function quoteSchema(schema: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) throw new RangeError(schema);
+  return `"${schema}"`;
+}
+
+export interface SchemaState {
+  /** Tables in the schema (none when it does not exist). */
+  tables: string[];
+  /** meta's schema_version; 0 without a meta table. */
+  version: number;
+}
+
+/** What the schema holds now; a schema that is not steplog's is refused, never touched. */
+export async function probeSchema(client: PgClient, schema: string, location: string): Promise<SchemaState> {
+  const { rows } = await client.query("SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = $1 ORDER BY tablename", [schema]);
+  const tables = rows.map((r: { tablename: string }) => r.tablename);
+  if (tables.length === 0) return { tables, version: 0 };
+  if (!tables.includes("meta")) {
+    throw new StoreUnreadableError(location, `schema ${schema} holds tables ${tables.slice(0, 5).join(", ")} but no steplog meta table`);
+  }
+  const meta = await client.query(`SELECT value FROM ${quoteSchema(schema)}.meta WHERE key = 'schema_version'`);
+  const text = (meta.rows[0] as { value?: string } | undefined)?.value;
+  const version = Number(text);
+  if (text === undefined || !Number.isInteger(version) || version < 1) {
+    throw new StoreUnreadableError(location, `schema ${schema} has a meta table without a valid schema_version (${JSON.stringify(text ?? null)})`);
+  }
+  if (version > SCHEMA_VERSION) throw new StoreTooNewError(location, version, SCHEMA_VERSION);
+  return { tables, version };
+}
+
+/**
+ * Create or upgrade the schema. The caller has begun a transaction; a transaction-level
+ * advisory lock (per schema name) makes concurrent first opens on many machines wait for one
+ * another, and the version is read again under it, so each migration runs exactly once.
+ */
+export async function migrate(client: PgClient, schema: string, location: string): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`steplog:migrate:${schema}`]);
+  const s = quoteSchema(schema);
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+  const { version } = await probeSchema(client, schema, location);
+  for (let v = version; v < SCHEMA_VERSION; v++) await client.query(MIGRATIONS[v]!(s));
+  if (version < SCHEMA_VERSION) {
+    await client.query(
+      `INSERT INTO ${s}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [String(SCHEMA_VERSION)],
+    );
+  }
+}

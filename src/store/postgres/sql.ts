@@ -1,0 +1,142 @@
+/**
+ * The statements both the store and the write queue use, for one schema. A run is read in one
+ * statement (JSON aggregates), so what it returns is one consistent snapshot even without a lock.
+ */
+
+import type { AttemptRow, LeaseRow, RunPatch, RunRow, StepRow, StoredRun } from "../types.js";
+import type { PgClient } from "./connection.js";
+
+const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS "budgetUsed", source, deadline, value, error,
+  waiting_for AS "waitingFor", wake_at AS "wakeAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
+const ATTEMPT_COLUMNS = `run_id AS "runId", number, host, boot_id AS "bootId", pid, process_start AS "processStart",
+  started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error`;
+const LEASE_COLUMNS = `run_id AS "runId", epoch, attempt, expires_at AS "expiresAt", heartbeat_at AS "heartbeatAt"`;
+const STEP_COLUMNS = `run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey", value, error,
+  version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage`;
+const EVENT_COLUMNS = `run_id AS "runId", seq, name, payload, sent_at AS "sentAt", consumed_by AS "consumedBy"`;
+
+const RUN_FIELDS: Record<string, string> = {
+  workflow: "workflow",
+  version: "version",
+  args: "args",
+  status: "status",
+  attempts: "attempts",
+  budgetUsed: "budget_used",
+  source: "source",
+  deadline: "deadline",
+  value: "value",
+  error: "error",
+  waitingFor: "waiting_for",
+  wakeAt: "wake_at",
+  updatedAt: "updated_at",
+};
+const STEP_FIELDS: Record<string, string> = {
+  attempt: "attempt",
+  key: "key",
+  name: "name",
+  status: "status",
+  effect: "effect",
+  idempotencyKey: "idempotency_key",
+  value: "value",
+  error: "error",
+  version: "version",
+  intendedAt: "intended_at",
+  endedAt: "ended_at",
+  calls: "calls",
+  resolution: "resolution",
+  usage: "usage",
+};
+
+/** pg returns bigint as text unless told otherwise (a pool the user gave us may not be). */
+export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));
+
+export class Sql {
+  readonly load: string;
+  readonly #insertStep: string;
+  readonly lockLease: string;
+  readonly lockLeaseSkipLocked: string;
+
+  constructor(readonly s: string) {
+    this.load = `SELECT
+      (SELECT row_to_json(r) FROM (SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = $1) r) AS run,
+      (SELECT coalesce(json_agg(a ORDER BY a.number), '[]'::json) FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = $1) a) AS attempts,
+      (SELECT coalesce(json_agg(t ORDER BY t.seq), '[]'::json) FROM (SELECT ${STEP_COLUMNS} FROM ${s}.steps WHERE run_id = $1) t) AS steps,
+      (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = $1) l) AS lease,
+      (SELECT coalesce(json_agg(e ORDER BY e.seq), '[]'::json) FROM (SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE run_id = $1) e) AS events`;
+    this.#insertStep = `INSERT INTO ${s}.steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version,
+      intended_at, ended_at, calls, resolution, usage, written_epoch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`;
+    this.lockLease = `SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1 FOR UPDATE`;
+    this.lockLeaseSkipLocked = `${this.lockLease} SKIP LOCKED`;
+  }
+
+  async loadRun(client: PgClient, runId: string): Promise<StoredRun | undefined> {
+    const row = (await client.query(this.load, [runId])).rows[0] as { run: RunRow | null; attempts: AttemptRow[]; steps: StepRow[]; lease: LeaseRow | null; events: StoredRun["events"] };
+    if (!row.run) return undefined;
+    return { run: row.run, attempts: row.attempts, steps: row.steps, lease: row.lease, events: row.events };
+  }
+
+  listing(where: string[], limit: number | undefined): string {
+    const s = this.s;
+    return `SELECT row_to_json(r) AS run,
+        (SELECT row_to_json(a) FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = r.id ORDER BY number DESC LIMIT 1) a) AS "lastAttempt",
+        (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = r.id) l) AS lease
+      FROM (SELECT ${RUN_COLUMNS} FROM ${s}.runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+            ORDER BY created_at DESC, id ${limit === undefined ? "" : `LIMIT ${Math.max(0, Math.floor(limit))}`}) r
+      ORDER BY r."createdAt" DESC, r.id`;
+  }
+
+  async insertStep(client: PgClient, step: StepRow, epoch: number | null, onConflictDoNothing = false): Promise<boolean> {
+    const result = await client.query(this.#insertStep + (onConflictDoNothing ? " ON CONFLICT (run_id, seq) DO NOTHING" : ""), [
+      step.runId,
+      step.seq,
+      step.attempt,
+      step.key,
+      step.name,
+      step.status,
+      step.effect,
+      step.idempotencyKey,
+      step.value,
+      step.error,
+      step.version,
+      step.intendedAt,
+      step.endedAt,
+      step.calls,
+      step.resolution,
+      step.usage,
+      epoch,
+    ]);
+    return result.rowCount === 1;
+  }
+
+  async insertAttempt(client: PgClient, a: AttemptRow, epoch: number, replacedExpiresAt: number | null): Promise<void> {
+    await client.query(
+      `INSERT INTO ${this.s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, epoch, replaced_expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      [a.runId, a.number, a.host, a.bootId, a.pid, a.processStart, a.startedAt, a.endedAt, a.ending, a.fromStep, a.forced, a.error, epoch, replacedExpiresAt],
+    );
+  }
+
+  async patchRun(client: PgClient, runId: string, patch: RunPatch): Promise<void> {
+    await this.#patch(client, `${this.s}.runs`, RUN_FIELDS, patch as Record<string, unknown>, "id = $1", [runId]);
+  }
+
+  async patchStep(client: PgClient, runId: string, seq: number, patch: Partial<StepRow>, epoch: number | null): Promise<void> {
+    await this.#patch(client, `${this.s}.steps`, STEP_FIELDS, { ...(patch as Record<string, unknown>), writtenEpoch: epoch }, "run_id = $1 AND seq = $2", [runId, seq], {
+      writtenEpoch: "written_epoch",
+    });
+  }
+
+  async #patch(client: PgClient, table: string, fields: Record<string, string>, patch: Record<string, unknown>, where: string, keys: unknown[], extra: Record<string, string> = {}) {
+    const sets: string[] = [];
+    const values = [...keys];
+    for (const [field, value] of Object.entries(patch)) {
+      const column = fields[field] ?? extra[field];
+      if (value === undefined || column === undefined) continue;
+      values.push(value);
+      sets.push(`${column} = $${values.length}`);
+    }
+    if (sets.length === 0) return;
+    if (table.endsWith(".steps")) sets.push("written_at = clock_timestamp()");
+    await client.query(`UPDATE ${table} SET ${sets.join(", ")} WHERE ${where}`, values);
+  }
+}

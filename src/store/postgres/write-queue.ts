@@ -1,0 +1,247 @@
+/**
+ * Group commit of attempt writes (intents, outcomes, renewals, endings). Writes issued in the
+ * same turn of the event loop, by one run or by many, go in one transaction; batches run one
+ * after another, so the writes of one process commit in the order they were issued, and
+ * writes issued while a batch commits form the next one.
+ *
+ * Fencing: the batch first locks the lease rows of its runs (sorted by run id, so two batches
+ * never deadlock) and checks each write against them: a write whose epoch is no longer the
+ * lease's, or whose lease was released, is refused (LEASE_LOST) and writes nothing. Every other
+ * transaction on a run (claim, update) takes the same lock first, so a check cannot go stale
+ * before COMMIT. A refusal or a failed write is rolled back to its savepoint alone; the others
+ * in the batch still commit.
+ *
+ * A batch whose connection died is run again on a new one. If COMMIT had been sent, it may
+ * have committed: then each write first looks for its own effect — an intent row exactly
+ * like it, an outcome already holding exactly that outcome, its ending already recorded —
+ * and counts it as done, so nothing is written twice and nothing is lost.
+ */
+
+import { LeaseLostError, SteplogError } from "../../errors.js";
+import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
+import { isConnectionError, isTransient, type Connection, type PgClient } from "./connection.js";
+import { num, type Sql } from "./sql.js";
+
+export type AttemptWrite =
+  | { kind: "intent"; fence: Fence; step: StepRow }
+  | { kind: "outcome"; fence: Fence; outcome: StepOutcome }
+  | { kind: "renew"; fence: Fence; expiresAt: number; now: number }
+  | { kind: "end"; fence: Fence; end: AttemptEnd };
+
+interface Pending {
+  write: AttemptWrite;
+  what: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  settled: Promise<void>;
+}
+
+type LeaseState = { epoch: number; attempt: number | null };
+
+export class WriteQueue {
+  #pending: Pending[] = [];
+  #running: Promise<void> | undefined;
+
+  constructor(
+    private readonly conn: Connection,
+    private readonly sql: Sql,
+    /** Resolves once the schema exists (a write may be the store's first operation). */
+    private readonly ready: () => Promise<unknown>,
+    private readonly toError: (error: unknown, what: string, runId: string) => Error,
+  ) {}
+
+  enqueue(write: AttemptWrite, what: string): Promise<void> {
+    let resolve!: () => void;
+    let reject!: (error: unknown) => void;
+    const promise = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.#pending.push({ write, what, resolve, reject, settled: promise.then(noop, noop) });
+    // setImmediate: every write issued in this turn of the event loop joins the batch.
+    this.#running ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
+    return promise;
+  }
+
+  /** Resolves when every write enqueued so far has committed or failed. */
+  async settled(): Promise<void> {
+    await Promise.all(this.#pending.map((p) => p.settled));
+    if (this.#running) await this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending.length > 0) {
+        const batch = this.#pending;
+        this.#pending = [];
+        await this.#commit(batch);
+      }
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  async #commit(batch: Pending[]): Promise<void> {
+    let results: Array<unknown | undefined>;
+    try {
+      await this.ready();
+      results = await this.conn.run((client, state) => this.#transaction(client, batch, state.maybeCommitted, state), "retry");
+    } catch (error) {
+      // The transaction itself failed (server gone past the retry budget, disk full): none of it committed.
+      for (const p of batch) p.reject(this.toError(error, p.what, p.write.fence.runId));
+      return;
+    }
+    batch.forEach((p, i) => {
+      const failure = results[i];
+      if (failure === undefined) p.resolve();
+      else p.reject(failure instanceof SteplogError || !isDbError(failure) ? failure : this.toError(failure, p.what, p.write.fence.runId));
+    });
+  }
+
+  async #transaction(client: PgClient, batch: Pending[], retrying: boolean, state: Parameters<Connection["commit"]>[1]): Promise<Array<unknown | undefined>> {
+    await this.conn.begin(client);
+    const runIds = [...new Set(batch.map((p) => p.write.fence.runId))].sort();
+    const locked = await client.query(`SELECT run_id, epoch, attempt FROM ${this.sql.s}.leases WHERE run_id = ANY($1::text[]) ORDER BY run_id FOR UPDATE`, [runIds]);
+    const leases = new Map<string, LeaseState>(locked.rows.map((r: { run_id: string; epoch: unknown; attempt: number | null }) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
+    const savepoints = batch.length > 1;
+    const results: Array<unknown | undefined> = [];
+    for (const p of batch) {
+      if (savepoints) await client.query("SAVEPOINT w");
+      try {
+        await this.#apply(client, p.write, leases, retrying);
+        if (savepoints) await client.query("RELEASE SAVEPOINT w");
+        results.push(undefined);
+      } catch (error) {
+        if (isConnectionError(error) || isTransient(error)) throw error;
+        if (savepoints) await client.query("ROLLBACK TO SAVEPOINT w");
+        results.push(error);
+      }
+    }
+    if (!savepoints && results[0] !== undefined) await this.conn.rollback(client);
+    else await this.conn.commit(client, state);
+    return results;
+  }
+
+  async #apply(client: PgClient, write: AttemptWrite, leases: Map<string, LeaseState>, retrying: boolean): Promise<void> {
+    const { runId, epoch } = write.fence;
+    const lease = leases.get(runId);
+    const live = lease !== undefined && lease.epoch === epoch && lease.attempt !== null;
+    const s = this.sql.s;
+    const lost = (what: string) => new LeaseLostError(runId, undefined, `${what} refused: the lease epoch is no longer ${epoch}`);
+
+    switch (write.kind) {
+      case "intent": {
+        const { step } = write;
+        if (!live) {
+          if (retrying && (await this.#sameStep(client, step))) return;
+          throw lost("intent");
+        }
+        if (await this.sql.insertStep(client, step, epoch, true)) return;
+        // Only a retried write finds its own row; anything else at this seq is a real conflict.
+        if (await this.#sameStep(client, step)) return;
+        throw new Error(`steplog internal: step seq ${step.seq} of run ${runId} was written already by another intent`);
+      }
+      case "outcome": {
+        const { consumes, ...fields } = write.outcome;
+        const found = await client.query(
+          `SELECT status, value, error, ended_at, calls, resolution, usage,
+             (SELECT consumed_by FROM ${s}.events WHERE run_id = $1 AND seq = $3) AS consumed_by
+           FROM ${s}.steps WHERE run_id = $1 AND seq = $2`,
+          [runId, fields.seq, consumes?.eventSeq ?? null],
+        );
+        const row = found.rows[0] as Record<string, unknown> | undefined;
+        const already = () =>
+          retrying &&
+          row !== undefined &&
+          row.status === fields.status &&
+          row.value === fields.value &&
+          row.error === fields.error &&
+          num(row.ended_at) === fields.endedAt &&
+          row.calls === fields.calls &&
+          row.resolution === fields.resolution &&
+          row.usage === fields.usage &&
+          (consumes === undefined || row.consumed_by === consumes.by);
+        if (!live) {
+          if (already()) return;
+          throw lost("outcome");
+        }
+        if (row?.status !== "intended") {
+          if (already()) return;
+          throw new Error(`steplog internal: outcome for seq ${fields.seq} of run ${runId} has no open intent`);
+        }
+        if (consumes) {
+          const taken = await client.query(`UPDATE ${s}.events SET consumed_by = $3 WHERE run_id = $1 AND seq = $2 AND consumed_by IS NULL`, [
+            runId,
+            consumes.eventSeq,
+            consumes.by,
+          ]);
+          if (taken.rowCount !== 1) throw new Error(`steplog internal: event ${consumes.eventSeq} of run ${runId} was consumed already`);
+        }
+        await client.query(
+          `UPDATE ${s}.steps SET status = $3, value = $4, error = $5, ended_at = $6, calls = $7, resolution = $8, usage = $9,
+             written_epoch = $10, written_at = clock_timestamp()
+           WHERE run_id = $1 AND seq = $2 AND status = 'intended'`,
+          [runId, fields.seq, fields.status, fields.value, fields.error, fields.endedAt, fields.calls, fields.resolution, fields.usage, epoch],
+        );
+        return;
+      }
+      case "renew": {
+        if (!live) {
+          // A retried renewal whose first try committed (or whose own ending released the lease since) did its job.
+          if (retrying && lease?.epoch === epoch) return;
+          throw lost("lease renewal");
+        }
+        await client.query(`UPDATE ${s}.leases SET expires_at = $2, heartbeat_at = $3 WHERE run_id = $1`, [runId, write.expiresAt, write.now]);
+        return;
+      }
+      case "end": {
+        const { end } = write;
+        if (!live) {
+          if (retrying && lease?.epoch === epoch && lease.attempt === null) {
+            const a = await client.query(`SELECT ending, ended_at FROM ${s}.attempts WHERE run_id = $1 AND number = $2`, [runId, end.attempt]);
+            const row = a.rows[0] as { ending: string | null; ended_at: unknown } | undefined;
+            if (row && row.ending === end.ending && num(row.ended_at) === end.endedAt) return;
+          }
+          throw lost("attempt ending");
+        }
+        await client.query(`UPDATE ${s}.attempts SET ending = $3, ended_at = $4, error = $5 WHERE run_id = $1 AND number = $2`, [
+          runId,
+          end.attempt,
+          end.ending,
+          end.endedAt,
+          end.error,
+        ]);
+        await this.sql.patchRun(client, runId, end.run);
+        if (end.wakeOnEvent !== undefined) {
+          await client.query(
+            `UPDATE ${s}.runs SET wake_at = $3 WHERE id = $1 AND EXISTS (SELECT 1 FROM ${s}.events WHERE run_id = $1 AND name = $2 AND consumed_by IS NULL)`,
+            [runId, end.wakeOnEvent, end.endedAt],
+          );
+        }
+        await client.query(`UPDATE ${s}.leases SET attempt = NULL, expires_at = 0, heartbeat_at = $2 WHERE run_id = $1`, [runId, end.endedAt]);
+        lease.attempt = null;
+        return;
+      }
+    }
+  }
+
+  /** The row at this step's seq is exactly this step (our own earlier, maybe-committed write). */
+  async #sameStep(client: PgClient, step: StepRow): Promise<boolean> {
+    const { rows } = await client.query(
+      `SELECT row_to_json(t) AS step FROM (SELECT run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey",
+         value, error, version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage
+       FROM ${this.sql.s}.steps WHERE run_id = $1 AND seq = $2) t`,
+      [step.runId, step.seq],
+    );
+    const found = rows[0]?.step as Record<string, unknown> | undefined;
+    if (!found) return false;
+    return Object.entries(step).every(([k, v]) => found[k] === v);
+  }
+}
+
+/** An error the server raised for one statement (it has a SQLSTATE), as opposed to a refusal we raised. */
+function isDbError(error: unknown): boolean {
+  return typeof (error as { code?: unknown }).code === "string" && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+}
+
+function noop() {}
