@@ -26,6 +26,7 @@ import { work, type WorkOptions, type WorkSummary } from "./worker.js";
 import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "./escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
 import { Payloads, type Codec } from "./payloads.js";
+import type { RedactRule } from "./redact.js";
 import { markDone, markLive } from "./live-attempts.js";
 import { checkName } from "./names.js";
 import { currentOwner } from "./owner.js";
@@ -33,7 +34,7 @@ import { validate, type Validation } from "./schema.js";
 import { sqliteStore } from "./store/sqlite/store.js";
 import type { AttemptRow, RunFilter, RunRow, RunStatus, Store, StoredRun } from "./store/types.js";
 import { DEFAULT_MAX_VALUE_BYTES } from "./values.js";
-import { summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
+import { redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
 
 export const TEST_HOOKS = Symbol.for("steplog.testHooks");
 
@@ -56,6 +57,8 @@ export interface EngineOptions {
    * AES-256-GCM. Statuses, names and times stay plain so the step log can still be queried.
    */
   codec?: Codec;
+  /** What get(id, { redact: true }) and the steplog command hide: dotted paths ("token", "card.number") or a function. */
+  redact?: RedactRule;
   /**
    * Install SIGINT/SIGTERM handlers while attempts run: the first signal cancels them cleanly
    * (the open step recorded failed, leases released, start/continue resolve `cancelled`); a
@@ -96,8 +99,11 @@ export interface ListFilter {
 export interface Engine {
   start<W extends Workflow<any, any>>(workflow: W | string, args: WorkflowArgs<W>, options?: StartOptions): Promise<RunResult<WorkflowResult<W>>>;
   continue(id: string, options?: ContinueOptions): Promise<RunResult>;
-  /** The run with its attempts and its step log, in execution order. RUN_NOT_FOUND if there is none. */
-  get(id: string): Promise<RunView>;
+  /**
+   * The run with its attempts and its step log, in execution order. RUN_NOT_FOUND if there is
+   * none. With { redact: true }, values matching the engine's `redact` rules read "[redacted]".
+   */
+  get(id: string, options?: { redact?: boolean }): Promise<RunView>;
   list(filter?: ListFilter): Promise<RunSummary[]>;
   /**
    * Find runs whose attempt has no ending and whose owner is gone; mark them interrupted with
@@ -152,6 +158,7 @@ class SteplogEngine implements Engine {
   #closed = false;
   readonly #signals: SignalHandlers | undefined;
   readonly #wakeListeners = new Set<() => void>();
+  readonly #redact: RedactRule | undefined;
 
   constructor(options: EngineOptions) {
     const leaseMs = options.leaseMs ?? 30_000;
@@ -169,6 +176,7 @@ class SteplogEngine implements Engine {
       hooks: options[TEST_HOOKS],
     };
     for (const workflow of options.workflows ?? []) this.#register(workflow);
+    this.#redact = options.redact;
     if (options.handleSignals) {
       this.#signals = new SignalHandlers((signal) => this.#cancelAll(`received ${signal}`), () => this.#running.size);
     }
@@ -431,12 +439,13 @@ class SteplogEngine implements Engine {
     }
   }
 
-  async get(id: string): Promise<RunView> {
+  async get(id: string, options: { redact?: boolean } = {}): Promise<RunView> {
     this.#open();
     checkName("run id", id);
     const stored = await this.store.loadRun(id);
     if (!stored) throw new RunNotFoundError(id, this.store.location);
-    return viewRun(stored, this.#judge(), this.#settings.payloads);
+    const view = await viewRun(stored, this.#judge(), this.#settings.payloads);
+    return options.redact ? redactView(view, this.#redact) : view;
   }
 
   async list(filter: ListFilter = {}): Promise<RunSummary[]> {

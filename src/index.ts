@@ -39,3 +39,8 @@ export type { RunView, RunSummary, StepView, AttemptView } from "./views.js";
 export type { RunStatus, AttemptEnding, StepStatus, Store } from "./store/types.js";
 export type { StandardSchemaV1 } from "./schema.js";
 export * from "./errors.js";
+export { encryptedCodec } from "./encrypted-codec.js";
+export type { EncryptedCodecOptions } from "./encrypted-codec.js";
+export type { Codec } from "./payloads.js";
+export { redact, REDACTED } from "./redact.js";
+export type { RedactRule } from "./redact.js";

@@ -7,6 +7,7 @@ import type { ErrorInfo } from "./errors.js";
 import { judgeOwner } from "./owner.js";
 import type { AttemptRow, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
 import type { Payloads } from "./payloads.js";
+import { redact, type RedactRule } from "./redact.js";
 import type { WaitingFor } from "./waits.js";
 
 export interface AttemptView {
@@ -165,4 +166,11 @@ function sumUsage(all: Array<string | null>): Record<string, number> {
     for (const [field, amount] of Object.entries(JSON.parse(text) as Record<string, number>)) total[field] = (total[field] ?? 0) + amount;
   }
   return total;
+}
+
+/** The view with every recorded value (args, step values, result) passed through the redaction rules. */
+export function redactView(view: RunView, rule: RedactRule | undefined): RunView {
+  const out: RunView = { ...view, args: redact(view.args, rule), steps: view.steps.map((s) => ("value" in s ? { ...s, value: redact(s.value, rule) } : s)) };
+  if ("value" in view) out.value = redact(view.value, rule);
+  return out;
 }
