@@ -139,3 +139,27 @@ describe("sqlite store", () => {
     await second.close();
   });
 });
+
+describe("sqlite store files are owner-only", () => {
+  it("the folder is 0700 and the database, WAL and shared-memory files 0600; opening a store others can read warns once", async () => {
+    const dir = path.join(tmpDir(), "nested", "store");
+    const file = path.join(dir, "steplog.db");
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await engine.start(hello, undefined, { id: "r" });
+    expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
+    for (const suffix of ["", "-wal", "-shm"]) expect((fs.statSync(file + suffix).mode & 0o777).toString(8), suffix).toBe("600");
+    await engine.close();
+    const warnings: string[] = [];
+    const quiet = createEngine({ store: sqliteStore({ path: file, onWarning: (m) => warnings.push(m) }) });
+    await quiet.list();
+    await quiet.close();
+    expect(warnings).toEqual([]);
+    fs.chmodSync(file, 0o644);
+    const loud = createEngine({ store: sqliteStore({ path: file, onWarning: (m) => warnings.push(m) }) });
+    await loud.list();
+    await loud.get("r");
+    await loud.close();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/can be read by other users \(mode 644\).*chmod 600/);
+  });
+});

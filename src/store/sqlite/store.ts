@@ -57,6 +57,8 @@ export interface SqliteStoreOptions {
    * to cap the file's size. journal_mode, synchronous and busy_timeout are steplog's to set.
    */
   pragmas?: Record<string, string | number>;
+  /** Told once when an existing store file can be read by other users. Default: process.emitWarning. */
+  onWarning?: (message: string) => void;
 }
 
 const RESERVED_PRAGMAS = new Set(["journal_mode", "synchronous", "busy_timeout", "locking_mode"]);
@@ -99,6 +101,7 @@ class SqliteStoreImpl implements SqliteStore {
   readonly #busyTimeoutMs: number;
   readonly #readonly: boolean;
   readonly #extraPragmas: Array<[string, string | number]>;
+  readonly #warn: (message: string) => void;
   #db: Db | undefined;
   #stmts: ReturnType<typeof prepare> | undefined;
   #patchStmts = new Map<string, Stmt>();
@@ -112,6 +115,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     this.#readonly = options.readonly === true;
     this.#extraPragmas = Object.entries(options.pragmas ?? {});
+    this.#warn = options.onWarning ?? ((message) => process.emitWarning(message, { code: "STEPLOG_STORE_PERMISSIONS" }));
     for (const [name, value] of this.#extraPragmas) {
       if (RESERVED_PRAGMAS.has(name.toLowerCase()) || !/^[a-z_]+$/i.test(name) || !/^[\w.-]+$/.test(String(value))) {
         throw new InvalidOptionError(`sqliteStore: pragma ${JSON.stringify(name)} = ${JSON.stringify(value)} is not allowed here (steplog sets ${[...RESERVED_PRAGMAS].join(", ")} itself; names are words, values plain numbers or words).`);
@@ -141,6 +145,7 @@ class SqliteStoreImpl implements SqliteStore {
     if (!exists && !create) return undefined;
     if (!exists && this.#readonly) throw new StoreReadOnlyError(this.location, "opened with readonly: true, and the file does not exist yet");
     if (!exists) this.#createFile();
+    else this.#checkPermissions();
     let db: Db;
     try {
       db = new Database(this.#file, { fileMustExist: true, readonly: this.#readonly });
@@ -168,6 +173,21 @@ class SqliteStoreImpl implements SqliteStore {
     this.#stmts = prepare(db);
     this.#queue = new WriteQueue(db, (error, what, runId) => this.#writeFailed(error, what, runId));
     return db;
+  }
+
+  /** Step values can be tokens and customer data: say so once when others may read the file. */
+  #checkPermissions(): void {
+    try {
+      const mode = fs.statSync(this.#file).mode & 0o777;
+      if ((mode & 0o077) !== 0) {
+        this.#warn(
+          `steplog: the ${this.location} can be read by other users (mode ${mode.toString(8).padStart(3, "0")}); ` +
+            `step values may hold secrets. Restrict it: chmod 600 ${this.#file} (and its -wal and -shm files).`,
+        );
+      }
+    } catch {
+      // A file we cannot stat is reported when it is opened.
+    }
   }
 
   #createFile(): void {
