@@ -22,7 +22,7 @@ import { isLiveHere } from "./live-attempts.js";
 import { recoverInterrupted, type RecoveredRun } from "./recover.js";
 import { answerApproval, sendEvent, type SendOptions } from "./events.js";
 import { cancelStoredRun } from "./cancel.js";
-import { work, type WorkOptions, type WorkSummary } from "./worker.js";
+import { validateWorkOptions, wakeWorkers, work, type WorkOptions, type WorkSummary } from "./worker.js";
 import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "./escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
 import { Payloads, type Codec } from "./payloads.js";
@@ -157,7 +157,8 @@ class SteplogEngine implements Engine {
   readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
   #closed = false;
   readonly #signals: SignalHandlers | undefined;
-  readonly #wakeListeners = new Set<() => void>();
+  readonly #workers = new Set<AbortController>();
+  readonly #workerRuns = new Set<Promise<WorkSummary>>();
   readonly #redact: RedactRule | undefined;
 
   constructor(options: EngineOptions) {
@@ -372,16 +373,23 @@ class SteplogEngine implements Engine {
   }
 
   #wake(): void {
-    for (const listener of this.#wakeListeners) listener();
+    wakeWorkers();
   }
 
-  work(options: WorkOptions = {}): Promise<WorkSummary> {
+  async work(options: WorkOptions = {}): Promise<WorkSummary> {
     this.#open();
-    return work(
+    validateWorkOptions(options);
+    // Stops on the caller's signal or when the engine closes.
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    if (options.signal?.aborted) stop.abort();
+    options.signal?.addEventListener("abort", onAbort);
+    this.#workers.add(stop);
+    const done = work(
       {
         store: this.store,
         now: () => this.#settings.clock.now(),
-        autoResumeWorkflows: () => [...this.#workflows.values()].filter((w) => w.autoResume).map((w) => w.name),
+        workflows: () => [...this.#workflows.values()].map((w) => ({ name: w.name, autoResume: w.autoResume })),
         claimReady: async (runId) => {
           try {
             return await this.#claimAndRun(runId, "run", {}, undefined, true);
@@ -390,13 +398,18 @@ class SteplogEngine implements Engine {
             throw error;
           }
         },
-        onWake: (listener) => {
-          this.#wakeListeners.add(listener);
-          return () => this.#wakeListeners.delete(listener);
-        },
       },
       options,
+      stop.signal,
     );
+    this.#workerRuns.add(done);
+    try {
+      return await done;
+    } finally {
+      this.#workers.delete(stop);
+      this.#workerRuns.delete(done);
+      options.signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   async escalations(): Promise<Escalation[]> {
@@ -469,7 +482,10 @@ class SteplogEngine implements Engine {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Workers stop claiming; the attempts they run are cancelled below with the others.
+    for (const worker of this.#workers) worker.abort();
     await this.#cancelAll("the engine was closed");
+    await Promise.allSettled([...this.#workerRuns]);
     this.#signals?.uninstall();
     await this.store.close();
   }

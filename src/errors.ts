@@ -514,7 +514,7 @@ export class EventRejectedError extends SteplogError {
     super(
       "EVENT_REJECTED",
       `Run ${q(runId)}: event ${q(event)} was consumed by wait ${q(step)} but its payload is rejected by the wait's schema (${issues.join("; ")}). ` +
-        `Send a payload the schema accepts and continue the run.`,
+        `Continue the run (it waits again), then send a payload the schema accepts — or send it first with { keep: true }.`,
       { runId, step },
     );
   }
@@ -522,11 +522,13 @@ export class EventRejectedError extends SteplogError {
 
 export class NotWaitingError extends SteplogError {
   override name = "NotWaitingError";
-  constructor(runId: string, asked: string, waitingFor: string) {
+  constructor(runId: string, asked: string, waitingFor: string, hint: "event" | "approval") {
     super(
       "NOT_WAITING",
       `Run ${q(runId)} is not waiting for ${asked} (it ${waitingFor}). Nothing was recorded. ` +
-        `If the event may arrive before the run waits for it, send it with { keep: true } to keep it for a later wait.`,
+        (hint === "event"
+          ? `If the event may arrive before the run waits for it, send it with { keep: true } to keep it for a later wait.`
+          : `An approval is answered once, while the run waits for it; see engine.get(${q(runId)}).waitingFor.`),
       { runId },
     );
   }

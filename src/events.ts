@@ -19,7 +19,9 @@ const waitingFor = (current: StoredRun): WaitingFor | undefined =>
 
 function describeState(current: StoredRun): string {
   const waiting = waitingFor(current);
-  return waiting ? `waits for ${describeWait(waiting)}` : `is ${current.run.status}`;
+  if (waiting) return `waits for ${describeWait(waiting)}`;
+  if (current.run.status === "waiting") return "has had its wait answered and is about to go on";
+  return `is ${current.run.status}`;
 }
 
 function event(current: StoredRun, name: string, payload: string, now: number): EventRow {
@@ -32,9 +34,10 @@ export async function sendEvent(store: Store, runId: string, name: string, paylo
   const seq = await store.updateRun(runId, (current) => {
     const waiting = waitingFor(current);
     const awaited = waiting?.kind === "event" && waiting.event === name;
-    if (!awaited && options.keep !== true) return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current)), result: 0 };
+    if (!awaited && options.keep !== true) return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current), "event"), result: 0 };
     const row = event(current, name, text, now);
-    return { appendEvents: [row], ...(awaited ? { run: { wakeAt: now, updatedAt: now } } : {}), result: row.seq };
+    // The wait is answered: the run is due now and waits for nothing else until it runs again.
+    return { appendEvents: [row], ...(awaited ? { run: { wakeAt: now, waitingFor: null, updatedAt: now } } : {}), result: row.seq };
   });
   if (seq === undefined) throw new RunNotFoundError(runId, store.location);
   return seq;
@@ -54,10 +57,11 @@ export async function answerApproval(store: Store, runId: string, step: string, 
   const done = await store.updateRun(runId, (current) => {
     const waiting = waitingFor(current);
     if (waiting?.kind !== "approval" || waiting.step !== step) {
-      return { error: new NotWaitingError(runId, `approval of step ${JSON.stringify(step)}`, describeState(current)), result: false };
+      return { error: new NotWaitingError(runId, `approval of step ${JSON.stringify(step)}`, describeState(current), "approval"), result: false };
     }
     const row = event(current, approvalEvent(step), payload, now);
-    if (answer.approved) return { appendEvents: [row], run: { wakeAt: now, updatedAt: now }, result: true };
+    // Answered once: a second approve or a reject after it is refused.
+    if (answer.approved) return { appendEvents: [row], run: { wakeAt: now, waitingFor: null, updatedAt: now }, result: true };
     return { appendEvents: [row], run: { status: "stopped" as const, error, waitingFor: null, wakeAt: null, updatedAt: now }, result: true };
   });
   if (done === undefined) throw new RunNotFoundError(runId, store.location);

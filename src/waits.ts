@@ -7,11 +7,11 @@
  */
 
 import type { Attempt } from "./attempt.js";
-import { EventRejectedError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
+import { EventRejectedError, InvalidOptionError, ResultRejectedError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
 import { checkName } from "./names.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
-import { newRow, outcomeOf, type StepCall } from "./step-runner.js";
+import { newRow, outcomeOf, stopWith, type StepCall } from "./step-runner.js";
 import type { EventRow, StepRow } from "./store/types.js";
 
 export interface WaitingFor {
@@ -63,7 +63,8 @@ function park(attempt: Attempt, waitingFor: WaitingFor): never {
 /** Enter a wait: before the start point a finished wait is reused; otherwise (re)use its open row. */
 async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep", until: () => number | undefined): Promise<{ key: string; row: StepRow } | { key: string; reused: unknown }> {
   attempt.assertRunning();
-  checkName(kind === "event" ? "event name" : "step name", name);
+  // A wait's name becomes its step key (name#2 for repeats), so it follows the step-name rule.
+  checkName("step name", name);
   const key = attempt.nextKey(name);
   attempt.lastEntered = key;
   const record = attempt.latest.get(key);
@@ -99,10 +100,25 @@ async function settleWait(attempt: Attempt, row: StepRow, patch: Partial<StepRow
   attempt.latest.set(row.key, done);
 }
 
+async function failWait(attempt: Attempt, row: StepRow, error: Error, consumes?: EventRow): Promise<void> {
+  const info = toErrorInfo(error, row.key);
+  await settleWait(attempt, row, { status: "failed", error: await attempt.settings.payloads.encodeError(info) }, consumes);
+  attempt.emit({ type: "step-failed", runId: attempt.runId, step: row.key, error: info });
+}
+
 export async function waitForEvent(attempt: Attempt, name: string, options: WaitForEventOptions<StandardSchemaV1 | undefined> = {}): Promise<unknown> {
+  if (options.timeoutMs !== undefined && !(typeof options.timeoutMs === "number" && options.timeoutMs > 0 && Number.isFinite(options.timeoutMs))) {
+    throw new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, wait ${JSON.stringify(name)}: timeoutMs must be a finite number of milliseconds > 0.`, { runId: attempt.runId });
+  }
   const now = attempt.settings.clock.now();
   const entered = await enterWait(attempt, name, "event", () => (options.timeoutMs === undefined ? undefined : now + options.timeoutMs));
-  if ("reused" in entered) return entered.reused;
+  if ("reused" in entered) {
+    // A reused payload goes through the schema as it is now, like a reused step's value.
+    if (!options.schema) return entered.reused;
+    const checked = await validate(options.schema, entered.reused);
+    if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, entered.key, checked.issues, true));
+    return checked.value;
+  }
   const { key, row } = entered;
   const wait = waitOf(row)!;
   // Events are consumed once each, in order of arrival.
@@ -113,7 +129,7 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
       const checked = await validate(options.schema, payload);
       if (!checked.ok) {
         const rejected = new EventRejectedError(attempt.runId, key, name, checked.issues);
-        await settleWait(attempt, row, { status: "failed", error: await attempt.settings.payloads.encodeError(toErrorInfo(rejected)) }, event);
+        await failWait(attempt, row, rejected, event);
         throw rejected;
       }
       payload = checked.value;
@@ -125,13 +141,15 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
   }
   if (wait.until !== undefined && attempt.settings.clock.now() >= wait.until) {
     const timedOut = new WaitTimedOutError(attempt.runId, key, `event ${JSON.stringify(name)}`, wait.until);
-    await settleWait(attempt, row, { status: "failed", error: await attempt.settings.payloads.encodeError(toErrorInfo(timedOut)) });
+    await failWait(attempt, row, timedOut);
     throw timedOut;
   }
   return park(attempt, wait);
 }
 
 export async function sleep(attempt: Attempt, name: string, msOrDate: number | Date): Promise<void> {
+  const valid = msOrDate instanceof Date ? !Number.isNaN(msOrDate.getTime()) : typeof msOrDate === "number" && Number.isFinite(msOrDate) && msOrDate >= 0;
+  if (!valid) throw new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, sleep ${JSON.stringify(name)}: give a number of milliseconds ≥ 0 or a valid Date.`, { runId: attempt.runId });
   const now = attempt.settings.clock.now();
   const entered = await enterWait(attempt, name, "sleep", () => (msOrDate instanceof Date ? msOrDate.getTime() : now + msOrDate));
   if ("reused" in entered) return;

@@ -2,8 +2,9 @@
  * engine.work(): a loop that claims runs that are ready — an event arrived, a timer or a wait's
  * timeout is due, an approval was given, or an interrupted run whose workflow sets autoResume —
  * through the same lease as a continue, and runs them, up to `concurrency` at a time. Sends and
- * approvals in this process wake it at once; otherwise it polls every `pollMs`. When its signal
- * aborts it stops claiming, lets the attempts it runs finish, and resolves.
+ * approvals anywhere in this process wake it at once; otherwise it polls every `pollMs`. When
+ * its signal aborts (or the engine closes) it stops claiming, lets the attempts it runs finish,
+ * and resolves.
  */
 
 import { InvalidOptionError } from "./errors.js";
@@ -27,67 +28,98 @@ export interface WorkSummary {
 export interface WorkerHost {
   store: Store;
   now(): number;
-  autoResumeWorkflows(): string[];
-  /** Claim (only if still ready) and run one attempt; undefined when another worker was faster. */
+  /** The workflows this engine can run: a worker never claims a run of another. */
+  workflows(): Array<{ name: string; autoResume: boolean }>;
+  /** Claim (only if still ready) and run one attempt; undefined when it was not ready after all. */
   claimReady(runId: string): Promise<RunResult | undefined>;
-  onWake(listener: () => void): () => void;
 }
 
-export async function work(host: WorkerHost, options: WorkOptions = {}): Promise<WorkSummary> {
+// Wake-ups are shared by every engine in this process (and every copy of this module).
+const WAKE = Symbol.for("steplog.wakeWorkers");
+const listeners = ((globalThis as unknown as Record<symbol, Set<() => void>>)[WAKE] ??= new Set());
+
+/** Wake every worker in this process: something became ready. */
+export function wakeWorkers(): void {
+  for (const listener of listeners) listener();
+}
+
+export function validateWorkOptions(options: WorkOptions): { concurrency: number; pollMs: number } {
   const concurrency = options.concurrency ?? 1;
   const pollMs = options.pollMs ?? 1000;
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new InvalidOptionError(`work(): concurrency must be a whole number ≥ 1, got ${String(options.concurrency)}.`);
-  if (!(pollMs > 0)) throw new InvalidOptionError(`work(): pollMs must be > 0, got ${String(options.pollMs)}.`);
-  const signal = options.signal;
+  if (!(typeof pollMs === "number" && pollMs > 0)) throw new InvalidOptionError(`work(): pollMs must be > 0, got ${String(options.pollMs)}.`);
+  return { concurrency, pollMs };
+}
+
+export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSignal): Promise<WorkSummary> {
+  const { concurrency, pollMs } = validateWorkOptions(options);
   const active = new Map<string, Promise<void>>();
   const attempts: RunResult[] = [];
-  let wake: () => void = () => {};
-  const unsubscribe = host.onWake(() => wake());
-  const onAbort = () => wake();
-  signal?.addEventListener("abort", onAbort);
+  // Runs that could not be claimed are skipped until the next poll, so one busy or foreign run
+  // can neither spin this loop nor starve the others.
+  let skip = new Set<string>();
+  let woken = false;
+  let wake: () => void = () => {
+    woken = true;
+  };
+  const listener = () => wake();
+  listeners.add(listener);
+  stop.addEventListener("abort", listener);
   try {
-    while (!signal?.aborted) {
-      const slots = concurrency - active.size;
-      if (slots > 0) {
-        for (const runId of await readyRuns(host, slots + active.size)) {
-          if (active.size >= concurrency || signal?.aborted) break;
-          if (active.has(runId)) continue;
+    while (!stop.aborted) {
+      if (active.size < concurrency) {
+        for (const runId of await readyRuns(host, concurrency - active.size + skip.size + active.size)) {
+          if (active.size >= concurrency || stop.aborted) break;
+          if (active.has(runId) || skip.has(runId)) continue;
           const running = host
             .claimReady(runId)
             .then((result) => {
               if (result) attempts.push(result);
+              else skip.add(runId);
             })
             .catch(() => {
-              // A refusal here means another worker or a continue got there first.
+              // Refused: another worker or a continue got there first, or it is not ours.
+              skip.add(runId);
             })
             .finally(() => {
               active.delete(runId);
-              wake();
+              // A finished attempt frees a slot: look again at once.
+              if (!skip.has(runId)) wake();
             });
           active.set(runId, running);
         }
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      if (!woken) {
+        const timedOut = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(true), pollMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve(false);
+          };
+        });
+        if (timedOut) skip = new Set();
+      }
+      woken = false;
+      wake = () => {
+        woken = true;
+      };
     }
     await Promise.all(active.values());
     return { attempts };
   } finally {
-    unsubscribe();
-    signal?.removeEventListener("abort", onAbort);
+    listeners.delete(listener);
+    stop.removeEventListener("abort", listener);
   }
 }
 
 async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
-  const due = await host.store.listRuns({ status: ["waiting"], dueBy: host.now(), limit });
-  const ids = due.sort((a, b) => (a.run.wakeAt ?? 0) - (b.run.wakeAt ?? 0)).map((l) => l.run.id);
-  for (const workflow of host.autoResumeWorkflows()) {
-    const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow, limit });
+  const ours = host.workflows();
+  const names = new Set(ours.map((w) => w.name));
+  // Oldest due first (the store orders a dueBy listing by wake time).
+  const due = await host.store.listRuns({ status: ["waiting"], dueBy: host.now(), limit: Math.max(limit, 16) });
+  const ids = due.filter((l) => names.has(l.run.workflow)).map((l) => l.run.id);
+  for (const workflow of ours.filter((w) => w.autoResume)) {
+    const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow: workflow.name, limit: Math.max(limit, 16) });
     ids.push(...stuck.map((l) => l.run.id));
   }
   return ids;

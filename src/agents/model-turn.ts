@@ -121,13 +121,13 @@ export async function modelTurn<T>(
     markFatal(ctx, error);
     throw error;
   }
-  const stepOptions: StepOptions<Awaited<T>> = { effect: "read" };
+  const stepOptions: StepOptions<unknown> = { effect: "read" };
   if (options.retry) stepOptions.retry = options.retry;
   if (options.timeoutMs !== undefined) stepOptions.timeoutMs = options.timeoutMs;
-  if (options.result) stepOptions.result = options.result as StandardSchemaV1<unknown, Awaited<T>>;
+  if (options.result) stepOptions.result = options.result as StandardSchemaV1<unknown, unknown>;
   let key: string | undefined;
   try {
-    return await ctx.step(name, stepOptions, async (info) => {
+    return (await ctx.step<unknown>(name, stepOptions, async (info) => {
       key = info.step;
       const value = await fn(info);
       const used = (options.usage ?? (usageOf as (value: T) => TurnUsage | undefined))(value);
@@ -135,8 +135,8 @@ export async function modelTurn<T>(
       const cost = used && options.costUsd ? options.costUsd(used, value) : undefined;
       if (typeof cost === "number" && Number.isFinite(cost)) report.costUsd = cost;
       if (Object.keys(report).length > 0) info.usage(report);
-      return value as Awaited<T>;
-    });
+      return value;
+    })) as Awaited<T>;
   } catch (error) {
     const thrown = isMachineryError(error, ctx.signal) ? error : new ModelTurnFailedError(key, error);
     markFatal(ctx, thrown);

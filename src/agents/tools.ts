@@ -102,6 +102,14 @@ function combineSignals(...signals: Array<AbortSignal | undefined>): AbortSignal
 }
 
 /**
+ * The shape durableTools returns: the same record, except that a plain function now returns a
+ * promise (its call is a step). Objects keep their type, so the record still fits the framework.
+ */
+export type DurableToolSet<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K];
+};
+
+/**
  * Wrap a record of tools so that each call is a durable step keyed `tool:<name>:<toolCallId>`.
  * Returns the same shape: objects keep every field but `execute`; functions stay functions;
  * tools without `execute` (answered by the client) are returned as they are.
@@ -112,7 +120,7 @@ function combineSignals(...signals: Array<AbortSignal | undefined>): AbortSignal
  * attempt ended, a step refused) are not recorded as the tool's outcome: they end the agent's
  * part of the attempt at the next model turn, rather than being answered by the model.
  */
-export function durableTools<T extends Record<string, unknown>>(ctx: WorkflowContext, tools: T, options: DurableToolsOptions<Extract<keyof T, string>> = {}): T {
+export function durableTools<T extends Record<string, unknown>>(ctx: WorkflowContext, tools: T, options: DurableToolsOptions<Extract<keyof T, string>> = {}): DurableToolSet<T> {
   if (typeof tools !== "object" || tools === null) throw new InvalidOptionError("durableTools(ctx, tools): tools must be an object of name → tool.");
   for (const kind of ["effects", "query", "compensate", "onUnknown", "retry", "timeoutMs"] as const) {
     for (const name of Object.keys(options[kind] ?? {})) {
@@ -135,7 +143,7 @@ export function durableTools<T extends Record<string, unknown>>(ctx: WorkflowCon
       out[name] = tool;
     }
   }
-  return out as T;
+  return out as DurableToolSet<T>;
 }
 
 async function callTool(

@@ -137,7 +137,7 @@ export function formatUsage(usage: Record<string, number> | undefined): string {
 export function formatUsd(amount: number): string {
   if (amount === 0) return "$0";
   if (Math.abs(amount) >= 1) return `$${amount.toFixed(2)}`;
-  return `$${amount.toPrecision(2).replace(/0+$/, "").replace(/\.$/, "")}`;
+  return `$${amount.toPrecision(3).replace(/0+$/, "").replace(/\.$/, "")}`;
 }
 
 function formatNumber(n: number): string {

@@ -179,7 +179,7 @@ pre{margin:4px 0;white-space:pre-wrap;word-break:break-word;background:#f1f3f6;p
 .overall .bar{position:absolute;left:0;top:0;bottom:0;border-radius:3px;min-width:3px}
 .err{color:var(--bad);margin:4px 0 8px;word-break:break-word}
 .rows{list-style:none;margin:0;padding:0}
-.row{display:grid;grid-template-columns:minmax(220px,34%) 1fr 170px;gap:10px;align-items:center;padding:4px 0;border-top:1px solid var(--line)}
+.row{display:grid;grid-template-columns:minmax(220px,32%) 1fr 230px;gap:10px;align-items:center;padding:4px 0;border-top:1px solid var(--line)}
 .row:first-child{border-top:none}
 .label{overflow:hidden;text-overflow:ellipsis;word-break:break-all}
 .label .note{display:block;font-size:12px;color:var(--muted)}
@@ -191,7 +191,7 @@ pre{margin:4px 0;white-space:pre-wrap;word-break:break-word;background:#f1f3f6;p
 .bar.t-reused{background:repeating-linear-gradient(45deg,var(--reused) 0 4px,#cfdcf8 4px 8px)}
 .bar.marker{left:0;width:26px}
 .bar.open{background-image:repeating-linear-gradient(-45deg,rgba(255,255,255,.45) 0 5px,transparent 5px 10px)}
-.info{font-size:12px;color:var(--muted);text-align:right;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.info{font-size:12px;color:var(--muted);text-align:right;overflow-wrap:anywhere}
 .axisrow{border-top:none;padding-top:0}
 .axis{display:flex;justify-content:space-between;font-size:11px;color:var(--muted)}
 footer{color:var(--muted);font-size:12px;margin-top:20px}

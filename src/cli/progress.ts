@@ -13,6 +13,8 @@ import type { Output } from "./session.js";
 /** A progress event with the time it arrived (ms), as LiveProgress stamps it. */
 export type TimedEvent = ProgressEvent & { at?: number };
 
+const KEY_WIDTH = 12;
+
 export const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 export type StepState = "running" | "succeeded" | "failed" | "reused" | "resolved" | "compensated";
@@ -167,36 +169,37 @@ function renderUncut(line: ProgressLine, options: RenderOptions, paint: Paint): 
     const why = line.error ? `: ${oneLine(line.error.message)}` : "";
     return paint(style, `${endGlyph(line.status)} attempt ${line.attempt} ${line.status}`) + runNote + (line.status === "completed" ? "" : paint("gray", why));
   }
-  const key = safe(line.key);
+  // Keys are padded so the notes line up for the usual short step names.
+  const key = safe(line.key).padEnd(KEY_WIDTH);
   const gray = (t: string) => paint("gray", t);
   switch (line.state) {
     case "running": {
       const glyph = options.frame === undefined ? "…" : SPINNER[options.frame % SPINNER.length]!;
-      const took = line.startedAt !== undefined ? `  ${formatDuration(Math.max(0, options.now - line.startedAt))}` : "";
+      const took = line.startedAt !== undefined ? ` ${formatDuration(Math.max(0, options.now - line.startedAt))}` : "";
       const retry = line.retry > 0 ? `  retry ${line.retry}` : "";
       const cut = line.resolution?.policy === "redrive" ? "  re-driving (cut off earlier)" : line.resolution?.policy === "compensate" ? "  compensated, running again" : "";
-      return `  ${paint("yellow", glyph)} ${key}${gray(took + retry + cut)}`;
+      return `  ${paint("yellow", glyph)} ${key}${gray(took + retry + cut)}`.trimEnd();
     }
     case "succeeded": {
       const retry = line.retry > 0 ? `, ${line.retry + 1} calls` : "";
       const cut = line.resolution?.policy === "redrive" ? ", re-driven (cut off earlier)" : line.resolution?.policy === "compensate" ? ", compensated and run again" : "";
-      return `  ${paint("green", "✓")} ${key}  ${gray(formatDuration(line.durationMs ?? 0) + retry + cut)}`;
+      return `  ${paint("green", "✓")} ${key} ${gray(formatDuration(line.durationMs ?? 0) + retry + cut)}`;
     }
     case "failed": {
       const took = line.durationMs !== undefined ? `${formatDuration(line.durationMs)}  ` : "";
       const why = line.error ? `${errorLabel(line.error)}` : "cut off";
-      return `  ${paint("red", "✗")} ${key}  ${gray(took)}${paint("red", why)}`;
+      return `  ${paint("red", "✗")} ${key} ${gray(took)}${paint("red", why)}`;
     }
     case "reused": {
       const age = line.recordedAt !== undefined && options.now - line.recordedAt > HOUR_MS ? `, ${formatAge(line.recordedAt, options.now)}` : "";
-      return `  ${paint("cyan", "↺")} ${key}  ${gray(`reused from attempt ${line.recordedBy ?? "?"}${age}`)}`;
+      return `  ${paint("cyan", "↺")} ${key} ${gray(`reused from attempt ${line.recordedBy ?? "?"}${age}`)}`;
     }
     case "resolved": {
       const how = line.resolution?.policy === "supplied" ? "value given on continue" : "found done by its query, not run again";
-      return `  ${paint("green", "✓")} ${key}  ${gray(how)}`;
+      return `  ${paint("green", "✓")} ${key} ${gray(how)}`;
     }
     case "compensated":
-      return `  ${paint("magenta", "↶")} ${key}  ${gray("compensated")}`;
+      return `  ${paint("magenta", "↶")} ${key} ${gray("compensated")}`;
   }
 }
 

@@ -24,8 +24,13 @@ export interface TimelineEntry {
   seq: number;
   /** ms since the epoch; for reused entries, those of the original row. */
   startedAt: number;
+  /** When its function returned; null while it runs, and for a row cut off by a crash. */
   endedAt: number | null;
+  /** null when unknown: the row was cut off (the process died inside it). */
   durationMs: number | null;
+  /** Cut off by the end of its attempt (a crash): settled later, at `settledAt`, by a policy or a person. */
+  cutOff?: boolean;
+  settledAt?: number;
   calls: number;
   usage?: Record<string, number>;
   error?: ErrorInfo;
@@ -87,7 +92,7 @@ export function buildTimeline(run: RunView, escalations: Escalation[], now: numb
   for (const row of rows) {
     const start = ms(row.startedAt)!;
     const end = ms(row.endedAt);
-    if (end !== null && !isWait(row)) stepsMs += Math.max(0, end - start);
+    if (end !== null && !isWait(row) && !isCutOff(row)) stepsMs += Math.max(0, end - start);
   }
   let attemptsMs = 0;
   for (const a of attempts) attemptsMs += a.durationMs ?? 0;
@@ -96,7 +101,8 @@ export function buildTimeline(run: RunView, escalations: Escalation[], now: numb
     for (const e of a.entries) {
       if (e.kind !== "reused") continue;
       saved.steps++;
-      saved.ms += e.durationMs ?? 0;
+      // Time spent waiting for an event or a timer is not work that reuse saved.
+      if (!e.wait) saved.ms += e.durationMs ?? 0;
       addUsage(saved.usage, e.usage);
     }
   }
@@ -162,9 +168,19 @@ function lastTime(entries: TimelineEntry[], startedAt: number): number {
   return last - startedAt;
 }
 
+const SETTLED_BY_POLICY = new Set(["redrive", "compensate", "escalate", "query"]);
+
+/** A row its function never finished: the attempt ended inside it and a later attempt (or a person) settled it. */
+function isCutOff(row: StepView): boolean {
+  if (row.status === "escalated") return true;
+  const r = row.resolution as (StepView["resolution"] & { wait?: unknown }) | undefined;
+  return r !== undefined && !r.compensation && r.wait === undefined && SETTLED_BY_POLICY.has(r.policy) && row.status !== "intended";
+}
+
 function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
   const startedAt = ms(row.startedAt)!;
-  const endedAt = ms(row.endedAt);
+  const cutOff = isCutOff(row);
+  const endedAt = cutOff ? null : ms(row.endedAt);
   const resolution = row.resolution as (StepView["resolution"] & { wait?: WaitingFor; by?: string }) | undefined;
   const entry: TimelineEntry = {
     kind: resolution?.compensation ? "compensation" : "ran",
@@ -176,9 +192,14 @@ function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
     seq: row.seq,
     startedAt,
     endedAt,
-    durationMs: endedAt !== null ? Math.max(0, endedAt - startedAt) : live ? Math.max(0, now - startedAt) : null,
+    durationMs: endedAt !== null ? Math.max(0, endedAt - startedAt) : live && !cutOff ? Math.max(0, now - startedAt) : null,
     calls: row.calls,
   };
+  if (cutOff) {
+    entry.cutOff = true;
+    const settled = ms(row.endedAt);
+    if (settled !== null) entry.settledAt = settled;
+  }
   if (row.usage) entry.usage = row.usage;
   if (row.error) entry.error = row.error;
   if (resolution) {
@@ -195,10 +216,8 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
   const go = run.source ? command("steplog", "run", "--continue", "--id", id) : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`;
   const lastStep = run.error?.step ?? run.steps.at(-1)?.key;
   switch (run.status) {
-    case "completed": {
-      const redo = run.steps[0]?.key;
-      return redo === undefined ? [] : [`${go} --from-step ${command(redo)}`];
-    }
+    case "completed":
+      return [];
     case "escalated":
       return escalations
         .filter((e) => e.runId === id)

@@ -104,7 +104,9 @@ class MemoryStore implements Store {
       if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) continue;
       out.push(structuredClone({ run, lastAttempt: attempts.at(-1) ?? null, lease }));
     }
-    out.sort((a, b) => b.run.createdAt - a.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
+    // Newest first; a listing of due runs goes oldest due first, so none is starved.
+    if (filter.dueBy !== undefined) out.sort((a, b) => (a.run.wakeAt ?? 0) - (b.run.wakeAt ?? 0) || (a.run.id < b.run.id ? -1 : 1));
+    else out.sort((a, b) => b.run.createdAt - a.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
     return filter.limit === undefined ? out : out.slice(0, filter.limit);
   }
 

@@ -204,7 +204,7 @@ export interface AttemptEnd {
 export interface RunFilter {
   status?: RunStatus[];
   workflow?: string;
-  /** Only runs whose wakeAt is set and at or before this time. */
+  /** Only runs whose wakeAt is set and at or before this time; such a listing is ordered by wakeAt, oldest first. */
   dueBy?: number;
   limit?: number;
 }

@@ -1,7 +1,7 @@
 // Runs that wait: durable sleep, events, approvals and the worker, with a fake clock (no real sleeps).
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow, type Engine } from "../../src/index.js";
+import { createEngine, defineWorkflow, type Engine, type WorkflowContext } from "../../src/index.js";
 import { fakeClock } from "../../src/testing.js";
 import { STORES } from "../helpers/stores.js";
 
@@ -255,5 +255,113 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
   it("work() validates its options", async () => {
     const engine = createEngine({ store: makeStore(), workflows: [] });
     await expect(engine.work({ concurrency: 0 })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+  });
+});
+
+describe("waiting: edges", () => {
+  it("a worker does not spin on runs it cannot claim (a foreign workflow's due run, a busy autoResume run)", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const inner = memoryStore();
+    let claims = 0;
+    const store = new Proxy(inner, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver);
+        if (key === "claimRun") return (...args: unknown[]) => ((claims++, (value as (...a: unknown[]) => unknown).apply(target, args)));
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const foreign = defineWorkflow({ name: "foreign", async run(ctx) { return ctx.sleep("s", 0 + 1); } });
+    await createEngine({ store, workflows: [foreign] }).start(foreign, undefined, { id: "f" });
+    const busy = defineWorkflow({ name: "busy", autoResume: true, async run(ctx) { return ctx.step("hang", () => new Promise(() => {})); } });
+    const owner = createEngine({ store, workflows: [busy] });
+    void owner.start(busy, undefined, { id: "b" });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    claims = 0;
+    const worker = createEngine({ store, workflows: [busy] });
+    const controller = new AbortController();
+    const running = worker.work({ pollMs: 50, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    controller.abort();
+    expect((await running).attempts).toEqual([]);
+    // One try per poll at most (about 6 polls), never thousands.
+    expect(claims).toBeLessThanOrEqual(10);
+  });
+
+  it("a send through one engine wakes a worker of another engine in the same process", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const store = memoryStore();
+    const workflow = defineWorkflow({ name: "woken", async run(ctx) { return ctx.waitForEvent("go"); } });
+    const a = createEngine({ store, workflows: [workflow] });
+    const b = createEngine({ store, workflows: [workflow] });
+    await a.start(workflow, undefined, { id: "w" });
+    const controller = new AbortController();
+    const worker = b.work({ pollMs: 60_000, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await a.send("w", "go", 1);
+    const started = Date.now();
+    while ((await a.get("w")).status !== "completed" && Date.now() - started < 2000) await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    expect((await worker).attempts).toMatchObject([{ status: "completed", value: 1 }]);
+  });
+
+  it("close() stops a worker; work() after close rejects with ENGINE_CLOSED", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const engine = createEngine({ store: memoryStore(), workflows: [] });
+    const worker = engine.work({ pollMs: 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await engine.close();
+    expect(await worker).toEqual({ attempts: [] });
+    await expect(engine.work()).rejects.toMatchObject({ code: "ENGINE_CLOSED" });
+  });
+
+  it("an approval is answered once: a second approve, or a reject after it, is refused", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const workflow = defineWorkflow({ name: "once", async run(ctx) { return ctx.step("send", { approval: true }, async () => "sent"); } });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "a" });
+    await engine.approve("a", "send");
+    const again = await engine.approve("a", "send").catch((e: unknown) => e);
+    expect(again).toMatchObject({ code: "NOT_WAITING" });
+    expect((again as Error).message).not.toContain("keep: true");
+    await expect(engine.reject("a", "send")).rejects.toMatchObject({ code: "NOT_WAITING" });
+    expect(await engine.continue("a")).toMatchObject({ status: "completed", value: "sent" });
+  });
+
+  it("a reused event payload goes through the wait's schema as it is now", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const got: unknown[] = [];
+    let fail = true;
+    const workflow = defineWorkflow({
+      name: "coerced",
+      async run(ctx) {
+        const n = await ctx.waitForEvent("n", { schema: z.coerce.number() });
+        got.push(n);
+        if (fail) throw new Error("after the wait");
+        return n;
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "c" });
+    await engine.send("c", "n", "5");
+    await engine.continue("c");
+    fail = false;
+    expect(await engine.continue("c")).toMatchObject({ status: "completed", value: 5 });
+    expect(got).toEqual([5, 5]);
+  });
+
+  it("bad wait arguments are refused: sleep(NaN), a negative sleep, a '#' in a wait's name", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    for (const [name, body] of [
+      ["nan", (ctx: WorkflowContext) => ctx.sleep("s", Number.NaN)],
+      ["negative", (ctx: WorkflowContext) => ctx.sleep("s", -5)],
+      ["hash", (ctx: WorkflowContext) => ctx.waitForEvent("a#2")],
+      ["timeout", (ctx: WorkflowContext) => ctx.waitForEvent("a", { timeoutMs: -1 })],
+    ] as const) {
+      const workflow = defineWorkflow({ name, async run(ctx) { return body(ctx); } });
+      const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+      const result = await engine.start(workflow, undefined, { id: name });
+      expect(result.status, name).toBe("failed");
+      expect(["INVALID_OPTION", "INVALID_NAME"]).toContain(result.error!.code);
+    }
   });
 });

@@ -18,10 +18,10 @@ export const show: Command = {
     usage: ["steplog show <id> [--json] [--html FILE]"],
     description: [
       "Prints the run attempt by attempt: each step it reused (↺, with the attempt that recorded it) or ran (✓ ✗ ■ ⚠), how long it took, its error, its usage; escalations waiting for a person; the totals of time and recorded cost; what reuse saved (the time and cost of the original rows of the reused steps); and the commands that move the run on.",
-      "--html FILE writes a self-contained page (no script, no network) with the timeline drawn as bars per attempt and step.",
+      "--html FILE writes the timeline as a self-contained page instead of printing it (no script, no network) with the timeline drawn as bars per attempt and step.",
     ],
     options: {
-      html: { type: "string", value: "FILE", description: "Also write the timeline as a self-contained HTML page to FILE." },
+      html: { type: "string", value: "FILE", description: "Write the timeline as a self-contained HTML page to FILE (instead of printing it)." },
     },
     positionals: { min: 1, max: 1, names: ["<id>"] },
     examples: ["steplog show 212", "steplog show 212 --json | jq .totals", "steplog show 212 --html run-212.html"],
@@ -44,10 +44,8 @@ export const show: Command = {
       }
     }
     if (session.json) session.printJson({ ...timeline, ...(written ? { html: written } : {}) });
-    else {
-      session.lines(renderTimeline(timeline, session.paint, session.now()));
-      if (written) session.out(session.paint("gray", `HTML timeline written to ${written}`));
-    }
+    else if (written) session.out(`HTML timeline of run ${safe(id)} written to ${safe(written)}`);
+    else session.lines(renderTimeline(timeline, session.paint, session.now()));
     return EXIT.ok;
   },
 };

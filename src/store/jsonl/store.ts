@@ -315,9 +315,9 @@ class JsonlStoreImpl implements JsonlStore {
       const { tail, size } = journal.catchUp(fd);
       // We hold the lock, so no append is in progress: a tail is a torn write.
       if (tail) this.#warnTorn(tail);
-      const { outcomes, lines } = this.#decide(batch, journal.state);
-      if (lines.length === 0) return outcomes;
       try {
+        const { outcomes, lines } = this.#decide(batch, journal.state);
+        if (lines.length === 0) return outcomes;
         if (!journal.hasHeader) lines.unshift(HEADER_LINE);
         // Nobody may have written since we caught up: if someone did, the lock was not ours alone.
         if (fs.fstatSync(fd).size !== size) throw this.#failClosed("the file grew while this process held its lock");
@@ -330,12 +330,12 @@ class JsonlStoreImpl implements JsonlStore {
         if (this.#durability === "power") fs.fsyncSync(fd);
         journal.offset = start + data.length;
         journal.lines += lines.length;
+        return outcomes;
       } catch (error) {
         // The decided state may not be the file's: read it again from the start next time.
         journal.reset();
         throw error;
       }
-      return outcomes;
     } finally {
       fs.closeSync(fd);
     }
@@ -432,6 +432,17 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   #read<T>(answer: (state: JournalState) => T, missing: T): T {
+    try {
+      return this.#readOnce(answer, missing);
+    } catch (error) {
+      // Without the lock, a read racing a writer that cuts off a torn tail could see a mix of
+      // old and new bytes. Damage is still there when read again from the start; a race is not.
+      if (!(error instanceof StoreUnreadableError)) throw error;
+      return this.#readOnce(answer, missing);
+    }
+  }
+
+  #readOnce<T>(answer: (state: JournalState) => T, missing: T): T {
     let fd: number;
     try {
       fd = fs.openSync(this.#file, "r");

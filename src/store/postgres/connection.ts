@@ -19,6 +19,8 @@ export interface PgResult {
 export interface PgClient {
   query(text: string, values?: unknown[]): Promise<PgResult>;
   release(destroy?: Error | boolean): void;
+  on?(event: "error", listener: (error: Error) => void): unknown;
+  removeListener?(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /** The part of a pg Pool the store uses (a `pg.Pool` is one). */
@@ -183,13 +185,22 @@ export class Connection {
         throw error;
       }
       state.commitSent = false;
+      // pg-pool drops its error listener while a client is checked out; a connection that dies
+      // then (pg_terminate_backend, idle_in_transaction_session_timeout) would crash the process.
+      // The failure reaches us through the query instead.
+      client.on?.("error", ignore);
+      const release = (destroy: boolean) => {
+        client.removeListener?.("error", ignore);
+        if (destroy) client.on?.("error", ignore); // a destroyed client may still report its socket's end
+        client.release(destroy);
+      };
       try {
         const result = await fn(client, state);
-        client.release();
+        release(false);
         return result;
       } catch (error) {
         if (isConnectionError(error)) {
-          client.release(true);
+          release(true);
           if (state.commitSent && ambiguous === "fail") throw new CommitUnknownError(error);
           state.maybeCommitted ||= state.commitSent;
           if (Date.now() - started < this.retryForMs) {
@@ -199,7 +210,7 @@ export class Connection {
           throw state.commitSent ? new CommitUnknownError(error) : error;
         }
         const usable = await rollback(client);
-        client.release(!usable);
+        release(!usable);
         if (isTransient(error) && Date.now() - started < this.retryForMs) {
           await pause(tries);
           continue;
@@ -234,6 +245,8 @@ async function rollback(client: PgClient): Promise<boolean> {
     return false;
   }
 }
+
+function ignore(): void {}
 
 function pause(tries: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** Math.min(tries, 6))));

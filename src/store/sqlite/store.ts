@@ -418,7 +418,8 @@ class SqliteStoreImpl implements SqliteStore {
       const sql =
         `SELECT ${RUN_COLUMNS} FROM runs` +
         (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
-        ` ORDER BY created_at DESC, id` +
+        // Newest first; a listing of due runs goes oldest due first, so none is starved.
+        (filter.dueBy !== undefined ? ` ORDER BY wake_at, id` : ` ORDER BY created_at DESC, id`) +
         (filter.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(filter.limit))}`);
       const runs = db.prepare(sql).all(...params) as RunRow[];
       const s = this.#stmts!;
