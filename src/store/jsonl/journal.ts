@@ -92,11 +92,11 @@ export class Journal {
       } catch {
         // A last line that does not parse is a torn write (say, zeros after a power loss); any other is damage.
         if (end === buf.length - 1 && lineNo > 1) return this.#tail(buf, base, start, end + 1, lineNo, "it is not JSON");
-        throw this.#unreadable(lineNo, lineNo === 1 ? "it is not a steplog journal header" : "it is not JSON");
+        throw this.#unreadable(lineNo, lineNo === 1 ? "is not a steplog journal header" : "is not JSON");
       }
       if (lineNo === 1) {
         const header = parseHeader(value);
-        if (!header) throw this.#unreadable(1, "it is not a steplog journal header");
+        if (!header) throw this.#unreadable(1, "is not a steplog journal header");
         if (header.version > FORMAT_VERSION) throw new StoreTooNewError(this.location, header.version, FORMAT_VERSION);
       } else {
         const record = checkRecord(value);
@@ -115,7 +115,7 @@ export class Journal {
     const bytes = buf.subarray(start, end);
     // A torn first line is only a header cut short; anything else there is a foreign file.
     if (line === 1 && !Buffer.from(HEADER_LINE + "\n").subarray(0, bytes.length).equals(bytes)) {
-      throw this.#unreadable(1, "it is not a steplog journal header");
+      throw this.#unreadable(1, "is not a steplog journal header");
     }
     const preview = bytes.toString("utf8", 0, Math.min(bytes.length, 80)).replace(/[^\x20-\x7e]/g, "?");
     return { offset: base + start, length: end - start, line, reason, preview };

@@ -62,10 +62,10 @@ export function parseHeader(value: unknown): Header | undefined {
 
 /** The record, or a reason it is not one (for the STORE_UNREADABLE message). */
 export function checkRecord(value: unknown): JournalRecord | string {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return "not a JSON object";
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "is not a JSON object";
   const { op, run } = value as { op?: unknown; run?: unknown };
-  if (typeof op !== "string" || !OPS.has(op)) return `unknown op ${JSON.stringify(op)}`;
-  if (typeof run !== "string") return `op ${op} without a run id`;
+  if (typeof op !== "string" || !OPS.has(op)) return `has an unknown op ${JSON.stringify(op) ?? "(none)"}`;
+  if (typeof run !== "string") return `has op ${op} but no run id`;
   return value as JournalRecord;
 }
 
