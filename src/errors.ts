@@ -189,7 +189,7 @@ export class StoreUnreadableError extends SteplogError {
   constructor(location: string, reason: string, cause?: unknown) {
     super(
       "STORE_UNREADABLE",
-      `The store at ${location} is not a readable steplog store (${reason}). It was left untouched. ` +
+      `The ${location} is not a readable steplog store (${reason}). It was left untouched. ` +
         `Point the engine at the right file, or restore it from a backup; steplog never overwrites it.`,
       { cause },
     );
@@ -201,7 +201,7 @@ export class StoreTooNewError extends SteplogError {
   constructor(location: string, found: number, supported: number) {
     super(
       "STORE_TOO_NEW",
-      `The store at ${location} has schema version ${found}, written by a newer steplog; this one reads up to ${supported}. Upgrade steplog; the store was left untouched.`,
+      `The ${location} has schema version ${found}, written by a newer steplog; this one reads up to ${supported}. Upgrade steplog; the store was left untouched.`,
     );
   }
 }
