@@ -41,6 +41,8 @@ export const ERROR_CODES = [
   "EVENT_REJECTED",
   "NOT_WAITING",
   "CODEC_KEY_MISSING",
+  "MODEL_TURN_FAILED",
+  "TOOL_CALL_PENDING",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

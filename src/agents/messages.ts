@@ -9,6 +9,7 @@
  * tool call cut off by a crash (its step has no outcome) is not given a result.
  */
 
+import { SteplogError } from "../errors.js";
 import { isRecordedToolError, TOOL_ERROR_KEY } from "./tools.js";
 import { isModelStepName, keyOf, toolStepName } from "./step-names.js";
 
@@ -89,14 +90,16 @@ export interface MessagesFromStepsOptions<F extends "openai" | "ai-sdk"> {
 }
 
 /** The history ends in tool calls nobody knows the outcome of. */
-export class ToolCallPendingError extends Error {
+export class ToolCallPendingError extends SteplogError {
   override name = "ToolCallPendingError";
   constructor(readonly pending: PendingToolCall[]) {
     super(
+      "TOOL_CALL_PENDING",
       `The step log has no outcome for tool call${pending.length === 1 ? "" : "s"} ${pending.map((p) => `${JSON.stringify(p.key)} (${p.status})`).join(", ")}: ` +
         `nobody knows whether ${pending.length === 1 ? "it" : "they"} happened, so no result is made up for ${pending.length === 1 ? "it" : "them"}. ` +
         `engine.continue(runId) settles a cut-off call by its tool's policy (query, redrive, compensate, escalate); an escalated one waits for engine.resolve. ` +
         `To see the history anyway, pass { pending: "include" } or { pending: "omit" }.`,
+      pending[0] ? { step: pending[0].key } : {},
     );
   }
 }

@@ -4,6 +4,7 @@
  * cost are recorded as the step's usage (summed per run by engine.get and the steplog command).
  */
 
+import { SteplogError } from "../errors.js";
 import type { RetryOptions, StepInfo, StepOptions, Usage, WorkflowContext } from "../context.js";
 import type { StandardSchemaV1 } from "../schema.js";
 import { isMachineryError, markFatal, throwIfFatal } from "./run-state.js";
@@ -35,16 +36,14 @@ export interface ModelTurnOptions<T> {
 }
 
 /** Thrown when a model turn failed (its step is recorded failed; a continue asks the model again, from that turn). */
-export class ModelTurnFailedError extends Error {
+export class ModelTurnFailedError extends SteplogError {
   override name = "ModelTurnFailedError";
-  constructor(
-    readonly step: string | undefined,
-    cause: unknown,
-  ) {
+  constructor(step: string | undefined, cause: unknown) {
     super(
+      "MODEL_TURN_FAILED",
       `Model turn ${step === undefined ? "" : `${JSON.stringify(step)} `}failed: ${cause instanceof Error ? cause.message : String(cause)}. ` +
         `The agent stops here in this attempt; a continue asks the model again from this turn (earlier turns and tool results are reused).`,
-      { cause },
+      step === undefined ? { cause } : { step, cause },
     );
   }
 }

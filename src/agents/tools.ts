@@ -101,12 +101,19 @@ function combineSignals(...signals: Array<AbortSignal | undefined>): AbortSignal
   return present.length === 1 ? present[0]! : AbortSignal.any(present);
 }
 
+/** What a plain function's caller may pass as the second argument: the call's id, if it has one. */
+export interface ToolCallOptionsIn {
+  toolCallId?: string;
+  abortSignal?: AbortSignal;
+  [other: string]: unknown;
+}
+
 /**
  * The shape durableTools returns: the same record, except that a plain function now returns a
  * promise (its call is a step). Objects keep their type, so the record still fits the framework.
  */
 export type DurableToolSet<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K];
+  [K in keyof T]: T[K] extends (input: infer I, ...rest: any[]) => infer R ? (input: I, options?: ToolCallOptionsIn) => Promise<Awaited<R>> : T[K];
 };
 
 /**

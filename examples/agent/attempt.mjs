@@ -1,0 +1,58 @@
+// One attempt of an example agent, in a process of its own (the example and its crash test run
+// it as a child process, so that it can really be killed):
+//
+//   node examples/agent/attempt.mjs <ai-sdk|plain> <run id> <start|continue> [ticket]
+//
+// Environment:
+//   STEPLOG_AGENT_DIR    the store is <dir>/steplog.db; default .steplog/steplog.db
+//   STEPLOG_AGENT_WORLD  the world's directory (outbox, drafts, call ledgers); required
+//   STEPLOG_AGENT_QUERY  "1": sendEmail has a query (the mail provider can look an email up by key)
+//   STEPLOG_AGENT_CRASH  "in-effect": SIGKILL inside sendEmail, after the email left, before its
+//                        outcome is recorded; "after-outcome": SIGKILL right after the outcome is durable
+//
+// Prints one line per step, then one JSON line: {"result": …} or {"refused": …}.
+
+import { createEngine } from "../../dist/index.js";
+import { sqliteStore } from "../../dist/sqlite.js";
+import { aiSdkAgent } from "./ai-sdk-agent.mjs";
+import { progressLine } from "./lines.mjs";
+import { plainLoopAgent } from "./plain-loop.mjs";
+import { openWorld, say, storePath } from "./world.mjs";
+
+const [agent, runId, mode, ticket = "Customer c-7 asks: where is my order o-17?"] = process.argv.slice(2);
+const crash = process.env.STEPLOG_AGENT_CRASH ?? "";
+if (!process.env.STEPLOG_AGENT_WORLD) throw new Error("attempt.mjs: set STEPLOG_AGENT_WORLD");
+
+function die(why) {
+  say(`! ${why}; now process.kill(${process.pid}, "SIGKILL")`);
+  process.kill(process.pid, "SIGKILL");
+}
+
+const world = openWorld(process.env.STEPLOG_AGENT_WORLD, {
+  beforeOutcome: (tool, sent) => {
+    if (crash === "in-effect" && tool === "sendEmail") die(`sendEmail: email ${sent.messageId} to ${sent.to} left, its outcome not yet recorded`);
+  },
+});
+const options = { sendEmailQuery: process.env.STEPLOG_AGENT_QUERY === "1" };
+const workflow = agent === "plain" ? plainLoopAgent(world, options) : aiSdkAgent(world, options);
+
+const engine = createEngine({
+  workflows: [workflow],
+  ...(process.env.STEPLOG_AGENT_DIR ? { store: sqliteStore({ path: storePath() }) } : {}),
+  onProgress: (event) => {
+    const line = progressLine(event);
+    if (line) say(line);
+    // steplog reports a step succeeded once its outcome is written; an irreversible step's is durable by then.
+    if (crash === "after-outcome" && event.type === "step-succeeded" && event.step.startsWith("tool:sendEmail:")) {
+      die(`${event.step}: its outcome is recorded`);
+    }
+  },
+});
+
+try {
+  const result = mode === "start" ? await engine.start(workflow, { ticket }, { id: runId }) : await engine.continue(runId);
+  say(JSON.stringify({ result }));
+} catch (error) {
+  say(JSON.stringify({ refused: { code: error.code, message: error.message } }));
+}
+await engine.close();

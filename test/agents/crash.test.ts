@@ -1,0 +1,166 @@
+// Durable agents against real crashes: examples/agent/attempt.mjs runs one attempt of the example
+// support agent (the Vercel AI SDK one, or the plain OpenAI-style loop) in a child process against
+// dist/, and SIGKILLs itself inside sendEmail (the email left, its outcome not recorded) or right
+// after sendEmail's outcome is durable. A new process continues. The world's ledgers count, across
+// processes, every time the model was asked and every time a tool ran.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { createEngine } from "../../src/index.js";
+import { sqliteStore } from "../../src/sqlite.js";
+import { tmpDir } from "../helpers/tmp.js";
+
+const ATTEMPT = fileURLToPath(new URL("../../examples/agent/attempt.mjs", import.meta.url));
+
+interface Outcome {
+  signal: NodeJS.Signals | null;
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  result?: { id: string; status: string; attempt: number; value?: { answer: string; turns: number }; error?: { code?: string; message: string } };
+}
+
+function attempt(dir: string, agent: string, runId: string, mode: "start" | "continue", env: Record<string, string> = {}): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [ATTEMPT, agent, runId, mode], {
+      env: { ...process.env, NO_COLOR: "1", STEPLOG_FAULT: "", STEPLOG_AGENT_DIR: dir, STEPLOG_AGENT_WORLD: path.join(dir, "world"), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      const last = stdout.trim().split("\n").filter((line) => line.startsWith("{")).at(-1);
+      resolve({ code, signal, stdout, stderr, result: last ? JSON.parse(last).result : undefined });
+    });
+  });
+}
+
+const lines = (file: string): any[] => (fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []);
+
+function ledgers(dir: string) {
+  const world = path.join(dir, "world");
+  const model = lines(path.join(world, "model-calls.jsonl"));
+  const tools = lines(path.join(world, "tool-calls.jsonl"));
+  return {
+    modelTurns: model.map((c) => c.turn as number),
+    modelPids: model.map((c) => c.pid as number),
+    tool: (name: string) => tools.filter((t) => t.tool === name),
+    outbox: lines(path.join(world, "outbox.jsonl")),
+  };
+}
+
+async function inspect<T>(dir: string, fn: (engine: ReturnType<typeof createEngine>) => Promise<T>): Promise<T> {
+  const engine = createEngine({ store: sqliteStore({ path: path.join(dir, "steplog.db") }) });
+  try {
+    return await fn(engine);
+  } finally {
+    await engine.close();
+  }
+}
+
+const BEFORE_SEND = ["model", "tool:lookupOrder:", "model#2", "tool:saveDraft:", "model#3"];
+/** Step keys with the random call ids taken off, to compare with BEFORE_SEND. */
+const shape = (keys: string[]) => keys.map((k) => (k.startsWith("tool:") ? k.replace(/[^:]+$/, "") : k));
+
+const output = (o: Outcome) => `--- stdout\n${o.stdout}\n--- stderr\n${o.stderr}`;
+
+describe.each(["ai-sdk", "plain"])("the %s agent, SIGKILLed around sendEmail", (agent) => {
+  it("killed after the email left, before its outcome; no query: escalated, never sent twice, no recorded turn asked again", async () => {
+    const dir = tmpDir("steplog-agent-crash-");
+    const first = await attempt(dir, agent, "r", "start", { STEPLOG_AGENT_CRASH: "in-effect" });
+    expect(first.signal, output(first)).toBe("SIGKILL");
+    expect(ledgers(dir).outbox).toHaveLength(1);
+
+    const second = await attempt(dir, agent, "r", "continue");
+    expect(second.result, output(second)).toMatchObject({ status: "escalated", attempt: 2, error: { code: "RUN_ESCALATED" } });
+    let l = ledgers(dir);
+    // The model was asked for turns 1-3 by the first process only; the continue asked it nothing.
+    expect(l.modelTurns).toEqual([1, 2, 3]);
+    expect(new Set(l.modelPids).size).toBe(1);
+    expect(l.tool("lookupOrder")).toHaveLength(1);
+    expect(l.tool("saveDraft")).toHaveLength(1);
+    expect(l.tool("sendEmail")).toHaveLength(1);
+    expect(l.outbox).toHaveLength(1);
+
+    const { sendKey, escalations } = await inspect(dir, async (engine) => {
+      const run = await engine.get("r");
+      expect(run.status).toBe("escalated");
+      expect(shape(run.attempts[1]!.reused)).toEqual(BEFORE_SEND);
+      const send = run.steps.filter((s) => s.name.startsWith("tool:sendEmail:"));
+      expect(send.map((s) => [s.attempt, s.status, s.effect])).toEqual([[1, "escalated", "irreversible"]]);
+      return { sendKey: send[0]!.key, escalations: await engine.escalations() };
+    });
+    expect(escalations.map((e) => [e.runId, e.step])).toEqual([["r", sendKey]]);
+    expect(l.outbox[0].key).toBe(`r:${sendKey}`);
+
+    // A person sees the email in the provider's log and says so; the continue goes on from there.
+    await inspect(dir, (engine) => engine.resolve("r", sendKey, { value: { messageId: l.outbox[0].messageId, to: l.outbox[0].to } }));
+    const third = await attempt(dir, agent, "r", "continue");
+    expect(third.result, output(third)).toMatchObject({ status: "completed", attempt: 3 });
+    expect(third.result!.value!.answer).toBe("Emailed ada@example.com (message m-1): order o-17 arrives tomorrow.");
+    l = ledgers(dir);
+    expect(l.modelTurns).toEqual([1, 2, 3, 4]);
+    expect(l.tool("sendEmail")).toHaveLength(1);
+    expect(l.outbox).toHaveLength(1);
+  });
+
+  it("killed after the email left, before its outcome; with a query: resolved by the query, not sent again", async () => {
+    const dir = tmpDir("steplog-agent-crash-");
+    const env = { STEPLOG_AGENT_QUERY: "1" };
+    const first = await attempt(dir, agent, "r", "start", { ...env, STEPLOG_AGENT_CRASH: "in-effect" });
+    expect(first.signal, output(first)).toBe("SIGKILL");
+    const second = await attempt(dir, agent, "r", "continue", env);
+    expect(second.result, output(second)).toMatchObject({ status: "completed", attempt: 2 });
+    const l = ledgers(dir);
+    expect(l.modelTurns).toEqual([1, 2, 3, 4]);
+    expect(new Set(l.modelPids.slice(0, 3)).size).toBe(1);
+    expect(l.modelPids[3]).not.toBe(l.modelPids[0]);
+    expect(l.tool("lookupOrder")).toHaveLength(1);
+    expect(l.tool("saveDraft")).toHaveLength(1);
+    expect(l.tool("sendEmail")).toHaveLength(1);
+    expect(l.outbox).toHaveLength(1);
+    await inspect(dir, async (engine) => {
+      const run = await engine.get("r");
+      expect(shape(run.attempts[1]!.reused)).toEqual(BEFORE_SEND);
+      const send = run.steps.filter((s) => s.name.startsWith("tool:sendEmail:"));
+      expect(send.map((s) => [s.attempt, s.status])).toEqual([[1, "succeeded"]]);
+      expect(send[0]!.resolution).toMatchObject({ policy: "query", found: "done", attempt: 2 });
+      expect(send[0]!.value).toEqual({ messageId: "m-1", to: "ada@example.com" });
+    });
+  });
+
+  it("killed right after sendEmail's outcome: the continue reuses every turn and call, and asks the model only for the last turn", async () => {
+    const dir = tmpDir("steplog-agent-crash-");
+    const first = await attempt(dir, agent, "r", "start", { STEPLOG_AGENT_CRASH: "after-outcome" });
+    expect(first.signal, output(first)).toBe("SIGKILL");
+    const second = await attempt(dir, agent, "r", "continue");
+    expect(second.result, output(second)).toMatchObject({ status: "completed", attempt: 2 });
+    const l = ledgers(dir);
+    expect(l.modelTurns).toEqual([1, 2, 3, 4]);
+    expect(l.modelPids[3]).not.toBe(l.modelPids[2]);
+    expect(l.tool("lookupOrder")).toHaveLength(1);
+    expect(l.tool("saveDraft")).toHaveLength(1);
+    expect(l.tool("sendEmail")).toHaveLength(1);
+    expect(l.outbox).toHaveLength(1);
+    await inspect(dir, async (engine) => {
+      const run = await engine.get("r");
+      expect(shape(run.attempts[1]!.reused)).toEqual([...BEFORE_SEND, "tool:sendEmail:"]);
+      expect(run.steps.map((s) => [s.attempt, s.status])).toEqual([
+        [1, "succeeded"],
+        [1, "succeeded"],
+        [1, "succeeded"],
+        [1, "succeeded"],
+        [1, "succeeded"],
+        [1, "succeeded"],
+        [2, "succeeded"],
+      ]);
+      expect(run.usage.inputTokens).toBeGreaterThan(0);
+      expect(run.usage.costUsd).toBeGreaterThan(0);
+    });
+  });
+});

@@ -1,0 +1,60 @@
+// `npm run example:agent`: examples/agent/main.mjs end to end against dist/ (built by `pretest`),
+// with its store and the agent's world in a temp dir so the repo's own .steplog is left alone.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { createEngine } from "../../src/index.js";
+import { sqliteStore } from "../../src/sqlite.js";
+import { tmpDir } from "../helpers/tmp.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+function runExample(env: Record<string, string>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["examples/agent/main.mjs"], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+describe("npm run example:agent", () => {
+  it("runs the three crash stories to the end and passes its own checks", async () => {
+    const dir = tmpDir("steplog-agent-example-");
+    const { code, signal, stdout, stderr } = await runExample({ STEPLOG_AGENT_DIR: dir, NO_COLOR: "1" });
+    const output = `--- stdout\n${stdout}\n--- stderr\n${stderr}`;
+    expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+    expect(stdout, output).not.toContain("\x1b[");
+    expect(stdout, output).toContain(`store ${path.join(dir, "steplog.db")}`);
+    expect(stdout.match(/killed by SIGKILL/g), output).toHaveLength(3);
+    expect(stdout, output).toMatch(/→ query: done/);
+    expect(stdout, output).toMatch(/escalated in attempt 2/);
+    expect(stdout, output).toMatch(/engine\.resolve\(/);
+    expect(stdout, output).toContain("All checks passed.");
+
+    // The store agrees: three runs, completed, each email step with exactly one succeeded row.
+    const engine = createEngine({ store: sqliteStore({ path: path.join(dir, "steplog.db") }) });
+    try {
+      const runs = await engine.list();
+      expect(runs.map((r) => r.status).sort()).toEqual(["completed", "completed", "completed"]);
+      for (const { id } of runs) {
+        const view = await engine.get(id);
+        const sends = view.steps.filter((s) => s.name.startsWith("tool:sendEmail:"));
+        expect(sends.filter((s) => s.status === "succeeded"), id).toHaveLength(1);
+        expect(view.steps.filter((s) => s.name === "model" && s.status === "succeeded"), id).toHaveLength(4);
+      }
+    } finally {
+      await engine.close();
+    }
+    // Each world's outbox holds one email.
+    for (const n of [1, 2, 3]) {
+      const outbox = fs.readFileSync(path.join(dir, `world-${n}`, "outbox.jsonl"), "utf8").trim().split("\n");
+      expect(outbox, `world-${n}`).toHaveLength(1);
+    }
+  });
+});
