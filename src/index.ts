@@ -36,7 +36,30 @@ export type {
 } from "./context.js";
 export type { Clock, ProgressEvent } from "./engine-settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "./views.js";
-export type { RunStatus, AttemptEnding, StepStatus, Store } from "./store/types.js";
+// The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
+export type {
+  RunStatus,
+  AttemptEnding,
+  StepStatus,
+  Store,
+  StoredRun,
+  RunRow,
+  AttemptRow,
+  OwnerRow,
+  LeaseRow,
+  StepRow,
+  EventRow,
+  Fence,
+  Lease,
+  RunPatch,
+  ClaimDecision,
+  ClaimResult,
+  RunUpdate,
+  StepOutcome,
+  AttemptEnd,
+  RunFilter,
+  RunListing,
+} from "./store/types.js";
 export type { StandardSchemaV1 } from "./schema.js";
 export * from "./errors.js";
 export { encryptedCodec } from "./encrypted-codec.js";
