@@ -93,6 +93,8 @@ const CONNECTION_CODES = new Set([
   "57P01", // admin_shutdown: pg_terminate_backend, a fast shutdown
   "57P02", // crash_shutdown
   "57P03", // cannot_connect_now: the server is starting
+  "57P05", // idle_session_timeout
+  "25P03", // idle_in_transaction_session_timeout
   "08000",
   "08001",
   "08003",
@@ -172,13 +174,15 @@ export class Connection {
    */
   async run<T>(fn: (client: PgClient, state: TxState) => Promise<T>, ambiguous: "retry" | "fail"): Promise<T> {
     const state: TxState = { commitSent: false, maybeCommitted: false };
-    const started = Date.now();
+    // The budget runs from the first failure: time spent frozen (SIGSTOP) before it must not use it up.
+    let failedAt: number | undefined;
+    const mayRetry = () => Date.now() - (failedAt ??= Date.now()) < this.retryForMs;
     for (let tries = 0; ; tries++) {
       let client: PgClient;
       try {
         client = await this.pool.connect();
       } catch (error) {
-        if (isConnectionError(error) && Date.now() - started < this.retryForMs) {
+        if (isConnectionError(error) && mayRetry()) {
           await pause(tries);
           continue;
         }
@@ -203,7 +207,7 @@ export class Connection {
           release(true);
           if (state.commitSent && ambiguous === "fail") throw new CommitUnknownError(error);
           state.maybeCommitted ||= state.commitSent;
-          if (Date.now() - started < this.retryForMs) {
+          if (mayRetry()) {
             await pause(tries);
             continue;
           }
@@ -211,7 +215,7 @@ export class Connection {
         }
         const usable = await rollback(client);
         release(!usable);
-        if (isTransient(error) && Date.now() - started < this.retryForMs) {
+        if (isTransient(error) && mayRetry()) {
           await pause(tries);
           continue;
         }

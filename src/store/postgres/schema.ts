@@ -103,6 +103,8 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
     PRIMARY KEY (run_id, seq)
   );
   `,
+  // 2: which steps each attempt reused (for timelines); absent until its ending records it
+  (s) => `ALTER TABLE ${s}.attempts ADD COLUMN reused jsonb;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

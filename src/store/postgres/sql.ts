@@ -9,7 +9,9 @@ import type { PgClient } from "./connection.js";
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS "budgetUsed", source, deadline, value, error,
   waiting_for AS "waitingFor", wake_at AS "wakeAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
 const ATTEMPT_COLUMNS = `run_id AS "runId", number, host, boot_id AS "bootId", pid, process_start AS "processStart",
-  started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error`;
+  started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error, reused`;
+/** An attempt row as JSON; `reused` is absent (not null) until an ending records it. */
+const attemptJson = (a: string) => `CASE WHEN ${a}.reused IS NULL THEN to_jsonb(${a}) - 'reused' ELSE to_jsonb(${a}) END`;
 const LEASE_COLUMNS = `run_id AS "runId", epoch, attempt, expires_at AS "expiresAt", heartbeat_at AS "heartbeatAt"`;
 const STEP_COLUMNS = `run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey", value, error,
   version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage`;
@@ -59,7 +61,7 @@ export class Sql {
   constructor(readonly s: string) {
     this.load = `SELECT
       (SELECT row_to_json(r) FROM (SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = $1) r) AS run,
-      (SELECT coalesce(json_agg(a ORDER BY a.number), '[]'::json) FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = $1) a) AS attempts,
+      (SELECT coalesce(jsonb_agg(${attemptJson("a")} ORDER BY a.number), '[]'::jsonb) FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = $1) a) AS attempts,
       (SELECT coalesce(json_agg(t ORDER BY t.seq), '[]'::json) FROM (SELECT ${STEP_COLUMNS} FROM ${s}.steps WHERE run_id = $1) t) AS steps,
       (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = $1) l) AS lease,
       (SELECT coalesce(json_agg(e ORDER BY e.seq), '[]'::json) FROM (SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE run_id = $1) e) AS events`;
@@ -75,14 +77,16 @@ export class Sql {
     return { run: row.run, attempts: row.attempts, steps: row.steps, lease: row.lease, events: row.events };
   }
 
-  listing(where: string[], limit: number | undefined): string {
+  /** Newest first; a due listing (`byWake`) oldest wake time first, which the partial index on wake_at serves. */
+  listing(where: string[], limit: number | undefined, byWake: boolean): string {
     const s = this.s;
+    const [inner, outer] = byWake ? ["wake_at, id", `r."wakeAt", r.id`] : ["created_at DESC, id", `r."createdAt" DESC, r.id`];
     return `SELECT row_to_json(r) AS run,
-        (SELECT row_to_json(a) FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = r.id ORDER BY number DESC LIMIT 1) a) AS "lastAttempt",
+        (SELECT ${attemptJson("a")} FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = r.id ORDER BY number DESC LIMIT 1) a) AS "lastAttempt",
         (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = r.id) l) AS lease
       FROM (SELECT ${RUN_COLUMNS} FROM ${s}.runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-            ORDER BY created_at DESC, id ${limit === undefined ? "" : `LIMIT ${Math.max(0, Math.floor(limit))}`}) r
-      ORDER BY r."createdAt" DESC, r.id`;
+            ORDER BY ${inner} ${limit === undefined ? "" : `LIMIT ${Math.max(0, Math.floor(limit))}`}) r
+      ORDER BY ${outer}`;
   }
 
   async insertStep(client: PgClient, step: StepRow, epoch: number | null, onConflictDoNothing = false): Promise<boolean> {
@@ -110,9 +114,9 @@ export class Sql {
 
   async insertAttempt(client: PgClient, a: AttemptRow, epoch: number, replacedExpiresAt: number | null): Promise<void> {
     await client.query(
-      `INSERT INTO ${this.s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, epoch, replaced_expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-      [a.runId, a.number, a.host, a.bootId, a.pid, a.processStart, a.startedAt, a.endedAt, a.ending, a.fromStep, a.forced, a.error, epoch, replacedExpiresAt],
+      `INSERT INTO ${this.s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, epoch, replaced_expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+      [a.runId, a.number, a.host, a.bootId, a.pid, a.processStart, a.startedAt, a.endedAt, a.ending, a.fromStep, a.forced, a.error, a.reused ? JSON.stringify(a.reused) : null, epoch, replacedExpiresAt],
     );
   }
 

@@ -3,18 +3,20 @@
  * first use. Every transaction on a run locks its lease row first (the run's mutex, see
  * schema.ts), so a claim, an update and the fence check of an attempt write never interleave.
  *
- * Claims use `FOR UPDATE SKIP LOCKED` on that row. A claim never reports an existing run as
- * missing: when the row is locked (another worker is claiming it, or its holder is writing),
- * the run is read as one consistent snapshot and `decide` judges it; a refusal that writes
- * nothing (RUN_BUSY, not ready) is final at once — the claim is ordered at the snapshot —
- * while a verdict that must write (take the lease, dead-letter) waits for the lock and is
- * decided again on what the store holds then. So `decide` may be called twice; only a verdict
- * reached under the lock is ever written.
+ * Claims use `FOR UPDATE SKIP LOCKED` on that row, and never report an existing run as
+ * missing. When the row is locked, the run is read as one consistent snapshot (one statement):
+ * - its lease is held: the run is busy (RUN_BUSY, naming the holder) at once. The lock belongs
+ *   to the holder writing, to another worker taking the run over, or to a frozen holder's
+ *   transaction; in each case a worker moves on instead of queueing behind it.
+ * - its lease is free: another transaction is claiming or updating it (a send, say); the claim
+ *   waits for the lock and `decide` judges what that transaction left.
+ * `decide` runs once per claim, always under the lock (the engine's decide has side effects).
  */
 
 import type { ConnectionOptions } from "node:tls";
 import {
   InvalidOptionError,
+  RunBusyError,
   SteplogError,
   StoreReadOnlyError,
   StoreUnreadableError,
@@ -112,7 +114,7 @@ class PostgresStoreImpl implements PostgresStore {
         throw bad(`${key} must be a whole number${key === "poolSize" ? " ≥ 1" : " of ms"}, got ${String(v)}`);
       }
     }
-    this.#secrets = secretsOf(options.connectionString);
+    this.#secrets = secretsOf(options.connectionString ?? options.pool?.options?.connectionString, (options.pool?.options as { password?: unknown } | undefined)?.password);
     this.location = `postgres store (schema ${this.schema}) at ${describeTarget(options.connectionString, options.pool)}`;
     this.#sql = new Sql(quoteSchema(this.schema));
   }
@@ -274,16 +276,17 @@ class PostgresStoreImpl implements PostgresStore {
       await conn.begin(client);
       const got = await client.query(this.#sql.lockLeaseSkipLocked, [runId]);
       if (got.rows.length === 0) {
-        // Locked by another transaction, or no such run: a snapshot tells which, and may settle it.
+        // Locked by another transaction, or no such run: a snapshot tells which.
         const snapshot = await this.#sql.loadRun(client, runId);
         if (!snapshot) {
           await conn.rollback(client);
           return { kind: "missing" };
         }
-        const verdict = decide(snapshot);
-        if (verdict.kind === "refuse" && !verdict.run) {
+        const lease = snapshot.lease;
+        const holder = lease?.attempt != null ? snapshot.attempts.find((a) => a.number === lease.attempt) : undefined;
+        if (lease && holder) {
           await conn.rollback(client);
-          return { refused: verdict.error };
+          return { refused: new RunBusyError(runId, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }) };
         }
         await this.#lock(client, runId);
       }
@@ -391,7 +394,7 @@ class PostgresStoreImpl implements PostgresStore {
         values.push(filter.dueBy);
         where.push(`wake_at IS NOT NULL AND wake_at <= $${values.length}`);
       }
-      const { rows } = await client.query(this.#sql.listing(where, filter.limit), values);
+      const { rows } = await client.query(this.#sql.listing(where, filter.limit, filter.dueBy !== undefined), values);
       return rows as RunListing[];
     });
   }
@@ -431,8 +434,8 @@ class PostgresStoreImpl implements PostgresStore {
   }
 }
 
-function secretsOf(connectionString: string | undefined): string[] {
-  const secrets: string[] = [];
+function secretsOf(connectionString: string | undefined, password: unknown): string[] {
+  const secrets: string[] = typeof password === "string" ? [password] : [];
   if (connectionString) {
     secrets.push(connectionString);
     try {

@@ -41,6 +41,8 @@ type LeaseState = { epoch: number; attempt: number | null };
 export class WriteQueue {
   #pending: Pending[] = [];
   #running: Promise<void> | undefined;
+  /** The batch committing now. */
+  #current: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly conn: Connection,
@@ -63,10 +65,9 @@ export class WriteQueue {
     return promise;
   }
 
-  /** Resolves when every write enqueued so far has committed or failed. */
+  /** Resolves when every write enqueued so far has committed or failed (not later ones: under steady load the queue is never empty). */
   async settled(): Promise<void> {
-    await Promise.all(this.#pending.map((p) => p.settled));
-    if (this.#running) await this.#running;
+    await Promise.all([this.#current, ...this.#pending.map((p) => p.settled)]);
   }
 
   async #drain(): Promise<void> {
@@ -74,7 +75,8 @@ export class WriteQueue {
       while (this.#pending.length > 0) {
         const batch = this.#pending;
         this.#pending = [];
-        await this.#commit(batch);
+        this.#current = this.#commit(batch);
+        await this.#current;
       }
     } finally {
       this.#running = undefined;
@@ -204,12 +206,13 @@ export class WriteQueue {
           }
           throw lost("attempt ending");
         }
-        await client.query(`UPDATE ${s}.attempts SET ending = $3, ended_at = $4, error = $5 WHERE run_id = $1 AND number = $2`, [
+        await client.query(`UPDATE ${s}.attempts SET ending = $3, ended_at = $4, error = $5, reused = $6 WHERE run_id = $1 AND number = $2`, [
           runId,
           end.attempt,
           end.ending,
           end.endedAt,
           end.error,
+          end.reused ? JSON.stringify(end.reused) : null,
         ]);
         await this.sql.patchRun(client, runId, end.run);
         if (end.wakeOnEvent !== undefined) {

@@ -1,0 +1,342 @@
+// The Postgres store against a real server (STEPLOG_PG_URL): the conformance suite, and what only
+// a network database does — connections that die mid-run, locked rows, concurrent first opens,
+// secrets kept out of messages. Every store here gets its own fresh schema, dropped afterwards,
+// so this file runs in parallel with the others.
+import { spawnSync } from "node:child_process";
+import crypto from "node:crypto";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEngine, defineWorkflow, isSteplogError, RunBusyError } from "../../src/index.js";
+import { postgresStore, type PostgresStore } from "../../src/postgres.js";
+import { attemptRow, describeStore, runRow } from "../../src/testing.js";
+import type { PgClient, PgPoolLike } from "../../src/store/postgres/connection.js";
+import { SCHEMA_VERSION } from "../../src/store/postgres/schema.js";
+import type { StoredRun } from "../../src/store/types.js";
+
+const URL_ = process.env.STEPLOG_PG_URL;
+if (!URL_) {
+  console.warn("postgres store tests skipped: set STEPLOG_PG_URL (e.g. STEPLOG_PG_URL=postgres://postgres@127.0.0.1:5432/test) to run them");
+}
+const suite = URL_ ? describe : describe.skip;
+
+const tag = `steplog_t${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
+const schemas: string[] = [];
+function freshSchema(): string {
+  const name = `${tag}_${schemas.length}`;
+  schemas.push(name);
+  return name;
+}
+
+let admin: pg.Pool;
+if (URL_) {
+  beforeAll(async () => {
+    admin = new pg.Pool({ connectionString: URL_, max: 3 });
+    admin.on("error", () => {});
+    try {
+      await admin.query("SELECT 1");
+    } catch (error) {
+      // Set means "test Postgres": an unreachable server is a failure, never a skip.
+      throw new Error(`STEPLOG_PG_URL is set but the server cannot be reached: ${(error as Error).message}`);
+    }
+  });
+  afterAll(async () => {
+    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  });
+}
+
+const store = (schema: string, extra: Parameters<typeof postgresStore>[0] = {}) => postgresStore({ connectionString: URL_!, schema, ...extra });
+
+if (URL_) {
+  describeStore(
+    "postgres",
+    {
+      create: () => store(freshSchema()),
+      reopen: (closed) => store((closed as PostgresStore).schema),
+      another: (live) => store((live as PostgresStore).schema),
+      corrupt: async (closed) => {
+        const schema = (closed as PostgresStore).schema;
+        await admin.query(`DROP TABLE "${schema}".meta`);
+        return store(schema);
+      },
+    },
+    { describe, it },
+  );
+}
+
+const NOW = Date.UTC(2030, 0, 1);
+
+suite("postgres store", () => {
+  it("tables in their own schema, queryable with psql; location names host, port, database and schema, never a password", async () => {
+    const schema = freshSchema();
+    const hello = defineWorkflow({
+      name: "hello",
+      async run(ctx) {
+        const a = await ctx.step("a", async () => ({ greeting: "hello" }));
+        return ctx.step("b", async () => `${a.greeting} world`);
+      },
+    });
+    const engine = createEngine({ store: store(schema), workflows: [hello] });
+    expect(engine.store.location).toMatch(new RegExp(`^postgres store \\(schema ${schema}\\) at [^:@]+:\\d+/\\w+$`));
+    expect((await engine.start(hello, undefined, { id: "212" })).status).toBe("completed");
+    await engine.close();
+    const q = (sql: string) => admin.query(sql).then((r) => r.rows);
+    expect(await q(`select id, workflow, status, attempts from "${schema}".runs`)).toEqual([{ id: "212", workflow: "hello", status: "completed", attempts: 1 }]);
+    expect(await q(`select key, status, idempotency_key, value, written_epoch from "${schema}".steps where run_id = '212' order by seq`)).toEqual([
+      { key: "a", status: "succeeded", idempotency_key: "212:a", value: '{"greeting":"hello"}', written_epoch: "1" },
+      { key: "b", status: "succeeded", idempotency_key: "212:b", value: '"hello world"', written_epoch: "1" },
+    ]);
+    expect(await q(`select value from "${schema}".meta where key = 'schema_version'`)).toEqual([{ value: String(SCHEMA_VERSION) }]);
+  });
+
+  it("a connection killed (pg_terminate_backend) between a step's intent and its outcome is survived: the run completes, no step runs twice", async () => {
+    const schema = freshSchema();
+    const app = `${schema}_app`;
+    let killed = 0;
+    const terminate = async () => {
+      const { rows } = await admin.query("SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1", [app]);
+      killed += rows.filter((r) => r.ok).length;
+    };
+    const calls: Record<string, number> = {};
+    const count = (key: string) => (calls[key] = (calls[key] ?? 0) + 1);
+    const flow = defineWorkflow({
+      name: "killed",
+      async run(ctx) {
+        const out: number[] = [];
+        for (let i = 1; i <= 4; i++) {
+          out.push(
+            await ctx.step(`s${i}`, { effect: i === 3 ? "irreversible" : "idempotent" }, async () => {
+              count(`s${i}`);
+              // The intent of this step is durable; its outcome not yet. Kill every connection the store has.
+              if (i % 2 === 0 || i === 3) await terminate();
+              return i * 10;
+            }),
+          );
+        }
+        return out;
+      },
+    });
+    const engine = createEngine({ store: store(schema, { applicationName: app, poolSize: 4 }), workflows: [flow] });
+    const result = await engine.start(flow, undefined, { id: "k" });
+    expect(result).toMatchObject({ status: "completed", value: [10, 20, 30, 40], attempt: 1 });
+    expect(calls).toEqual({ s1: 1, s2: 1, s3: 1, s4: 1 });
+    expect(killed).toBeGreaterThan(0);
+    const view = await engine.get("k");
+    expect(view.steps.map((s) => [s.key, s.status])).toEqual([
+      ["s1", "succeeded"],
+      ["s2", "succeeded"],
+      ["s3", "succeeded"],
+      ["s4", "succeeded"],
+    ]);
+    await engine.close();
+  });
+
+  it("a COMMIT whose reply is lost is retried on a new connection and recognised as done: no step lost or repeated, no extra attempt", async () => {
+    const schema = freshSchema();
+    const real = new pg.Pool({ connectionString: URL_!, max: 4 });
+    real.on("error", () => {});
+    let dropped = 0;
+    let toggle = false;
+    // Every other COMMIT is carried out by the server, then its connection is cut before the reply is read.
+    const flaky: PgPoolLike = {
+      options: real.options,
+      end: () => real.end(),
+      async connect() {
+        const client = await real.connect();
+        const wrapped: PgClient = {
+          async query(text: string, values?: unknown[]) {
+            const result = await client.query(text, values);
+            if (text === "COMMIT" && (toggle = !toggle)) {
+              dropped++;
+              throw new Error("Connection terminated unexpectedly");
+            }
+            return result;
+          },
+          release: (destroy) => client.release(destroy),
+        };
+        return wrapped;
+      },
+    };
+    const calls: string[] = [];
+    let failOnce = true;
+    const flow = defineWorkflow({
+      name: "lost-replies",
+      async run(ctx) {
+        const a = await ctx.step("a", async () => (calls.push("a"), 1));
+        const b = await ctx.step("b", { effect: "irreversible" }, async () => (calls.push("b"), 2));
+        const c = await ctx.step("c", async () => {
+          calls.push("c");
+          if (failOnce) {
+            failOnce = false;
+            throw new Error("c fails the first time");
+          }
+          return 3;
+        });
+        return a + b + c;
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: flaky, schema }), workflows: [flow] });
+    expect((await engine.start(flow, undefined, { id: "r" })).status).toBe("failed");
+    const again = await engine.continue("r");
+    expect(again).toMatchObject({ status: "completed", value: 6, attempt: 2 });
+    expect(calls).toEqual(["a", "b", "c", "c"]);
+    const stored = (await engine.store.loadRun("r"))!;
+    expect(stored.attempts.map((a) => [a.number, a.ending])).toEqual([
+      [1, "failed"],
+      [2, "completed"],
+    ]);
+    expect(stored.steps.map((s) => [s.seq, s.key, s.status, s.attempt])).toEqual([
+      [1, "a", "succeeded", 1],
+      [2, "b", "succeeded", 1],
+      [3, "c", "failed", 1],
+      [4, "c", "succeeded", 2],
+    ]);
+    expect(stored.lease).toMatchObject({ epoch: 2, attempt: null });
+    expect(dropped).toBeGreaterThan(5);
+    await engine.close();
+    await real.end();
+  });
+
+  it("a claim never reports an existing run as missing: a locked run with a live holder is busy at once; a locked free run is waited for, then taken", async () => {
+    const schema = freshSchema();
+    const s = store(schema);
+    const first = await s.createRun(runRow("held"), attemptRow("held", 1), { expiresAt: NOW + 60_000, now: NOW });
+    expect("exists" in first).toBe(false);
+    await s.createRun(runRow("free"), attemptRow("free", 1), { expiresAt: NOW + 60_000, now: NOW });
+    await s.endAttempt({ runId: "free", epoch: 1 }, { attempt: 1, ending: "failed", endedAt: NOW, error: null, run: { status: "failed" } });
+    const takeIfFree = (runId: string) => (current: StoredRun) =>
+      current.lease?.attempt != null
+        ? { kind: "refuse" as const, error: new RunBusyError(runId, { attempt: current.lease.attempt, host: "h", pid: 1, expiresAt: current.lease.expiresAt }) }
+        : { kind: "take" as const, attempt: attemptRow(runId, current.run.attempts + 1), run: { attempts: current.run.attempts + 1 }, expiresAt: NOW + 60_000, now: NOW };
+
+    const locker = await admin.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query(`SELECT 1 FROM "${schema}".leases WHERE run_id IN ('held', 'free') FOR UPDATE`);
+      const started = Date.now();
+      await expect(s.claimRun("held", takeIfFree("held"))).rejects.toSatisfy((e) => isSteplogError(e, "RUN_BUSY"));
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(await s.claimRun("nope", takeIfFree("nope"))).toEqual({ kind: "missing" });
+      let settled = false;
+      const waiting = s.claimRun("free", takeIfFree("free")).finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      await locker.query("COMMIT");
+      expect(await waiting).toMatchObject({ kind: "taken", lease: { runId: "free", epoch: 2, attempt: 2 } });
+    } finally {
+      await locker.query("ROLLBACK").catch(() => {});
+      locker.release();
+      await s.close();
+    }
+  });
+
+  it("a group commit refuses a stale write alone: the other writes of the batch commit", async () => {
+    const s = store(freshSchema());
+    const a = (await s.createRun(runRow("a"), attemptRow("a", 1), { expiresAt: NOW + 60_000, now: NOW })) as { epoch: number; runId: string };
+    const b = (await s.createRun(runRow("b"), attemptRow("b", 1), { expiresAt: NOW + 60_000, now: NOW })) as { epoch: number; runId: string };
+    await s.updateRun("b", () => ({ fenceOut: { now: NOW }, result: true }));
+    const step = (runId: string) => ({ ...stepRowFor(runId), runId });
+    // Issued in one turn of the event loop: one transaction.
+    const results = await Promise.allSettled([s.writeIntent(a, step("a")), s.writeIntent(b, step("b")), s.renewLease(a, NOW + 90_000, NOW + 1)]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(isSteplogError((results[1] as PromiseRejectedResult).reason, "LEASE_LOST")).toBe(true);
+    expect((await s.loadRun("a"))!.steps).toHaveLength(1);
+    expect((await s.loadRun("a"))!.lease!.expiresAt).toBe(NOW + 90_000);
+    expect((await s.loadRun("b"))!.steps).toHaveLength(0);
+    await s.close();
+  });
+
+  it("concurrent first opens on many connections migrate once; a newer schema is refused with STORE_TOO_NEW and left untouched", async () => {
+    const schema = freshSchema();
+    const stores = Array.from({ length: 6 }, () => store(schema, { poolSize: 2 }));
+    await Promise.all(stores.map((s) => s.migrate()));
+    await Promise.all(stores.map((s) => s.close()));
+    expect((await admin.query(`select value from "${schema}".meta`)).rows).toEqual([{ value: String(SCHEMA_VERSION) }]);
+    await admin.query(`update "${schema}".meta set value = '99' where key = 'schema_version'`);
+    const newer = store(schema);
+    await expect(newer.loadRun("x")).rejects.toSatisfy((e) => isSteplogError(e, "STORE_TOO_NEW"));
+    await expect(newer.createRun(runRow("x"), attemptRow("x", 1), { expiresAt: NOW, now: NOW })).rejects.toSatisfy((e) => isSteplogError(e, "STORE_TOO_NEW"));
+    await newer.close();
+    expect((await admin.query(`select value from "${schema}".meta`)).rows).toEqual([{ value: "99" }]);
+  });
+
+  it("a due listing comes oldest wake time first; an attempt's reused steps are absent until its ending records them", async () => {
+    const s = store(freshSchema());
+    for (const [id, wakeAt] of [["a", NOW + 30], ["b", NOW + 10], ["c", NOW + 20], ["d", NOW + 999]] as const) {
+      await s.createRun(runRow(id, { status: "waiting", wakeAt, createdAt: NOW + wakeAt }), attemptRow(id, 1), { expiresAt: NOW, now: NOW });
+    }
+    expect((await s.listRuns({ status: ["waiting"], dueBy: NOW + 100 })).map((l) => l.run.id)).toEqual(["b", "c", "a"]);
+    expect((await s.listRuns({ status: ["waiting"], dueBy: NOW + 100, limit: 2 })).map((l) => l.run.id)).toEqual(["b", "c"]);
+    expect("reused" in (await s.loadRun("a"))!.attempts[0]!).toBe(false);
+    await s.endAttempt({ runId: "a", epoch: 1 }, { attempt: 1, ending: "completed", endedAt: NOW, error: null, run: { status: "completed" }, reused: ["x", "y#2"] });
+    expect((await s.loadRun("a"))!.attempts[0]!.reused).toEqual(["x", "y#2"]);
+    expect((await s.listRuns({ workflow: "conformance" })).find((l) => l.run.id === "a")!.lastAttempt!.reused).toEqual(["x", "y#2"]);
+    await s.close();
+  });
+
+  it("reads on a schema that does not exist find nothing and create nothing", async () => {
+    const schema = freshSchema();
+    const s = store(schema);
+    expect(await s.loadRun("x")).toBeUndefined();
+    expect(await s.listRuns({})).toEqual([]);
+    await s.close();
+    expect((await admin.query("select 1 from pg_namespace where nspname = $1", [schema])).rows).toEqual([]);
+  });
+
+  it("a server that cannot be reached: STORE_UNREADABLE / STORE_WRITE_FAILED, and the password is in no message", async () => {
+    const url = new URL(URL_!);
+    url.password = "s3cret-Pa55";
+    url.port = "1"; // nothing listens there
+    const s = postgresStore({ connectionString: url.toString(), schema: "steplog", retryForMs: 200 });
+    expect(s.location).toBe(`postgres store (schema steplog) at ${url.hostname}:1/${url.pathname.slice(1)}`);
+    const read = await s.loadRun("x").catch((e) => e);
+    expect(isSteplogError(read, "STORE_UNREADABLE")).toBe(true);
+    expect(read.message).toMatch(/could not reach the server/);
+    const write = await s.createRun(runRow("x"), attemptRow("x", 1), { expiresAt: NOW, now: NOW }).catch((e) => e);
+    expect(isSteplogError(write, "STORE_WRITE_FAILED")).toBe(true);
+    for (const error of [read, write]) {
+      const everything = JSON.stringify({ message: error.message, cause: String(error.cause?.message), stack: error.stack });
+      expect(everything).not.toContain("s3cret-Pa55");
+    }
+    await s.close();
+  });
+
+  it("without pg installed, the store says to install it (and steplog itself loads)", () => {
+    const dist = fileURLToPath(new URL("../../dist/", import.meta.url));
+    const hook = `export async function resolve(s, c, next) { if (s === "pg") { const e = new Error("Cannot find package 'pg'"); e.code = "ERR_MODULE_NOT_FOUND"; throw e; } return next(s, c); }`;
+    const script = `
+      import { register } from "node:module";
+      register("data:text/javascript,${encodeURIComponent(hook)}");
+      const { createEngine } = await import(${JSON.stringify(dist + "index.js")});
+      const { postgresStore } = await import(${JSON.stringify(dist + "postgres.js")});
+      const store = postgresStore({ connectionString: "postgres://u@127.0.0.1:1/db" });
+      const engine = createEngine({ store });
+      try { await engine.get("x"); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
+    const out = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+    const report = JSON.parse(out.stdout.trim().split("\n").at(-1) ?? "{}");
+    expect(report.code, out.stderr).toBe("INVALID_OPTION");
+    expect(report.message).toContain("npm install pg");
+  });
+});
+
+function stepRowFor(runId: string) {
+  return {
+    runId,
+    seq: 1,
+    attempt: 1,
+    key: "s",
+    name: "s",
+    status: "intended" as const,
+    effect: "idempotent" as const,
+    idempotencyKey: `${runId}:s`,
+    value: null,
+    error: null,
+    version: null,
+    intendedAt: NOW,
+    endedAt: null,
+    calls: 0,
+    resolution: null,
+    usage: null,
+  };
+}
