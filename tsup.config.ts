@@ -4,14 +4,23 @@ import { defineConfig } from "tsup";
 export const entries = {
   index: "src/index.ts",
   sqlite: "src/sqlite.ts",
+  postgres: "src/postgres.ts",
   memory: "src/memory.ts",
   testing: "src/testing.ts",
+  agents: "src/agents.ts",
+  jsonl: "src/jsonl.ts",
+};
+
+// Bins: built with the entries (sharing their chunks) but not exported; the source starts with
+// a #! line, which esbuild keeps and tsup turns into an executable file.
+export const bins = {
+  cli: "src/cli/main.ts",
 };
 
 export default defineConfig({
-  entry: entries,
+  entry: { ...entries, ...bins },
   format: ["esm", "cjs"],
-  dts: true,
+  dts: { entry: entries },
   // Shared chunks in both formats, so an error class or the process-wide attempt
   // registry is one object whichever entries an app imports.
   splitting: true,

@@ -390,6 +390,7 @@ class SteplogEngine implements Engine {
         store: this.store,
         now: () => this.#settings.clock.now(),
         workflows: () => [...this.#workflows.values()].map((w) => ({ name: w.name, autoResume: w.autoResume })),
+        isInterrupted: (listing) => listing.run.status === "interrupted" || summarize(listing, this.#judge()).status === "interrupted",
         claimReady: async (runId) => {
           try {
             return await this.#claimAndRun(runId, "run", {}, undefined, true);

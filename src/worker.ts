@@ -9,7 +9,7 @@
 
 import { InvalidOptionError } from "./errors.js";
 import type { RunResult } from "./attempt.js";
-import type { Store } from "./store/types.js";
+import type { RunListing, Store } from "./store/types.js";
 
 export interface WorkOptions {
   /** Attempts run at once. Default 1. */
@@ -30,6 +30,8 @@ export interface WorkerHost {
   now(): number;
   /** The workflows this engine can run: a worker never claims a run of another. */
   workflows(): Array<{ name: string; autoResume: boolean }>;
+  /** True when the run's attempt has no ending and its owner is gone (the run reads interrupted). */
+  isInterrupted(listing: RunListing): boolean;
   /** Claim (only if still ready) and run one attempt; undefined when it was not ready after all. */
   claimReady(runId: string): Promise<RunResult | undefined>;
 }
@@ -118,9 +120,11 @@ async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
   // Oldest due first (the store orders a dueBy listing by wake time).
   const due = await host.store.listRuns({ status: ["waiting"], dueBy: host.now(), limit: Math.max(limit, 16) });
   const ids = due.filter((l) => names.has(l.run.workflow)).map((l) => l.run.id);
+  // Only runs whose owner is gone: a live attempt's run would just be refused (RUN_BUSY), and
+  // listing them first could hide an old abandoned one behind many live ones.
   for (const workflow of ours.filter((w) => w.autoResume)) {
-    const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow: workflow.name, limit: Math.max(limit, 16) });
-    ids.push(...stuck.map((l) => l.run.id));
+    const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow: workflow.name });
+    ids.push(...stuck.filter((l) => host.isInterrupted(l)).slice(0, Math.max(limit, 16)).map((l) => l.run.id));
   }
   return ids;
 }

@@ -36,7 +36,7 @@ export interface CommandHelp {
 
 export const COMMON_OPTIONS: Record<string, OptionSpec> = {
   db: { type: "string", value: "FILE", description: "The SQLite store to use (default .steplog/steplog.db in the working directory; env STEPLOG_DB)." },
-  store: { type: "string", value: "URL", description: "Another store: postgres://user@host/db (env STEPLOG_STORE). Not with --db." },
+  store: { type: "string", value: "URL", description: "Another store: postgres://user@host/db, jsonl:FILE or sqlite:FILE (env STEPLOG_STORE). Not with --db." },
   json: { type: "boolean", description: "Print one JSON document on stdout instead of text, for scripts." },
   "no-color": { type: "boolean", description: "No colour even on a terminal (colour is also off with NO_COLOR or when not a TTY)." },
   help: { type: "boolean", short: "h", description: "Show this help." },
@@ -170,7 +170,12 @@ export function renderHelp(help: CommandHelp): string {
     lines.push("", "Examples:");
     for (const e of help.examples) lines.push(`  ${e}`);
   }
-  lines.push("", "Exit codes: 0 ok, 1 the run ended without completing, 2 usage error, 3 refused,", "4 not found, 5 store unavailable, 6 workflow not loadable, 130 interrupted. See docs/cli.md.");
+  lines.push(
+    "",
+    "Exit codes: 0 ok, 1 the run ended without completing, 2 usage error, 3 refused,",
+    "4 not found, 5 store unavailable, 6 workflow not loadable, 70 internal error,",
+    "130 interrupted. See docs/cli.md.",
+  );
   return lines.join("\n") + "\n";
 }
 

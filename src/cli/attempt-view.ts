@@ -35,7 +35,7 @@ export async function attend(
     events.push(event);
     if (!session.json) live.onEvent(event);
   };
-  const guard = guardSignals(controller, (text) => session.err(text), what);
+  const guard = guardSignals(controller, (text) => live.aside(() => session.err(text)), what);
   try {
     const result = await go({ onProgress, signal: controller.signal });
     return { result, interruptedBy: guard.received, events };
@@ -78,7 +78,7 @@ export async function report(session: Session, engine: Engine, attended: Attende
   const paint = session.paint;
   const lines: string[] = [];
   if (result.status === "completed") lines.push(`${paint("bold", "Value")}  ${oneLineJson(result.value, 400)}`);
-  else if (result.error) lines.push(`${paint("bold", "Error")}  ${paint("red", safe(errorText(result.error)).slice(0, 600))}`);
+  else if (result.error && result.status !== "escalated") lines.push(`${paint("bold", "Error")}  ${paint("red", safe(errorText(result.error)).slice(0, 600))}`);
   if (result.waitingFor) {
     const w = result.waitingFor;
     lines.push(`${paint("bold", "Waits")}  for ${w.kind === "event" ? `event ${safe(JSON.stringify(w.event))}` : w.kind === "sleep" ? `its timer (${w.until !== undefined ? new Date(w.until).toISOString() : "?"})` : `approval of step ${safe(w.step)}`}; the process may exit`);

@@ -58,7 +58,7 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
     case "stopped":
       return { glyph: "■", tone: "warn", label: "stopped", note: errorText(e.error) };
     case "escalated":
-      return { glyph: "⚠", tone: "warn", label: "escalated", note: `cut off inside a ${e.effect} step; waits for a person (steplog resolve)` };
+      return { glyph: "⚠", tone: "warn", label: "escalated", note: `cut off inside ${/^[aeiou]/.test(e.effect) ? "an" : "a"} ${e.effect} step; waits for a person (steplog resolve)` };
     case "compensated":
       return { glyph: "↶", tone: "comp", label: "compensated", note: "" };
     case "intended":

@@ -39,7 +39,6 @@ export function wantsColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv, 
 
 /** Strip colour codes (to measure or test what a line says). */
 export function stripAnsi(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/\x1b\[[0-9;]*m/g, "");
 }
 
@@ -48,7 +47,6 @@ export function stripAnsi(text: string): string {
  * bidirectional overrides become visible escapes; newlines are kept only when `multiline`.
  */
 export function safe(text: string, multiline = false): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
     if (multiline && c === "\n") return c;
     if (c === "\t") return "  ";

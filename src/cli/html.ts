@@ -37,6 +37,7 @@ export function renderHtml(t: Timeline, now: number): string {
   const facts: Array<[string, string]> = [
     ["workflow", `${e(t.workflow)}${t.version ? ` <span class="muted">${e(t.version)}</span>` : ""}`],
     ["source", t.source ? `<code>${e(t.source)}</code>` : `<span class="muted">none recorded</span>`],
+    ["args", `<code>${e(oneLineJson(t.args, 600))}</code>`],
     ["started", `${e(t.createdAt)} <span class="muted">(${e(formatAge(Date.parse(t.createdAt), now))})</span>`],
     ["updated", `${e(t.updatedAt)} <span class="muted">(${e(formatAge(Date.parse(t.updatedAt), now))})</span>`],
     ["attempts", String(t.attemptCount)],

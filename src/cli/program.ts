@@ -128,19 +128,22 @@ function reportError(error: unknown, io: Io, parsed: Parsed | undefined, name: s
   const code = codeOf(error);
   const json = parsed?.values.json === true;
   const paint = painter(wantsColor(io.stderr, io.env, parsed?.values["no-color"] === true));
-  const message = error instanceof Error ? error.message : String(error);
+  const raw = error instanceof Error ? error.message : String(error);
+  const message = raw.startsWith(`steplog ${name}: `) ? raw.slice(`steplog ${name}: `.length) : raw;
   const hint = hintFor(error, name);
   if (json) {
     io.stdout.write(
-      JSON.stringify({ error: { code, name: error instanceof Error ? error.name : "Error", message, ...(hint ? { next: hint } : {}) }, exitCode: exit }, null, 2) + "\n",
+      JSON.stringify({ error: { code, name: error instanceof Error ? error.name : "Error", message, ...(hint ? { [isCommand(hint) ? "next" : "hint"]: hint } : {}) }, exitCode: exit }, null, 2) + "\n",
     );
   }
   const label = exit === EXIT.usage ? "usage" : code;
   io.stderr.write(`${paint(["red", "bold"], `steplog ${name}: ${label}`)}: ${safe(message, true)}\n`);
-  if (hint) io.stderr.write(`${paint("gray", "next:")} ${paint("cyan", safe(hint))}\n`);
+  if (hint) io.stderr.write(isCommand(hint) ? `${paint("gray", "next:")} ${paint("cyan", safe(hint))}\n` : `${paint("gray", "hint:")} ${safe(hint)}\n`);
   if (exit === EXIT.internal && error instanceof Error && error.stack) io.stderr.write(paint("gray", `${safe(error.stack, true)}\nThis is a bug in steplog; please report it with the output above.\n`));
   return exit;
 }
+
+const isCommand = (hint: string) => hint.startsWith("steplog ");
 
 /** The command to type next, in steplog-command terms, for a refusal. */
 export function hintFor(error: unknown, name: string): string | undefined {

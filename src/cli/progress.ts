@@ -259,7 +259,7 @@ export class LiveProgress {
     const model = progressModel(this.events);
     let finalPrefix = 0;
     while (finalPrefix < model.length && (force || isFinal(model[finalPrefix]!))) finalPrefix++;
-    const width = this.options.tty ? Math.max(20, (this.out.columns ?? 80) - 1) : undefined;
+    const width = this.options.tty ? Math.max(20, (this.out.columns || 80) - 1) : undefined;
     const render = (line: ProgressLine) =>
       renderLine(line, { now: this.options.now(), color: this.options.color, ...(this.options.tty ? { frame: this.#frame } : {}), ...(width ? { width } : {}) });
     let text = "";
@@ -278,6 +278,16 @@ export class LiveProgress {
       clearInterval(this.#timer);
       this.#timer = undefined;
     }
+  }
+
+  /** Write something else (a message on stderr) without breaking the live rows: erase them, write, redraw. */
+  aside(write: () => void): void {
+    if (this.options.tty && this.#liveRows > 0 && !this.#closed) {
+      this.out.write(`\x1b[${this.#liveRows}A\r\x1b[J`);
+      this.#liveRows = 0;
+      write();
+      this.#draw();
+    } else write();
   }
 
   /** Print whatever is left (steps still shown as running are printed as they stand) and stop. */

@@ -59,6 +59,8 @@ export interface Timeline {
   version: string | null;
   status: string;
   source: string | null;
+  /** The args as recorded at the start. */
+  args: unknown;
   createdAt: string;
   updatedAt: string;
   attemptCount: number;
@@ -81,6 +83,21 @@ export interface Timeline {
   escalations: Escalation[];
   /** Commands to type next, most likely first. */
   next: string[];
+}
+
+const isoOf = (n: number | null | undefined) => (n === null || n === undefined ? n : new Date(n).toISOString());
+
+/** The timeline for --json: times as ISO-8601 strings, like engine.get. */
+export function timelineJson(t: Timeline): unknown {
+  return {
+    ...t,
+    attempts: t.attempts.map((a) => ({
+      ...a,
+      startedAt: isoOf(a.startedAt),
+      endedAt: isoOf(a.endedAt),
+      entries: a.entries.map((e) => ({ ...e, startedAt: isoOf(e.startedAt), endedAt: isoOf(e.endedAt), ...(e.settledAt !== undefined ? { settledAt: isoOf(e.settledAt) } : {}) })),
+    })),
+  };
 }
 
 const ms = (iso: string | null) => (iso === null ? null : Date.parse(iso));
@@ -112,6 +129,7 @@ export function buildTimeline(run: RunView, escalations: Escalation[], now: numb
     version: run.version,
     status: run.status,
     source: run.source,
+    args: run.args,
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
     attemptCount: run.attemptCount,

@@ -42,7 +42,7 @@ const leaves: Array<[string, "import" | "require", "types" | "default", string]>
 
 describe("package.json exports", () => {
   it("has exactly the expected subpaths", () => {
-    expect(Object.keys(pkg.exports).sort()).toEqual([".", "./memory", "./package.json", "./sqlite", "./testing"]);
+    expect(Object.keys(pkg.exports).sort()).toEqual([".", "./agents", "./jsonl", "./memory", "./package.json", "./postgres", "./sqlite", "./testing"]);
     expect(pkg.exports["./package.json"]).toBe("./package.json");
   });
 

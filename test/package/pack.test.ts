@@ -238,7 +238,17 @@ export async function main(): Promise<number> {
   const known: SteplogError["code"] = "ARGS_REJECTED";
   // @ts-expect-error an error code is one of the known codes, not any string
   const unknownCode: SteplogError["code"] = "NOT_A_CODE";
-  void [argsType, valueType, resultType, ran, store, known, unknownCode];
+  // steplog/agents: durableTools keeps the tools' shape; messagesFromSteps reads a run view.
+  const agent = defineWorkflow({
+    name: "agent",
+    async run(ctx) {
+      const tools = durableTools(ctx, { add: (input: { a: number; b: number }) => input.a + input.b });
+      const sum: unknown = await tools.add({ a: 1, b: 2 });
+      return sum;
+    },
+  });
+  const history: OpenAIMessage[] = messagesFromSteps(await engine.get((await engine.start(agent, undefined)).id));
+  void [argsType, valueType, resultType, ran, store, known, unknownCode, history];
   await engine.close();
   return result.value?.doubled ?? 0;
 }
@@ -249,6 +259,9 @@ import { createEngine, defineWorkflow, isSteplogError, SteplogError, type RunRes
 import { memoryStore } from "steplog/memory";
 import { sqliteStore } from "steplog/sqlite";
 import { testWorkflow } from "steplog/testing";
+import { durableTools, messagesFromSteps, type OpenAIMessage } from "steplog/agents";
+import type {} from "steplog/postgres";
+import type {} from "steplog/jsonl";
 `;
 
 // ---------------------------------------------------------------------------------------------
@@ -353,6 +366,7 @@ describe.each(["esm", "cjs"] as const)("the installed package from %s", (format)
       expect(out.entries["steplog/sqlite"]).toMatchObject({ sqliteStore: "function" });
       expect(out.entries["steplog/memory"]).toMatchObject({ memoryStore: "function" });
       expect(out.entries["steplog/testing"]).toMatchObject({ testWorkflow: "function" });
+      expect(out.entries["steplog/agents"]).toMatchObject({ durableTools: "function", durableModel: "function", modelTurn: "function", messagesFromSteps: "function" });
       // Each condition resolves to the installed package's file for this module system.
       const js = format === "esm" ? "js" : "cjs";
       expect(out.resolved).toEqual(

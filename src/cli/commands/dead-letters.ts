@@ -3,7 +3,7 @@
 import { integerOption, stringOption } from "../args.js";
 import type { Command } from "../command.js";
 import { EXIT } from "../exit.js";
-import { command } from "../format.js";
+import { command, safe, truncate } from "../format.js";
 import { printRunLines, runLines } from "./runs.js";
 
 export const deadLetters: Command = {
@@ -37,6 +37,10 @@ export const deadLetters: Command = {
       return EXIT.ok;
     }
     printRunLines(session, lines, more, limit, "dead-lettered runs");
+    for (const l of lines) {
+      const error = errors.get(l.id);
+      if (error) session.out(`${session.paint("gray", `${safe(l.id)}:`)} ${session.paint("red", truncate(safe(error.split("\n")[0] ?? ""), 200))}`);
+    }
     if (lines.length) session.out(`${session.paint("gray", "to retry one with a fresh budget:")} ${session.paint("cyan", command("steplog", "run", "--continue", "--id", lines[0]!.id, "--force"))}`);
     return EXIT.ok;
   },

@@ -71,15 +71,15 @@ export const run: Command = {
     const source = file ?? view.source ?? undefined;
     if (source === undefined) {
       throw new WorkflowLoadError(
-        `Run ${JSON.stringify(id)} has no recorded source (it was started by an app, not by steplog run), so its workflow file is unknown.`,
-        `Give the file that defines workflow ${JSON.stringify(view.workflow)}: ${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`,
+        `Run ${JSON.stringify(id)} has no recorded source (it was started by an app, not by steplog run), so its workflow file is unknown: give the file that defines workflow ${JSON.stringify(view.workflow)}.`,
+        `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`,
       );
     }
     const loaded = await loadWorkflowFile(source, cwd);
     if (loaded.workflow.name !== view.workflow) {
       throw new WorkflowLoadError(
         `${loaded.file} defines workflow ${JSON.stringify(loaded.workflow.name)}, but run ${JSON.stringify(id)} belongs to ${JSON.stringify(view.workflow)}.`,
-        `Give the file that defines ${JSON.stringify(view.workflow)}: ${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`,
+        `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`,
       );
     }
     if (file !== undefined && view.source && resolveSource(view.source, cwd) !== loaded.file && !session.json) {

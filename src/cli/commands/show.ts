@@ -9,7 +9,7 @@ import { CliError, EXIT } from "../exit.js";
 import { columns, formatAge, formatDuration, formatUsage, oneLineJson, safe, type Paint, type Style } from "../format.js";
 import { renderHtml } from "../html.js";
 import type { Session } from "../session.js";
-import { buildTimeline, type Timeline } from "../timeline.js";
+import { buildTimeline, timelineJson, type Timeline } from "../timeline.js";
 
 export const show: Command = {
   help: {
@@ -18,7 +18,7 @@ export const show: Command = {
     usage: ["steplog show <id> [--json] [--html FILE]"],
     description: [
       "Prints the run attempt by attempt: each step it reused (↺, with the attempt that recorded it) or ran (✓ ✗ ■ ⚠), how long it took, its error, its usage; escalations waiting for a person; the totals of time and recorded cost; what reuse saved (the time and cost of the original rows of the reused steps); and the commands that move the run on.",
-      "--html FILE writes the timeline as a self-contained page instead of printing it (no script, no network) with the timeline drawn as bars per attempt and step.",
+      "--html FILE writes, instead, a self-contained page (no script, no network) with the timeline drawn as bars per attempt and step.",
     ],
     options: {
       html: { type: "string", value: "FILE", description: "Write the timeline as a self-contained HTML page to FILE (instead of printing it)." },
@@ -43,7 +43,7 @@ export const show: Command = {
         throw new CliError(`Could not write ${written}: ${(error as Error).message}`, EXIT.usage, "HTML_NOT_WRITTEN");
       }
     }
-    if (session.json) session.printJson({ ...timeline, ...(written ? { html: written } : {}) });
+    if (session.json) session.printJson({ ...(timelineJson(timeline) as object), ...(written ? { html: written } : {}) });
     else if (written) session.out(`HTML timeline of run ${safe(id)} written to ${safe(written)}`);
     else session.lines(renderTimeline(timeline, session.paint, session.now()));
     return EXIT.ok;
@@ -59,6 +59,7 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
   out.push(`${paint("bold", `Run ${safe(t.id)}`)} · ${safe(t.workflow)}${t.version ? gray(` ${safe(t.version)}`) : ""} · ${paint([statusStyle, "bold"], t.status)}`);
   const facts: string[][] = [];
   facts.push(["  source", t.source ? safe(t.source) : gray("none recorded (give the workflow file to continue)")]);
+  facts.push(["  args", oneLineJson(t.args, 200)]);
   facts.push(["  started", `${t.createdAt} ${gray(`(${formatAge(Date.parse(t.createdAt), now)})`)}`]);
   if (t.updatedAt !== t.createdAt) facts.push(["  updated", `${t.updatedAt} ${gray(`(${formatAge(Date.parse(t.updatedAt), now)})`)}`]);
   if (t.waitingFor) {

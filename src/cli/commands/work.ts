@@ -114,8 +114,12 @@ export const work: Command = {
               break;
             }
             if (untilIdle) {
-              const due = await engine.store.listRuns({ status: ["waiting"], dueBy: session.now(), limit: 1 }).catch(() => [1]);
-              idleTicks = due.length === 0 && running === 0 ? idleTicks + 1 : 0;
+              // Ready runs this worker can run: due, and of a workflow it has loaded.
+              const due = await engine.store
+                .listRuns({ status: ["waiting"], dueBy: session.now() })
+                .then((listed) => listed.filter((l) => loaded.has(l.run.workflow)).length)
+                .catch(() => 1);
+              idleTicks = due === 0 && running === 0 ? idleTicks + 1 : 0;
               if (idleTicks >= 2) {
                 controller.abort();
                 break;

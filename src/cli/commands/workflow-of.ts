@@ -10,8 +10,8 @@ export async function loadRunWorkflow(session: Session, id: string, file: string
   const source = file ?? view.source ?? undefined;
   if (source === undefined) {
     throw new WorkflowLoadError(
-      `Run ${JSON.stringify(id)} has no recorded source (it was started by an app, not by steplog run), so its workflow file is unknown.`,
-      `Give the file that defines workflow ${JSON.stringify(view.workflow)}: ${command("steplog", commandName, id, "--workflow")} <file>`,
+      `Run ${JSON.stringify(id)} has no recorded source (it was started by an app, not by steplog run), so its workflow file is unknown: give the file that defines workflow ${JSON.stringify(view.workflow)}.`,
+      `${command("steplog", commandName, id, "--workflow")} <file>`,
     );
   }
   const loaded = await loadWorkflowFile(source, session.io.cwd);
