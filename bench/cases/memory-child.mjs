@@ -1,0 +1,82 @@
+// Case 5, run in its own process with --expose-gc: memory after 100, 1,000 and `total`
+// completed runs of 3 steps, in one steplog engine ("steplog") or on the raw step log
+// ("raw"). Prints one JSON line.
+
+import { RawStepLog, cleanup, createEngine, createSchemaFile, defineWorkflow, expectStatus, openRaw, sqliteStore } from "../lib.mjs";
+
+// The schema probe makes a temp folder of this process's own.
+process.on("exit", cleanup);
+
+const [mode, file, totalArg, batchArg] = process.argv.slice(2);
+const total = Number(totalArg);
+const batch = Number(batchArg);
+if (typeof globalThis.gc !== "function") throw new Error("run with --expose-gc");
+
+const wf = defineWorkflow({
+  name: "bench-mem",
+  async run(ctx, n) {
+    let sum = 0;
+    for (let i = 1; i <= n; i++) sum += (await ctx.step("s", async () => ({ ok: true, i }))).i;
+    return sum;
+  },
+});
+
+let runBatch;
+let close;
+if (mode === "steplog") {
+  const engine = createEngine({ store: sqliteStore({ path: file, durability: "process" }), workflows: [wf] });
+  runBatch = async (n) => {
+    const results = await Promise.all(Array.from({ length: n }, () => engine.start(wf, 3)));
+    for (const r of results) expectStatus(r, "completed", "case 5");
+  };
+  close = () => engine.close();
+} else {
+  await createSchemaFile(file);
+  const db = openRaw(file, "NORMAL");
+  const log = new RawStepLog(db);
+  let k = 0;
+  runBatch = async (n) => {
+    for (let i = 0; i < n; i++) await log.run(`raw-${k++}`, 3, "s");
+  };
+  close = async () => db.close();
+}
+
+// Peak RSS, sampled after every batch (getrusage's maxRSS would carry the parent's peak over
+// the exec, so it is not used).
+let peakRss = 0;
+const sampleRss = () => {
+  peakRss = Math.max(peakRss, process.memoryUsage.rss());
+};
+
+function measure(runs) {
+  for (let i = 0; i < 4; i++) globalThis.gc();
+  const m = process.memoryUsage();
+  return {
+    runs,
+    rssMB: m.rss / 2 ** 20,
+    heapUsedMB: m.heapUsed / 2 ** 20,
+    heapTotalMB: m.heapTotal / 2 ** 20,
+    externalMB: m.external / 2 ** 20,
+    peakRssMB: peakRss / 2 ** 20,
+  };
+}
+
+let done = 0;
+async function runUntil(target) {
+  while (done < target) {
+    const n = Math.min(batch, target - done);
+    await runBatch(n);
+    sampleRss();
+    done += n;
+  }
+}
+
+const t0 = performance.now();
+const points = [];
+for (const target of [100, 1000, total]) {
+  await runUntil(target);
+  points.push(measure(target));
+}
+const ms = performance.now() - t0;
+await close();
+process.stdout.write(JSON.stringify({ mode, points, ms, batch }) + "\n");

@@ -1,0 +1,137 @@
+// Cases 1 and 2: sequential steps against the raw one-transaction-per-step log, and many
+// concurrent runs against the sequential rate.
+
+import {
+  RawStepLog,
+  createEngine,
+  createSchemaFile,
+  expectStatus,
+  interleave,
+  median,
+  now,
+  openRaw,
+  rawGroupCommit,
+  seqWorkflow,
+  sqliteStore,
+  syncFor,
+  tmpFile,
+  REPS,
+} from "../lib.mjs";
+
+/** Case 1: `n` sequential no-op steps in one run, steplog vs raw, at one durability. */
+export async function sequentialCase(durability, n) {
+  const sync = syncFor(durability);
+  const rawFile = tmpFile(`c1-raw-${durability}`);
+  await createSchemaFile(rawFile);
+  const raw = openRaw(rawFile, sync);
+  const log = new RawStepLog(raw);
+
+  const store = sqliteStore({ path: tmpFile(`c1-lib-${durability}`), durability });
+  const engine = createEngine({ store, workflows: [seqWorkflow] });
+
+  // Warm-up: JIT, page cache, the files' first pages.
+  await log.run("warm", 200);
+  expectStatus(await engine.start(seqWorkflow, 200), "completed", "warm-up");
+  const pragmas = store.pragmas();
+  const rawSynchronous = raw.pragma("synchronous", { simple: true });
+
+  let k = 0;
+  const timing = await interleave(
+    async () => {
+      const t = now();
+      await log.run(`raw-${k++}`, n);
+      return now() - t;
+    },
+    async () => {
+      const t = now();
+      expectStatus(await engine.start(seqWorkflow, n), "completed", "case 1");
+      return now() - t;
+    },
+  );
+  raw.close();
+  await engine.close();
+
+  const usPerStep = (ms) => (ms * 1000) / n;
+  return {
+    durability,
+    synchronous: { raw: rawSynchronous, steplog: pragmas?.synchronous, journalMode: pragmas?.journalMode },
+    steps: n,
+    ...timing,
+    baselineUsPerStep: usPerStep(timing.baselineMedianMs),
+    steplogUsPerStep: usPerStep(timing.steplogMedianMs),
+    baselineStepsPerSec: (n * 1000) / timing.baselineMedianMs,
+    steplogStepsPerSec: (n * 1000) / timing.steplogMedianMs,
+    ratio: timing.steplogMedianMs / timing.baselineMedianMs,
+  };
+}
+
+/**
+ * Case 2: `runs` concurrent runs × `steps` steps at FULL on one engine, against that engine's
+ * own sequential rate (a `seqSteps`-step run, interleaved in the same loop). Raw group commit
+ * (all runs' writes of one round in one transaction) is timed alongside, as the ceiling.
+ */
+export async function concurrentCase(runs, steps, seqSteps) {
+  const store = sqliteStore({ path: tmpFile("c2-lib"), durability: "power" });
+  const engine = createEngine({ store, workflows: [seqWorkflow] });
+  const rawFile = tmpFile("c2-raw");
+  await createSchemaFile(rawFile);
+  const raw = openRaw(rawFile, "FULL");
+
+  const sequential = async () => {
+    const t = now();
+    expectStatus(await engine.start(seqWorkflow, seqSteps), "completed", "case 2 sequential");
+    return now() - t;
+  };
+  const concurrent = async () => {
+    const t = now();
+    const results = await Promise.all(Array.from({ length: runs }, () => engine.start(seqWorkflow, steps)));
+    const elapsed = now() - t;
+    for (const r of results) expectStatus(r, "completed", "case 2 concurrent");
+    return elapsed;
+  };
+  let g = 0;
+  const grouped = async () => {
+    const t = now();
+    rawGroupCommit(raw, `g${g++}`, runs, steps);
+    return now() - t;
+  };
+
+  // Warm-up
+  await sequential();
+  await concurrent();
+  grouped();
+
+  const seqMs = [];
+  const concMs = [];
+  const groupMs = [];
+  const order = [
+    [sequential, seqMs],
+    [concurrent, concMs],
+    [grouped, groupMs],
+  ];
+  for (let i = 0; i < REPS; i++) {
+    for (let j = 0; j < order.length; j++) {
+      const [fn, into] = order[(i + j) % order.length];
+      into.push(await fn());
+    }
+  }
+  raw.close();
+  await engine.close();
+  const total = runs * steps;
+  const seqRate = (seqSteps * 1000) / median(seqMs);
+  const concRate = (total * 1000) / median(concMs);
+  const groupRate = (total * 1000) / median(groupMs);
+  return {
+    runs,
+    stepsPerRun: steps,
+    sequentialSteps: seqSteps,
+    sequentialMs: seqMs,
+    concurrentMs: concMs,
+    rawGroupCommitMs: groupMs,
+    sequentialStepsPerSec: seqRate,
+    concurrentStepsPerSec: concRate,
+    rawGroupCommitStepsPerSec: groupRate,
+    ratio: concRate / seqRate,
+    ratioToRawGroupCommit: concRate / groupRate,
+  };
+}

@@ -1,0 +1,269 @@
+// Shared helpers for `npm run bench`: temp files, timing, medians, the steplog schema as
+// steplog itself creates it, and the raw better-sqlite3 baselines.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import Database from "better-sqlite3";
+import { createEngine, defineWorkflow } from "steplog";
+import { sqliteStore } from "steplog/sqlite";
+
+/** Samples per case (median taken). BENCH_REPS=9 on a noisy machine. */
+export const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5) | 0);
+
+// ---------------------------------------------------------------- temp files
+
+let tmpRoot;
+export function tmpDir() {
+  tmpRoot ??= fs.mkdtempSync(path.join(os.tmpdir(), "steplog-bench-"));
+  return tmpRoot;
+}
+let fileCounter = 0;
+/** A fresh path for a database file (nothing is created). */
+export function tmpFile(label) {
+  return path.join(tmpDir(), `${label}-${++fileCounter}.db`);
+}
+export function removeDb(file) {
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) fs.rmSync(file + suffix, { force: true });
+}
+export function cleanup() {
+  if (tmpRoot) fs.rmSync(tmpRoot, { recursive: true, force: true });
+  tmpRoot = undefined;
+}
+
+// ---------------------------------------------------------------- timing
+
+export const now = () => performance.now();
+
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * Time `baseline` and `library` REPS times each, alternating which goes first, so drift in
+ * the machine hits both alike. Each function returns its elapsed ms (it times itself, so
+ * setup stays out). Returns the raw samples and their medians.
+ */
+export async function interleave(baseline, library, reps = REPS) {
+  const b = [];
+  const l = [];
+  for (let i = 0; i < reps; i++) {
+    if (i % 2 === 0) {
+      b.push(await baseline(i));
+      l.push(await library(i));
+    } else {
+      l.push(await library(i));
+      b.push(await baseline(i));
+    }
+  }
+  return { baselineMs: b, steplogMs: l, baselineMedianMs: median(b), steplogMedianMs: median(l) };
+}
+
+export function gcIfAvailable() {
+  if (typeof globalThis.gc === "function") {
+    globalThis.gc();
+    globalThis.gc();
+  }
+}
+
+// ---------------------------------------------------------------- machine
+
+export function machineInfo() {
+  let sqliteVersion;
+  const db = new Database(":memory:");
+  try {
+    sqliteVersion = db.prepare("SELECT sqlite_version() AS v").get().v;
+  } finally {
+    db.close();
+  }
+  const cpus = os.cpus();
+  return {
+    node: process.version,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model,
+    totalMemMB: Math.round(os.totalmem() / 2 ** 20),
+    loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    tmpdir: os.tmpdir(),
+    betterSqlite3: readVersion("better-sqlite3"),
+    sqlite: sqliteVersion,
+    steplog: readVersion("steplog"),
+    date: new Date().toISOString(),
+  };
+}
+
+function readVersion(pkg) {
+  try {
+    const url = new URL(import.meta.resolve(`${pkg}/package.json`));
+    return JSON.parse(fs.readFileSync(url, "utf8")).version;
+  } catch {
+    try {
+      return JSON.parse(fs.readFileSync(new URL(`../node_modules/${pkg}/package.json`, import.meta.url), "utf8")).version;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- schema
+
+let schemaCache;
+/**
+ * The DDL of a store exactly as this build of steplog creates it: one run through steplog
+ * into a throwaway file, then its sqlite_master. Baselines use the same tables and indexes.
+ */
+export async function steplogSchema() {
+  if (schemaCache) return schemaCache;
+  const file = tmpFile("schema");
+  const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [] });
+  const wf = defineWorkflow({ name: "bench-schema", run: async (ctx) => ctx.step("one", async () => 1) });
+  await engine.start(wf, undefined);
+  await engine.close();
+  const db = new Database(file);
+  const ddl = db
+    .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, rowid")
+    .all()
+    .map((r) => r.sql);
+  const meta = db.prepare("SELECT key, value FROM meta").all();
+  db.close();
+  removeDb(file);
+  schemaCache = { ddl, meta };
+  return schemaCache;
+}
+
+/** Create `file` with steplog's schema (so steplog can open it too). Returns nothing; file closed. */
+export async function createSchemaFile(file) {
+  const { ddl, meta } = await steplogSchema();
+  // 0600 as steplog makes its own files (it warns about a store others can read).
+  fs.closeSync(fs.openSync(file, "wx", 0o600));
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.transaction(() => {
+    for (const sql of ddl) db.exec(sql);
+    const put = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?)");
+    for (const { key, value } of meta) put.run(key, value);
+  })();
+  db.close();
+}
+
+/** Open a raw connection the way steplog does: WAL, busy_timeout, synchronous set explicitly. */
+export function openRaw(file, synchronous) {
+  const db = new Database(file);
+  db.pragma("busy_timeout = 5000");
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${synchronous}`);
+  return db;
+}
+
+export const syncFor = (durability) => (durability === "power" ? "FULL" : "NORMAL");
+
+// ---------------------------------------------------------------- raw step log
+
+const STEP_INSERT = `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+  VALUES (?, ?, 1, ?, ?, 'intended', 'idempotent', ?, NULL, NULL, NULL, ?, NULL, 0, NULL, NULL)`;
+const STEP_OUTCOME = `UPDATE steps SET status = 'succeeded', value = ?, error = NULL, ended_at = ?, calls = 1, resolution = NULL, usage = NULL
+  WHERE run_id = ? AND seq = ? AND status = 'intended'`;
+
+/**
+ * A hand-written durable step log on raw better-sqlite3, the floor steplog is measured
+ * against: prepared statements, one BEGIN IMMEDIATE transaction per step holding the outcome
+ * of step n and the intent of step n+1 (the intent is committed before the function runs),
+ * the same rows steplog writes (run, attempt, lease, one steps row per step).
+ */
+export class RawStepLog {
+  constructor(db) {
+    this.db = db;
+    this.insertRun = db.prepare(
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, created_at, updated_at)
+       VALUES (?, ?, NULL, ?, 'running', 1, 1, NULL, NULL, NULL, NULL, ?, ?)`,
+    );
+    this.insertAttempt = db.prepare(
+      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
+       VALUES (?, 1, ?, NULL, ?, NULL, ?, NULL, NULL, NULL, 0, NULL)`,
+    );
+    this.insertLease = db.prepare(`INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES (?, 1, 1, ?, ?)`);
+    this.insertStep = db.prepare(STEP_INSERT);
+    this.updateOutcome = db.prepare(STEP_OUTCOME);
+    this.endAttempt = db.prepare(`UPDATE attempts SET ending = 'completed', ended_at = ? WHERE run_id = ? AND number = 1`);
+    this.endRun = db.prepare(`UPDATE runs SET status = 'completed', value = ?, budget_used = 0, updated_at = ? WHERE id = ?`);
+    this.releaseLease = db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = ? WHERE run_id = ?`);
+    // Built once: better-sqlite3's transaction wrapper.
+    this.stepTxn = db.transaction((runId, prevSeq, prevValue, seq, key, name, t) => {
+      if (prevSeq > 0 && this.updateOutcome.run(prevValue, t, runId, prevSeq).changes !== 1) throw new Error("no open intent");
+      this.insertStep.run(runId, seq, key, name, `${runId}:${key}`, t);
+    });
+    this.startTxn = db.transaction((runId, workflow, args, t) => {
+      this.insertRun.run(runId, workflow, args, t, t);
+      this.insertAttempt.run(runId, HOST, process.pid, t);
+      this.insertLease.run(runId, t + 30_000, t);
+    });
+    this.endTxn = db.transaction((runId, prevSeq, prevValue, result, t) => {
+      if (prevSeq > 0) this.updateOutcome.run(prevValue, t, runId, prevSeq);
+      this.endAttempt.run(t, runId);
+      this.endRun.run(result, t, runId);
+      this.releaseLease.run(t, runId);
+    });
+  }
+
+  /** One run of `n` sequential steps named `name` (keys name, name#2, …), each an async no-op. */
+  async run(runId, n, name = "noop") {
+    this.startTxn.immediate(runId, "bench-seq", JSON.stringify(n), Date.now());
+    let prevSeq = 0;
+    let prevValue = null;
+    for (let i = 1; i <= n; i++) {
+      const key = i === 1 ? name : `${name}#${i}`;
+      this.stepTxn.immediate(runId, prevSeq, prevValue, i, key, name, Date.now());
+      const value = await noopStep(i);
+      prevValue = JSON.stringify(value);
+      prevSeq = i;
+    }
+    this.endTxn.immediate(runId, prevSeq, prevValue, JSON.stringify(n), Date.now());
+  }
+}
+
+const HOST = os.hostname();
+const noopStep = async (i) => ({ ok: true, i });
+
+/** Raw group commit: `runs` runs advanced in lockstep, one transaction per round for all of them. */
+export function rawGroupCommit(db, prefix, runs, steps) {
+  const log = new RawStepLog(db);
+  const ids = Array.from({ length: runs }, (_, r) => `${prefix}-${r}`);
+  const t0 = Date.now();
+  db.transaction(() => {
+    for (const id of ids) log.startTxn(id, "bench-conc", "100", t0);
+  }).immediate();
+  const round = db.transaction((i, t) => {
+    for (const id of ids) {
+      if (i > 1) log.updateOutcome.run(JSON.stringify({ ok: true, i: i - 1 }), t, id, i - 1);
+      const key = i === 1 ? "noop" : `noop#${i}`;
+      log.insertStep.run(id, i, key, "noop", `${id}:${key}`, t);
+    }
+  });
+  for (let i = 1; i <= steps; i++) round.immediate(i, Date.now());
+  db.transaction(() => {
+    for (const id of ids) log.endTxn(id, steps, JSON.stringify({ ok: true, i: steps }), "100", Date.now());
+  }).immediate();
+}
+
+// ---------------------------------------------------------------- steplog side
+
+/** A workflow of `n` sequential no-op steps named "noop", each returning { ok: true, i }. */
+export const seqWorkflow = defineWorkflow({
+  name: "bench-seq",
+  async run(ctx, n) {
+    for (let i = 1; i <= n; i++) await ctx.step("noop", async () => ({ ok: true, i }));
+    return n;
+  },
+});
+
+export function expectStatus(result, status, what) {
+  if (result.status !== status) {
+    throw new Error(`${what}: expected ${status}, got ${result.status}: ${JSON.stringify(result.error)}`);
+  }
+  return result;
+}
+
+export { createEngine, defineWorkflow, sqliteStore, Database };
