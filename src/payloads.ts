@@ -5,13 +5,22 @@
  * through the codec; statuses, names and times stay plain so the step log can still be queried.
  */
 
-import type { ErrorInfo, SteplogErrorDetails } from "./errors.js";
+import { CodecKeyMissingError, type ErrorInfo, type SteplogErrorDetails } from "./errors.js";
 import { decodeValue, encodeValue } from "./values.js";
 
 /** Turns stored text into other stored text and back; async allowed. */
 export interface Codec {
   encode(plain: string): string | Promise<string>;
   decode(stored: string): string | Promise<string>;
+}
+
+const SEALED = /^enc:v1:([^:]*):/;
+
+/** Without a codec, a sealed payload cannot be read: say which key it needs rather than fail to parse it. */
+function plainOrRefuse(stored: string): string {
+  const sealed = SEALED.exec(stored);
+  if (sealed) throw new CodecKeyMissingError(sealed[1] ?? "?", []);
+  return stored;
 }
 
 export class Payloads {
@@ -27,7 +36,7 @@ export class Payloads {
   }
 
   async decode(stored: string): Promise<unknown> {
-    return decodeValue(this.codec ? await this.codec.decode(stored) : stored);
+    return decodeValue(this.codec ? await this.codec.decode(stored) : plainOrRefuse(stored));
   }
 
   async encodeError(info: ErrorInfo): Promise<string> {
@@ -36,6 +45,6 @@ export class Payloads {
   }
 
   async decodeError(stored: string): Promise<ErrorInfo> {
-    return JSON.parse(this.codec ? await this.codec.decode(stored) : stored) as ErrorInfo;
+    return JSON.parse(this.codec ? await this.codec.decode(stored) : plainOrRefuse(stored)) as ErrorInfo;
   }
 }

@@ -38,6 +38,11 @@ export const COMMON_OPTIONS: Record<string, OptionSpec> = {
   db: { type: "string", value: "FILE", description: "The SQLite store to use (default .steplog/steplog.db in the working directory; env STEPLOG_DB)." },
   store: { type: "string", value: "URL", description: "Another store: postgres://user@host/db, jsonl:FILE or sqlite:FILE (env STEPLOG_STORE). Not with --db." },
   json: { type: "boolean", description: "Print one JSON document on stdout instead of text, for scripts." },
+  redact: {
+    type: "string",
+    value: "PATHS",
+    description: "Show these value paths as [redacted], comma-separated: token,card.number (env STEPLOG_REDACT). Stored records are untouched.",
+  },
   "no-color": { type: "boolean", description: "No colour even on a terminal (colour is also off with NO_COLOR or when not a TTY)." },
   help: { type: "boolean", short: "h", description: "Show this help." },
 };

@@ -56,7 +56,7 @@ export async function report(session: Session, engine: Engine, attended: Attende
   const { result } = attended;
   let view: RunView | undefined;
   try {
-    view = await engine.get(result.id);
+    view = await engine.get(result.id, { redact: true });
   } catch {
     view = undefined;
   }

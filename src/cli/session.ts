@@ -7,6 +7,8 @@
 import path from "node:path";
 import { createEngine, type Engine, type EngineOptions } from "../engine.js";
 import { isSteplogError } from "../errors.js";
+import { encryptedCodec } from "../encrypted-codec.js";
+import type { Codec } from "../payloads.js";
 import { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { booleanOption, stringOption, type Parsed } from "./args.js";
@@ -94,10 +96,17 @@ export class Session {
     return mod.jsonlStore({ path: spec.path });
   }
 
-  /** An engine on the store; closed by close(). */
+  /** An engine on the store, with the keys and redaction rules from the environment; closed by close(). */
   async engine(options: Omit<EngineOptions, "store"> & { readonly?: boolean } = {}): Promise<Engine> {
     const { readonly, ...rest } = options;
-    const engine = createEngine({ ...rest, store: await this.openStore({ readonly: readonly === true }) });
+    const codec = codecFromEnv(this.io.env);
+    const redact = redactRules(this.parsed, this.io.env);
+    const engine = createEngine({
+      ...rest,
+      ...(codec ? { codec } : {}),
+      ...(redact ? { redact } : {}),
+      store: await this.openStore({ readonly: readonly === true }),
+    });
     this.#engines.push(engine);
     return engine;
   }
@@ -144,6 +153,31 @@ function storeSpecOf(parsed: Parsed, io: Io): StoreSpec {
   }
   const envDb = io.env.STEPLOG_DB;
   return { kind: "sqlite", path: path.resolve(io.cwd, envDb !== undefined && envDb !== "" ? envDb : DEFAULT_SQLITE_PATH) };
+}
+
+/**
+ * Keys for encrypted stores come from the environment, never from arguments (which other users
+ * can read in the process list): STEPLOG_KEYS="2026-11=<base64>,2027-02=<base64>" and
+ * STEPLOG_KEY_CURRENT (default: the last key listed).
+ */
+function codecFromEnv(env: NodeJS.ProcessEnv): Codec | undefined {
+  const text = env.STEPLOG_KEYS;
+  if (text === undefined || text.trim() === "") return undefined;
+  const keys: Record<string, string> = {};
+  for (const pair of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+    const at = pair.indexOf("=");
+    if (at <= 0) throw new UsageError("STEPLOG_KEYS must be id=key pairs separated by commas.", 'For example STEPLOG_KEYS="2026-11=<32 bytes, base64>".');
+    keys[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  const ids = Object.keys(keys);
+  return encryptedCodec({ keys, current: env.STEPLOG_KEY_CURRENT || ids[ids.length - 1]! });
+}
+
+function redactRules(parsed: Parsed, env: NodeJS.ProcessEnv): string[] | undefined {
+  const text = stringOption(parsed, "redact") ?? env.STEPLOG_REDACT;
+  if (text === undefined) return undefined;
+  const rules = text.split(",").map((r) => r.trim()).filter(Boolean);
+  return rules.length ? rules : undefined;
 }
 
 /** A password in a connection URL is never printed. */

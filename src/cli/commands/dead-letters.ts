@@ -27,7 +27,7 @@ export const deadLetters: Command = {
       const lines = await runLines(engine, shown);
       const errors = new Map<string, string>();
       for (const l of lines) {
-        const view = await engine.get(l.id).catch(() => undefined);
+        const view = await engine.get(l.id, { redact: true }).catch(() => undefined);
         if (view?.error) errors.set(l.id, view.error.message);
       }
       return { lines, errors, more: all.length > shown.length };

@@ -67,7 +67,7 @@ export const run: Command = {
 
     if (id === undefined) throw new UsageError("steplog run --continue needs --id ID: the run to continue.", "Find it with: steplog runs");
     if (parsed.rest.length > 0) throw new UsageError("steplog run --continue takes no args after --: a run keeps the args it started with.");
-    const view = await session.read((engine) => engine.get(id));
+    const view = await session.read((engine) => engine.get(id, { redact: true }));
     const source = file ?? view.source ?? undefined;
     if (source === undefined) {
       throw new WorkflowLoadError(

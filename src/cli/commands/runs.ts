@@ -52,7 +52,7 @@ export async function runLines(engine: Engine, runs: RunSummary[]): Promise<RunL
   for (const summary of runs) {
     let view: RunView | undefined;
     try {
-      view = await engine.get(summary.id);
+      view = await engine.get(summary.id, { redact: true });
     } catch {
       view = undefined; // removed meanwhile
     }

@@ -29,7 +29,7 @@ export const show: Command = {
   async run(session, parsed) {
     const id = parsed.positionals[0]!;
     const timeline = await session.read(async (engine) => {
-      const run = await engine.get(id);
+      const run = await engine.get(id, { redact: true });
       const escalations = run.status === "escalated" ? (await engine.escalations()).filter((e) => e.runId === id) : [];
       return buildTimeline(run, escalations, session.now());
     });

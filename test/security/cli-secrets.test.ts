@@ -1,0 +1,102 @@
+// A step returning a secret can be run, continued and inspected with the steplog command without
+// the secret ever being written in plain text; the HTML timeline of hostile values runs no script.
+import { spawnSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { createEngine, defineWorkflow } from "../../src/index.js";
+import { sqliteStore } from "../../src/sqlite.js";
+import { tmpDir } from "../helpers/tmp.js";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const BIN = path.join(ROOT, "dist", "cli.js");
+const WORKFLOW = path.join(import.meta.dirname, "fixtures", "secret-workflow.mjs");
+const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
+
+function steplog(args: string[], env: Record<string, string>, cwd: string) {
+  const out = spawnSync(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: "1", ...env }, encoding: "utf8" });
+  return { code: out.status, signal: out.signal, stdout: out.stdout, stderr: out.stderr };
+}
+
+function storeBytes(dir: string): string {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith("steplog.db"))
+    .map((f) => fs.readFileSync(path.join(dir, f)).toString("latin1"))
+    .join("");
+}
+
+describe("secrets through the steplog command", () => {
+  it("run, crash, continue and show with an encrypted store: the secret is never stored in plain text, and --redact hides it on screen", async () => {
+    const cwd = tmpDir();
+    const secret = `sk-${crypto.randomBytes(12).toString("hex")}`;
+    const key = crypto.randomBytes(32).toString("base64");
+    const env = { THE_SECRET: secret, STEPLOG_KEYS: `k1=${key}`, CRASH_ONCE_FILE: path.join(cwd, "crashed") };
+    const db = path.join(cwd, "steplog.db");
+    const first = steplog(["run", WORKFLOW, "--db", db, "--id", "s1"], env, cwd);
+    expect(first.signal ?? first.code, first.stderr).toBe("SIGKILL");
+    const second = steplog(["run", "--continue", "--id", "s1", "--db", db, "--json"], env, cwd);
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ status: "completed" });
+
+    const shown = steplog(["show", "s1", "--db", db, "--json", "--redact", "token"], env, cwd);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).not.toContain(secret);
+    expect(shown.stdout).toContain("[redacted]");
+    const html = path.join(cwd, "t.html");
+    expect(steplog(["show", "s1", "--db", db, "--html", html, "--redact", "token"], env, cwd).code).toBe(0);
+    expect(fs.readFileSync(html, "utf8")).not.toContain(secret);
+    // With the key and without --redact, the operator sees it; without the key, nothing is readable.
+    expect(steplog(["show", "s1", "--db", db, "--json"], env, cwd).stdout).toContain(secret);
+    const noKey = steplog(["show", "s1", "--db", db, "--json"], { THE_SECRET: "" }, cwd);
+    expect(noKey.code).not.toBe(0);
+    expect(noKey.stdout + noKey.stderr).toContain("CODEC_KEY_MISSING");
+    // The plain columns still answer.
+    const runs = steplog(["runs", "--db", db, "--json"], { THE_SECRET: "" }, cwd);
+    expect(runs.stdout).toContain('"completed"');
+
+    expect(storeBytes(cwd)).not.toContain(secret);
+    expect(storeBytes(cwd)).toContain("enc:v1:k1:");
+  });
+
+  const inBrowser = CHROMIUM || process.env.CI ? it : it.skip;
+  inBrowser("the HTML timeline of hostile values opens in headless Chromium and no script runs", async () => {
+    if (!CHROMIUM) throw new Error("Chromium is not installed: apt-get install -y chromium");
+    const cwd = tmpDir();
+    const db = path.join(cwd, "hostile.db");
+    const PWN = `document.title='PWNED';document.documentElement.setAttribute('data-pwned','1')`;
+    const hostile = defineWorkflow({
+      name: `<script>${PWN}</script>`,
+      async run(ctx) {
+        await ctx.step(`<img src=x onerror="${PWN}">`, async () => ({
+          link: `javascript:${PWN}`,
+          html: `<script>${PWN}</script><img src=x onerror="${PWN}"><svg onload="${PWN}">`,
+          attr: `" onmouseover="${PWN}" x="`,
+        }));
+        throw new Error(`</pre><script>${PWN}</script><a href="javascript:${PWN}">click</a>`);
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: db }) });
+    await engine.start(hostile, undefined, { id: `<script>${PWN}</script>` });
+    await engine.close();
+    const page = path.join(cwd, "hostile.html");
+    const made = steplog(["show", `<script>${PWN}</script>`, "--db", db, "--html", page], {}, cwd);
+    expect(made.code, made.stderr).toBe(0);
+    const dom = spawnSync(
+      CHROMIUM,
+      ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+        `--user-data-dir=${path.join(cwd, "profile")}`, "--virtual-time-budget=3000", "--dump-dom", `file://${page}`],
+      { encoding: "utf8", timeout: 60_000 },
+    );
+    expect(dom.status, dom.stderr).toBe(0);
+    const html = dom.stdout;
+    // The page loaded (the hostile text is there, as text) and nothing it holds ran or became markup.
+    expect(html).toContain("PWNED");
+    expect(html).not.toMatch(/<html[^>]*data-pwned/);
+    expect(html).not.toMatch(/<title>PWNED<\/title>/);
+    expect(html).not.toMatch(/<script\b/i);
+    expect(html).not.toMatch(/<(img|svg|iframe|a)\b[^>]*\son\w+=/i);
+    expect(html).not.toMatch(/<a\b[^>]*href="javascript:/i);
+  }, 90_000);
+});
