@@ -132,3 +132,29 @@ describe("redaction for display", () => {
     expect(JSON.stringify(await byFunction.get("r", { redact: true }))).not.toContain(SECRET);
   });
 });
+
+describe.skipIf(!process.env.STEPLOG_PG_URL)("encryptedCodec on Postgres", () => {
+  it("a secret returned by a step does not appear in any Postgres row", async () => {
+    const { pgStore } = await import("../helpers/pg.js");
+    const pgModule = await import("pg");
+    const store = pgStore();
+    const engine = createEngine({ store, workflows: [fetchToken], codec: encryptedCodec({ keys, current: "k1" }) });
+    await engine.start(fetchToken, { account: "acme", password: SECRET }, { id: "t" });
+    await engine.send("t", "confirm", { by: SECRET });
+    expect(await engine.continue("t")).toMatchObject({ status: "completed" });
+    await engine.close();
+    const schema = (store as unknown as { schema: string }).schema;
+    const admin = new pgModule.default.Pool({ connectionString: process.env.STEPLOG_PG_URL, max: 1 });
+    try {
+      let seen = 0;
+      for (const table of ["runs", "attempts", "steps", "events", "leases"]) {
+        const { rows } = await admin.query(`SELECT * FROM "${schema}".${table}`);
+        seen += rows.length;
+        expect(JSON.stringify(rows)).not.toContain(SECRET);
+      }
+      expect(seen).toBeGreaterThan(5);
+    } finally {
+      await admin.end();
+    }
+  });
+});

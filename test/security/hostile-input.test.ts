@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, isSteplogError, type Engine, type Store } from "../../src/index.js";
-import { STORES } from "../helpers/stores.js";
+import { EVERY_STORE } from "../helpers/stores.js";
 
 const NASTY = [
   `'; DROP TABLE runs; --`,
@@ -57,7 +57,7 @@ async function snapshot(engine: Engine) {
   return Promise.all(runs.map(async (r) => ({ summary: r, view: await engine.get(r.id) })));
 }
 
-describe.each(STORES)("hostile input (%s)", (_name, makeStore) => {
+describe.each(EVERY_STORE)("hostile input (%s)", (_name, makeStore) => {
   it("run ids, step names and event names: stored and returned exactly, or refused with INVALID_NAME and nothing changed", async () => {
     const store: Store = makeStore();
     const engine = createEngine({ store, workflows: [] });
