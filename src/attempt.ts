@@ -116,6 +116,11 @@ export class Attempt {
     return this.workflow.version ?? null;
   }
 
+  /** True when someone listens to progress events (so hot paths skip building them otherwise). */
+  get listening(): boolean {
+    return this.settings.onProgress !== undefined;
+  }
+
   emit(event: ProgressEvent): void {
     try {
       this.settings.onProgress?.(event);
@@ -183,10 +188,18 @@ export class Attempt {
 
   /** Track a write nobody awaits now (a group-committed outcome); the ending waits for it. */
   track(write: Promise<void>): void {
-    const tracked = write.finally(() => this.pending.delete(tracked));
-    tracked.catch(() => {});
-    this.pending.add(tracked);
+    this.pending.add(write);
+    write.then(
+      () => this.pending.delete(write),
+      (error: unknown) => {
+        this.pending.delete(write);
+        this.#failedWrite ??= error as Error;
+      },
+    );
   }
+
+  /** The first group-committed write that failed (its promise is handled here, so never unhandled). */
+  #failedWrite: Error | undefined;
 
   /** The step the previous attempt stopped at, if it stopped (read before the code runs: decoding is async). */
   #previousStopStep: string | undefined;
@@ -309,7 +322,8 @@ export class Attempt {
     if (writeFailure) {
       if ((writeFailure as SteplogError).code === "LEASE_LOST") return this.#leaseLost(writeFailure);
       ending = "failed";
-      error = toErrorInfo(writeFailure);
+      // The failure the workflow already met (say, the next step's intent in the same batch) says it best.
+      if (error?.code !== "STORE_WRITE_FAILED") error = toErrorInfo(writeFailure);
       valueText = null;
     }
 
@@ -403,9 +417,8 @@ export class Attempt {
   }
 
   async #settlePending(): Promise<SteplogError | Error | undefined> {
-    const results = await Promise.allSettled([...this.pending]);
-    for (const result of results) if (result.status === "rejected") return result.reason as Error;
-    return undefined;
+    await Promise.allSettled([...this.pending]);
+    return this.#failedWrite;
   }
 
   #leaseLost(error: SteplogError | Error): RunResult {

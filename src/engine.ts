@@ -286,12 +286,13 @@ class SteplogEngine implements Engine {
 
   /** Claim the run's lease (refusing in DESIGN's order) and run one attempt in `mode`. */
   async #claimAndRun(id: string, mode: "run" | "compensate", options: ContinueOptions, deadline: number | undefined, requireReady = false): Promise<RunResult> {
-    const before = await this.store.loadRun(id);
+    // Only the run row is needed here: the claim reads the whole run in its own transaction.
+    const before = this.store.loadRunRow ? await this.store.loadRunRow(id) : (await this.store.loadRun(id))?.run;
     if (!before) throw new RunNotFoundError(id, this.store.location);
-    const workflow = this.#workflow(before.run.workflow, id);
+    const workflow = this.#workflow(before.workflow, id);
     // Args never change after the start, so they are checked before the claim; the verdict is
     // applied inside it, after the refusals that come first.
-    const args = await this.#checkArgs(workflow, await this.#settings.payloads.decode(before.run.args));
+    const args = await this.#checkArgs(workflow, await this.#settings.payloads.decode(before.args));
     const now = this.#settings.clock.now();
     let statusBefore: RunStatus | undefined;
     let takenEpoch: number | undefined;

@@ -30,7 +30,7 @@ export class Payloads {
   ) {}
 
   /** Encode a value; `plain` is the readable JSON (what the first attempt decodes), `stored` what is written. */
-  async encode(value: unknown, what: string, details: SteplogErrorDetails = {}): Promise<{ plain: string; stored: string }> {
+  async encode(value: unknown, what: string | (() => string), details: SteplogErrorDetails = {}): Promise<{ plain: string; stored: string }> {
     const plain = encodeValue(value, what, { maxBytes: this.maxBytes }, details);
     return { plain, stored: this.codec ? await this.codec.encode(plain) : plain };
   }

@@ -162,8 +162,10 @@ export function newRow(attempt: Attempt, key: string, call: StepCall, idempotenc
 export async function execute(attempt: Attempt, key: string, call: StepCall, identity: Identity): Promise<unknown> {
   const { options } = call;
   const effect = options.effect ?? "idempotent";
-  const others = [...attempt.inFlight].filter((k) => k !== key);
-  if (effect === "irreversible" && others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
+  if (effect === "irreversible") {
+    const others = [...attempt.inFlight].filter((k) => k !== key);
+    if (others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
+  }
   if (options.approval) await checkApproval(attempt, key);
   const policy = retryPolicy(options.retry, key);
   const store = attempt.settings.store;
@@ -190,7 +192,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         if (endedBefore.ending !== "lease-lost") await settle("failed", toErrorInfo(endedBefore.error, key));
         throw endedBefore.error;
       }
-      attempt.emit({ type: "step-started", runId: attempt.runId, step: key, retry });
+      if (attempt.listening) attempt.emit({ type: "step-started", runId: attempt.runId, step: key, retry });
       row.calls++;
       const result = await callOnce(attempt, key, call, identity, retry, row);
       if (result.ok) {
@@ -228,7 +230,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     let text: { plain: string; stored: string };
     let decoded: unknown;
     try {
-      text = await attempt.settings.payloads.encode(value, `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, {
+      text = await attempt.settings.payloads.encode(value, () => `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, {
         runId: attempt.runId,
         step: key,
       });
@@ -252,7 +254,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     else await attempt.write(write);
     fault("after-outcome", key);
     attempt.ran.push(key);
-    attempt.emit({ type: "step-succeeded", runId: attempt.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
+    if (attempt.listening) attempt.emit({ type: "step-succeeded", runId: attempt.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
     return decoded;
   } finally {
     attempt.inFlight.delete(key);
@@ -286,26 +288,31 @@ function addUsage(row: StepRow, used: Usage): void {
 }
 
 async function callOnce(attempt: Attempt, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
-  const controller = new AbortController();
   const parent = attempt.controller.signal;
-  const onParentAbort = () => controller.abort(parent.reason);
-  if (parent.aborted) onParentAbort();
-  else parent.addEventListener("abort", onParentAbort, { once: true });
+  const timeoutMs = call.options.timeoutMs;
+  // A step without a timeout gets the attempt's own signal; one with a timeout, its own child of it.
+  let controller: AbortController | undefined;
+  let onParentAbort: (() => void) | undefined;
   let timedOut: StepTimedOutError | undefined;
-  const timer =
-    call.options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = new StepTimedOutError(attempt.runId, key, call.options.timeoutMs!);
-          controller.abort(timedOut);
-        }, call.options.timeoutMs);
+  let timer: NodeJS.Timeout | undefined;
+  if (timeoutMs !== undefined) {
+    const child = new AbortController();
+    controller = child;
+    onParentAbort = () => child.abort(parent.reason);
+    if (parent.aborted) onParentAbort();
+    else parent.addEventListener("abort", onParentAbort, { once: true });
+    timer = setTimeout(() => {
+      timedOut = new StepTimedOutError(attempt.runId, key, timeoutMs);
+      child.abort(timedOut);
+    }, timeoutMs);
+  }
   const info: StepInfo = {
     runId: attempt.runId,
     step: key,
     idempotencyKey: identity.idempotencyKey,
     attempt: attempt.number,
     retry,
-    signal: controller.signal,
+    signal: controller ? controller.signal : parent,
     usage: (used) => addUsage(row, used),
   };
   if (identity.previous) info.previous = identity.previous;
@@ -320,7 +327,7 @@ async function callOnce(attempt: Attempt, key: string, call: StepCall, identity:
     return { ok: false, error: timedOut && !(error instanceof StopRequest) ? timedOut : error };
   } finally {
     if (timer) clearTimeout(timer);
-    parent.removeEventListener("abort", onParentAbort);
+    if (onParentAbort) parent.removeEventListener("abort", onParentAbort);
   }
 }
 

@@ -30,11 +30,28 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-function keyPath(path: string, key: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+/** Where the walk is: object keys, array indexes, or a Map/Set position. The path string is only built on failure. */
+type Segment = string | number | { label: string };
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+function pathOf(trail: Segment[]): string {
+  let path = "$";
+  for (const s of trail) {
+    if (typeof s === "number") path += `[${s}]`;
+    else if (typeof s === "string") path += IDENTIFIER.test(s) ? `.${s}` : `[${JSON.stringify(s)}]`;
+    else path += s.label;
+  }
+  return path;
 }
 
-function toJson(value: unknown, path: string, seen: Set<object>): Json | Unencodable {
+/** An own data property even for the key "__proto__" (plain assignment would set the prototype). */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
+function toJson(value: unknown, trail: Segment[], seen: Set<object>): Json | Unencodable {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -48,17 +65,19 @@ function toJson(value: unknown, path: string, seen: Set<object>): Json | Unencod
       return { [TAG]: "BigInt", value: value.toString() };
     case "function":
     case "symbol":
-      return new Unencodable(path, describe(value));
+      return new Unencodable(pathOf(trail), describe(value));
   }
   if (value === null) return null;
   const object = value as object;
-  if (seen.has(object)) return new Unencodable(path, "a circular reference");
+  if (seen.has(object)) return new Unencodable(pathOf(trail), "a circular reference");
   seen.add(object);
   try {
     if (Array.isArray(object)) {
       const out: Json[] = new Array(object.length);
       for (let i = 0; i < object.length; i++) {
-        const item = toJson(object[i], `${path}[${i}]`, seen);
+        trail.push(i);
+        const item = toJson(object[i], trail, seen);
+        trail.pop();
         if (item instanceof Unencodable) return item;
         out[i] = item;
       }
@@ -72,9 +91,13 @@ function toJson(value: unknown, path: string, seen: Set<object>): Json | Unencod
       const entries: Json[] = [];
       let i = 0;
       for (const [k, v] of object) {
-        const key = toJson(k, `${path}<key ${i}>`, seen);
+        trail.push({ label: `<key ${i}>` });
+        const key = toJson(k, trail, seen);
+        trail.pop();
         if (key instanceof Unencodable) return key;
-        const item = toJson(v, `${path}<value ${i}>`, seen);
+        trail.push({ label: `<value ${i}>` });
+        const item = toJson(v, trail, seen);
+        trail.pop();
         if (item instanceof Unencodable) return item;
         entries.push([key, item]);
         i++;
@@ -85,7 +108,9 @@ function toJson(value: unknown, path: string, seen: Set<object>): Json | Unencod
       const items: Json[] = [];
       let i = 0;
       for (const v of object) {
-        const item = toJson(v, `${path}<item ${i}>`, seen);
+        trail.push({ label: `<item ${i}>` });
+        const item = toJson(v, trail, seen);
+        trail.pop();
         if (item instanceof Unencodable) return item;
         items.push(item);
         i++;
@@ -93,13 +118,15 @@ function toJson(value: unknown, path: string, seen: Set<object>): Json | Unencod
       return { [TAG]: "Set", value: items };
     }
     const proto = Object.getPrototypeOf(object);
-    if (proto !== Object.prototype && proto !== null) return new Unencodable(path, describe(object));
-    if (Object.getOwnPropertySymbols(object).length > 0) return new Unencodable(path, "an object with symbol keys");
+    if (proto !== Object.prototype && proto !== null) return new Unencodable(pathOf(trail), describe(object));
+    if (Object.getOwnPropertySymbols(object).length > 0) return new Unencodable(pathOf(trail), "an object with symbol keys");
     const out: { [key: string]: Json } = {};
     for (const key of Object.keys(object)) {
-      const item = toJson((object as Record<string, unknown>)[key], keyPath(path, key), seen);
+      trail.push(key);
+      const item = toJson((object as Record<string, unknown>)[key], trail, seen);
+      trail.pop();
       if (item instanceof Unencodable) return item;
-      out[key] = item;
+      setOwn(out, key, item);
     }
     return TAG in out ? { [TAG]: "Object", value: out } : out;
   } finally {
@@ -134,13 +161,13 @@ function fromJson(json: Json): unknown {
 
 function plainObject(json: { [key: string]: Json }): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(json)) out[key] = fromJson(json[key] as Json);
+  for (const key of Object.keys(json)) setOwn(out, key, fromJson(json[key] as Json));
   return out;
 }
 
 /** Encode to stored text, or describe why the value cannot be stored faithfully. */
 export function tryEncode(value: unknown): string | Unencodable {
-  const json = toJson(value, "$", new Set());
+  const json = toJson(value, [], new Set());
   return json instanceof Unencodable ? json : JSON.stringify(json);
 }
 
@@ -149,19 +176,23 @@ export interface EncodeLimits {
 }
 
 /** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
-export function encodeValue(value: unknown, what: string, limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
+/** `what` names the value in an error; pass a function to build that text only when one is thrown. */
+export function encodeValue(value: unknown, what: string | (() => string), limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
   const text = tryEncode(value);
-  if (text instanceof Unencodable) throw new ValueNotSerializableError(what, text.path, text.found, details);
+  const name = () => (typeof what === "string" ? what : what());
+  if (text instanceof Unencodable) throw new ValueNotSerializableError(name(), text.path, text.found, details);
   // A string's UTF-8 size is at most 3 bytes per UTF-16 unit; count exactly only near the cap.
   if (text.length * 3 > limits.maxBytes) {
     const bytes = Buffer.byteLength(text, "utf8");
-    if (bytes > limits.maxBytes) throw new ValueTooLargeError(what, bytes, limits.maxBytes, details);
+    if (bytes > limits.maxBytes) throw new ValueTooLargeError(name(), bytes, limits.maxBytes, details);
   }
   return text;
 }
 
 export function decodeValue(text: string): unknown {
-  return fromJson(JSON.parse(text) as Json);
+  const json = JSON.parse(text) as Json;
+  // Text with no tag anywhere is plain JSON already: nothing to rebuild.
+  return text.includes(`"${TAG}"`) ? fromJson(json) : json;
 }
 
 export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;

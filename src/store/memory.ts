@@ -91,6 +91,11 @@ class MemoryStore implements Store {
     return update.result;
   }
 
+  async loadRunRow(runId: string): Promise<RunRow | undefined> {
+    const current = this.#runs.get(runId);
+    return current ? { ...current.run } : undefined;
+  }
+
   async loadRun(runId: string): Promise<StoredRun | undefined> {
     const current = this.#runs.get(runId);
     return current ? structuredClone(current) : undefined;

@@ -234,6 +234,8 @@ export interface Store {
   /** Read and update one run atomically, outside any attempt (recover, resolve, …). */
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined>;
   loadRun(runId: string): Promise<StoredRun | undefined>;
+  /** Optional: the run row alone (no steps), for the checks before a claim. The engine falls back to loadRun. */
+  loadRunRow?(runId: string): Promise<RunRow | undefined>;
   listRuns(filter: RunFilter): Promise<RunListing[]>;
 
   writeIntent(fence: Fence, step: StepRow): Promise<void>;

@@ -261,3 +261,33 @@ describe("the intent is durable before the function runs", () => {
     expect(called).toBe(false);
   });
 });
+
+describe("a group-committed outcome that fails", () => {
+  it("is never lost: the attempt ends failed (STORE_WRITE_FAILED), not completed, and the step stays intended", async () => {
+    const { StoreWriteFailedError } = await import("../../src/errors.js");
+    const inner = memoryStore();
+    const store = new Proxy(inner, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver);
+        if (key === "writeOutcome") {
+          return (fence: { runId: string }, outcome: { seq: number }) =>
+            outcome.seq === 2 ? Promise.reject(new StoreWriteFailedError(inner.location, "a step outcome", { runId: fence.runId, cause: new Error("disk full") })) : (value as Function).call(target, fence, outcome);
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const workflow = defineWorkflow({
+      name: "last-outcome-lost",
+      async run(ctx) {
+        await ctx.step("first", async () => 1);
+        return ctx.step("last", async () => 2); // idempotent: its outcome is group-committed
+      },
+    });
+    const engine = createEngine({ store, workflows: [workflow] });
+    const result = await engine.start(workflow, undefined, { id: "r" });
+    expect(result).toMatchObject({ status: "failed", error: { code: "STORE_WRITE_FAILED" } });
+    const view = await engine.get("r");
+    expect(view.status).not.toBe("completed");
+    expect(view.steps.map((s) => [s.key, s.status])).toEqual([["first", "succeeded"], ["last", "intended"]]);
+  });
+});

@@ -146,3 +146,15 @@ describe.each(STORES)("step values (%s)", (_name, makeStore) => {
     await expect(engine.get("r2")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
   });
 });
+
+describe("the value codec and __proto__", () => {
+  it("an own __proto__ key round-trips as data and never becomes a prototype", () => {
+    const hostile = JSON.parse('{"__proto__": {"polluted": true}, "$type": "x", "nested": {"__proto__": {"also": 1}}}') as Record<string, unknown>;
+    const back = decodeValue(encodeValue(hostile, "v", { maxBytes: 1e6 })) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.keys(back).sort()).toEqual(["$type", "__proto__", "nested"]);
+    expect(Object.getOwnPropertyDescriptor(back, "__proto__")!.value).toEqual({ polluted: true });
+    expect((back as { polluted?: unknown }).polluted).toBeUndefined();
+  });
+});

@@ -402,6 +402,14 @@ class JsonlStoreImpl implements JsonlStore {
 
   // ---- reads -------------------------------------------------------------------------------
 
+  async loadRunRow(runId: string): Promise<RunRow | undefined> {
+    await this.#writesDone();
+    return this.#read((state) => {
+      const current = state.get(runId);
+      return current ? { ...current.run } : undefined;
+    }, undefined);
+  }
+
   async loadRun(runId: string): Promise<StoredRun | undefined> {
     await this.#writesDone();
     return this.#read((state) => {

@@ -387,6 +387,14 @@ class SqliteStoreImpl implements SqliteStore {
     });
   }
 
+  async loadRunRow(runId: string): Promise<RunRow | undefined> {
+    return this.#read(() => {
+      if (!this.#open(false)) return undefined;
+      this.#queue!.flush();
+      return this.#stmts!.getRun.get(runId) as RunRow | undefined;
+    });
+  }
+
   async loadRun(runId: string): Promise<StoredRun | undefined> {
     return this.#read(() => {
       const db = this.#open(false);
@@ -434,25 +442,36 @@ class SqliteStoreImpl implements SqliteStore {
     });
   }
 
+  // The hot path: an intent and an outcome per step. Each is one statement that carries its own
+  // fence (… WHERE EXISTS the lease at this epoch), with positional parameters.
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
     this.#writable(this.#open(true)!, fence.runId);
-    return this.#queue!.enqueue("the intent of step " + JSON.stringify(step.key), fence.runId, () => {
-      this.#checkFence(fence, "intent");
-      this.#stmts!.insertStep.run(step);
+    return this.#queue!.enqueue(() => "the intent of step " + JSON.stringify(step.key), fence.runId, () => {
+      const s = step;
+      const changed = this.#stmts!.fencedInsertStep.run(
+        s.runId, s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
+        s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage, fence.runId, fence.epoch,
+      ).changes;
+      if (changed !== 1) this.#checkFence(fence, "intent");
     });
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
     this.#open(true);
     return this.#queue!.enqueue("a step outcome", fence.runId, () => {
-      this.#checkFence(fence, "outcome");
-      const { consumes, ...fields } = outcome;
-      if (consumes) {
-        const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: consumes.eventSeq, by: consumes.by }).changes;
-        if (taken !== 1) throw new Error(`steplog internal: event ${consumes.eventSeq} of run ${fence.runId} was consumed already`);
+      const o = outcome;
+      if (o.consumes) {
+        this.#checkFence(fence, "outcome");
+        const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
+        if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
       }
-      const changed = this.#stmts!.updateOutcome.run({ ...fields, runId: fence.runId }).changes;
-      if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${outcome.seq} of run ${fence.runId} has no open intent`);
+      const changed = this.#stmts!.fencedOutcome.run(
+        o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.runId, o.seq, fence.runId, fence.epoch,
+      ).changes;
+      if (changed !== 1) {
+        this.#checkFence(fence, "outcome");
+        throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
+      }
     });
   }
 
@@ -531,9 +550,15 @@ function prepare(db: Db) {
       `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
        VALUES (@runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
     ),
-    updateOutcome: db.prepare(
-      `UPDATE steps SET status = @status, value = @value, error = @error, ended_at = @endedAt, calls = @calls, resolution = @resolution, usage = @usage
-       WHERE run_id = @runId AND seq = @seq AND status = 'intended'`,
+    fencedInsertStep: db.prepare(
+      `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+       WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
+    ),
+    fencedOutcome: db.prepare(
+      `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
+       WHERE run_id = ? AND seq = ? AND status = 'intended'
+         AND EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
     ),
     endAttempt: db.prepare(
       `UPDATE attempts SET ending = @ending, ended_at = @endedAt, error = @error, reused = @reused WHERE run_id = @runId AND number = @number`,

@@ -12,7 +12,8 @@ import type Database from "better-sqlite3";
 import { SteplogError } from "../../errors.js";
 
 interface PendingWrite {
-  what: string;
+  /** What the write records, for an error message (built only when one is needed). */
+  what: string | (() => string);
   runId: string;
   apply: () => void;
   resolve: () => void;
@@ -23,18 +24,32 @@ interface PendingWrite {
 export class WriteQueue {
   #pending: PendingWrite[] = [];
   #scheduled = false;
+  /** Built once: better-sqlite3 wraps the function in BEGIN IMMEDIATE … COMMIT. */
+  readonly #commit: (batch: PendingWrite[]) => void;
+  readonly #flush = () => this.flush();
 
   constructor(
-    private readonly db: Database.Database,
+    db: Database.Database,
     private readonly toError: (error: unknown, what: string, runId: string) => Error,
-  ) {}
+  ) {
+    this.#commit = db.transaction((batch: PendingWrite[]) => {
+      for (const write of batch) {
+        try {
+          write.apply();
+        } catch (error) {
+          if (!(error instanceof SteplogError)) throw error;
+          write.refused = error;
+        }
+      }
+    }).immediate;
+  }
 
-  enqueue(what: string, runId: string, apply: () => void): Promise<void> {
+  enqueue(what: string | (() => string), runId: string, apply: () => void): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.#pending.push({ what, runId, apply, resolve, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        setImmediate(() => this.flush());
+        setImmediate(this.#flush);
       }
     });
   }
@@ -46,20 +61,9 @@ export class WriteQueue {
     const batch = this.#pending;
     this.#pending = [];
     try {
-      this.db
-        .transaction(() => {
-          for (const write of batch) {
-            try {
-              write.apply();
-            } catch (error) {
-              if (!(error instanceof SteplogError)) throw error;
-              write.refused = error;
-            }
-          }
-        })
-        .immediate();
+      this.#commit(batch);
     } catch (error) {
-      for (const write of batch) write.reject(this.toError(error, write.what, write.runId));
+      for (const write of batch) write.reject(this.toError(error, typeof write.what === "string" ? write.what : write.what(), write.runId));
       return;
     }
     for (const write of batch) {
