@@ -31,7 +31,7 @@ function registerTypeScript(): Promise<void> {
     try {
       api = (await import("tsx/esm/api")) as typeof api;
     } catch (error) {
-      throw new WorkflowLoadError(`Loading TypeScript needs the tsx package, which could not be loaded: ${(error as Error).message}`, "Reinstall steplog (tsx is one of its dependencies), or compile the workflow to .js.");
+      throw new WorkflowLoadError(`Loading TypeScript needs the tsx package, which could not be loaded: ${(error as Error).message}`, "Install it beside steplog (npm install tsx) to run TypeScript workflows, or compile the workflow to .js.");
     }
     api.register();
   })();
