@@ -262,7 +262,7 @@ describe("jsonl store", () => {
 
   it("a header cut short by a crash at creation is completed by the next write", async () => {
     const file = tmpJournal();
-    fs.writeFileSync(file, '{"steplog":"js');
+    fs.writeFileSync(file, '{"steplog":"js', { mode: 0o600 });
     const warnings: string[] = [];
     const store = open(file, warnings);
     expect(await store.listRuns({})).toEqual([]);

@@ -16,6 +16,7 @@
  * its writer's fsync returns — as any reader of a file can.)
  */
 
+import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import fs from "node:fs";
 import path from "node:path";
 import { InvalidOptionError, SteplogError, StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError } from "../../errors.js";
@@ -97,6 +98,7 @@ class JsonlStoreImpl implements JsonlStore {
   readonly #lockWaitMs: number;
   readonly #warn: (message: string) => void;
   readonly #warned = new Set<string>();
+  #permissionsChecked = false;
   readonly #journal: Journal;
   readonly #lock: FileLock;
   #pending: Op[] = [];
@@ -359,17 +361,7 @@ class JsonlStoreImpl implements JsonlStore {
 
   #createFile(): void {
     const dir = path.dirname(this.#file);
-    if (!fs.existsSync(dir)) {
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      // Runs must never enter git by accident (as for the SQLite store).
-      fs.writeFileSync(path.join(dir, ".gitignore"), "*\n", { mode: 0o600 });
-    }
-    try {
-      fs.closeSync(fs.openSync(this.#file, "wx", 0o600));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      return;
-    }
+    if (!createOwnerOnlyFile(this.#file)) return;
     // The header is written under the lock with the first record; make the new name durable now.
     if (this.#durability === "power") {
       const dirFd = fs.openSync(dir, "r");
@@ -454,6 +446,10 @@ class JsonlStoreImpl implements JsonlStore {
     let fd: number;
     try {
       fd = fs.openSync(this.#file, "r");
+      if (!this.#permissionsChecked) {
+        this.#permissionsChecked = true;
+        warnIfShared(this.#file, this.location, this.#warn);
+      }
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") {
         this.#journal.reset();

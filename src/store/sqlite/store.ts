@@ -36,6 +36,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
+import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
 import { WriteQueue } from "./write-queue.js";
 
@@ -144,8 +145,8 @@ class SqliteStoreImpl implements SqliteStore {
     const exists = fs.existsSync(this.#file);
     if (!exists && !create) return undefined;
     if (!exists && this.#readonly) throw new StoreReadOnlyError(this.location, "opened with readonly: true, and the file does not exist yet");
-    if (!exists) this.#createFile();
-    else this.#checkPermissions();
+    if (!exists) createOwnerOnlyFile(this.#file);
+    else warnIfShared(this.#file, this.location, this.#warn);
     let db: Db;
     try {
       db = new Database(this.#file, { fileMustExist: true, readonly: this.#readonly });
@@ -173,35 +174,6 @@ class SqliteStoreImpl implements SqliteStore {
     this.#stmts = prepare(db);
     this.#queue = new WriteQueue(db, (error, what, runId) => this.#writeFailed(error, what, runId));
     return db;
-  }
-
-  /** Step values can be tokens and customer data: say so once when others may read the file. */
-  #checkPermissions(): void {
-    try {
-      const mode = fs.statSync(this.#file).mode & 0o777;
-      if ((mode & 0o077) !== 0) {
-        this.#warn(
-          `steplog: the ${this.location} can be read by other users (mode ${mode.toString(8).padStart(3, "0")}); ` +
-            `step values may hold secrets. Restrict it: chmod 600 ${this.#file} (and its -wal and -shm files).`,
-        );
-      }
-    } catch {
-      // A file we cannot stat is reported when it is opened.
-    }
-  }
-
-  #createFile(): void {
-    const dir = path.dirname(this.#file);
-    if (!fs.existsSync(dir)) {
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      // Runs must never enter git by accident.
-      fs.writeFileSync(path.join(dir, ".gitignore"), "*\n", { mode: 0o600 });
-    }
-    try {
-      fs.closeSync(fs.openSync(this.#file, "wx", 0o600));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
   }
 
   /** Read-only probe before any pragma that writes: a foreign or broken file is never touched. */

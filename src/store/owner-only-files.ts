@@ -1,0 +1,40 @@
+/**
+ * Store files are owner-only: step values may hold tokens and customer data. A store creates
+ * its folder 0700 (with a .gitignore of `*`, so runs never enter git by accident) and its file
+ * 0600, and says once when an existing file can be read by other users.
+ */
+
+import fs from "node:fs";
+import path from "node:path";
+
+/** Create the folder and the empty file if missing. True when this call created the file. */
+export function createOwnerOnlyFile(file: string): boolean {
+  const dir = path.dirname(file);
+  if (!fs.existsSync(dir)) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(path.join(dir, ".gitignore"), "*\n", { mode: 0o600 });
+  }
+  try {
+    fs.closeSync(fs.openSync(file, "wx", 0o600));
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return false;
+  }
+}
+
+/** Warn (once per call site's choosing) when other users may read an existing store file. */
+export function warnIfShared(file: string, location: string, warn: (message: string) => void): void {
+  let mode: number;
+  try {
+    mode = fs.statSync(file).mode & 0o777;
+  } catch {
+    return; // a file that cannot be stat'ed is reported when it is opened
+  }
+  if ((mode & 0o077) === 0) return;
+  warn(
+    `steplog: the ${location} can be read by other users (mode ${mode.toString(8).padStart(3, "0")}); ` +
+      `step values may hold secrets. Restrict it: chmod 600 ${file}` +
+      (location.startsWith("sqlite") ? " (and its -wal and -shm files)." : "."),
+  );
+}
