@@ -245,13 +245,16 @@ export class Attempt {
     const cleanups: Array<() => void> = [];
     const { deadline, signal } = this.plan;
     if (deadline !== undefined) {
-      const fire = () => this.endWith("timed-out", new RunTimedOutError(this.runId, deadline, this.lastEntered));
-      const delay = deadline - this.settings.clock.now();
-      if (delay <= 0) fire();
-      else {
-        const timer = setTimeout(fire, Math.min(delay, 2 ** 31 - 1));
-        cleanups.push(() => clearTimeout(timer));
-      }
+      // The deadline is a time of day: Node's timers run on a monotonic clock that stops while
+      // the machine sleeps, so the wall clock is read again at least every second.
+      let timer: NodeJS.Timeout | undefined;
+      const check = () => {
+        const left = deadline - this.settings.clock.now();
+        if (left <= 0) return this.endWith("timed-out", new RunTimedOutError(this.runId, deadline, this.lastEntered));
+        timer = setTimeout(check, Math.min(left, 1000));
+      };
+      check();
+      cleanups.push(() => clearTimeout(timer));
     }
     if (signal) {
       const onAbort = () => {

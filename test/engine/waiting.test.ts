@@ -365,3 +365,23 @@ describe("waiting: edges", () => {
     }
   });
 });
+
+describe("deadlines are times of day", () => {
+  it("a run deadline passes when the wall clock passes it, even if no monotonic time went by (a machine that slept)", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const clock = fakeClock();
+    const workflow = defineWorkflow({
+      name: "sleepy-laptop",
+      async run(ctx) {
+        return ctx.step("long", ({ signal }) => new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason))));
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow], clock });
+    const running = engine.start(workflow, undefined, { id: "d", timeoutMs: 3_600_000 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    clock.advance(3_600_000); // the lid was closed for an hour
+    const started = Date.now();
+    expect(await running).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT", step: "long" } });
+    expect(Date.now() - started).toBeLessThan(2500);
+  });
+});
