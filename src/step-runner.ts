@@ -290,31 +290,40 @@ function addUsage(row: StepRow, used: Usage): void {
 async function callOnce(attempt: Attempt, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
   const parent = attempt.controller.signal;
   const timeoutMs = call.options.timeoutMs;
-  // A step without a timeout gets the attempt's own signal; one with a timeout, its own child of it.
+  // Each call has its own signal, a child of the attempt's (so listeners a step adds go away
+  // with the call). It is made when first asked for: most steps never look at it.
   let controller: AbortController | undefined;
   let onParentAbort: (() => void) | undefined;
+  const signal = (): AbortSignal => {
+    if (!controller) {
+      const child = new AbortController();
+      controller = child;
+      onParentAbort = () => child.abort(parent.reason);
+      if (parent.aborted) onParentAbort();
+      else parent.addEventListener("abort", onParentAbort, { once: true });
+    }
+    return controller.signal;
+  };
   let timedOut: StepTimedOutError | undefined;
   let timer: NodeJS.Timeout | undefined;
   if (timeoutMs !== undefined) {
-    const child = new AbortController();
-    controller = child;
-    onParentAbort = () => child.abort(parent.reason);
-    if (parent.aborted) onParentAbort();
-    else parent.addEventListener("abort", onParentAbort, { once: true });
+    signal();
     timer = setTimeout(() => {
       timedOut = new StepTimedOutError(attempt.runId, key, timeoutMs);
-      child.abort(timedOut);
+      controller!.abort(timedOut);
     }, timeoutMs);
   }
-  const info: StepInfo = {
+  const info = {
     runId: attempt.runId,
     step: key,
     idempotencyKey: identity.idempotencyKey,
     attempt: attempt.number,
     retry,
-    signal: controller ? controller.signal : parent,
-    usage: (used) => addUsage(row, used),
-  };
+    get signal() {
+      return signal();
+    },
+    usage: (used: Usage) => addUsage(row, used),
+  } as StepInfo;
   if (identity.previous) info.previous = identity.previous;
   try {
     attempt.settings.hooks?.onCall?.(key, "function");

@@ -132,7 +132,11 @@ describe("steplog show --html", () => {
     async () => {
       const cwd = dirs.make();
       await cli(["run", example("hello.mjs"), "--id", "shot", "--", '{"topic":"x","failFirst":"publish"}'], { cwd });
-      await cli(["run", "--continue", "--id", "shot"], { cwd });
+      const continued = await cli(["run", "--continue", "--id", "shot", "--json"], { cwd });
+      // The hatched bars below are the steps this continue reused.
+      expect(continued.json(), continued.output).toMatchObject({ status: "completed" });
+      const shown = await cli(["show", "shot", "--json"], { cwd });
+      expect(JSON.stringify(shown.json()), shown.output).toContain('"reused"');
       await cli(["show", "shot", "--html", "shot.html"], { cwd });
       fs.writeFileSync(path.join(cwd, "blank.html"), "<!doctype html><html><body></body></html>");
 

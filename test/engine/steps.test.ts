@@ -291,3 +291,31 @@ describe("a group-committed outcome that fails", () => {
     expect(view.steps.map((s) => [s.key, s.status])).toEqual([["first", "succeeded"], ["last", "intended"]]);
   });
 });
+
+describe("a step's signal", () => {
+  it("is its own per call: listeners a step adds do not pile up on the attempt (no MaxListeners warning over many steps)", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    const seen = new Set<AbortSignal>();
+    const workflow = defineWorkflow({
+      name: "listeners",
+      async run(ctx) {
+        for (let i = 0; i < 40; i++) {
+          await ctx.step("s", ({ signal }) => {
+            seen.add(signal);
+            signal.addEventListener("abort", () => {});
+            return i;
+          });
+        }
+        return "done";
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "l" })).toMatchObject({ status: "completed" });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    process.off("warning", onWarning);
+    expect(seen.size).toBe(40);
+    expect(warnings).not.toContain("MaxListenersExceededWarning");
+  });
+});
