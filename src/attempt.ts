@@ -298,7 +298,7 @@ export class Attempt {
     let ending: AttemptEnding;
     let error: ErrorInfo | undefined;
     let valueText: { plain: string; stored: string } | null = null;
-    if (this.endReason?.ending === "lease-lost") return this.#leaseLost(this.endReason.error);
+    if (this.endReason?.ending === "lease-lost") return await this.#leaseLost(this.endReason.error);
     if (this.endReason?.ending === "waiting") {
       ending = "waiting";
     } else if (this.endReason) {
@@ -323,7 +323,7 @@ export class Attempt {
     // Outcomes committed with a later write must be durable before the ending is.
     const writeFailure = await this.#settlePending();
     if (writeFailure) {
-      if ((writeFailure as SteplogError).code === "LEASE_LOST") return this.#leaseLost(writeFailure);
+      if ((writeFailure as SteplogError).code === "LEASE_LOST") return await this.#leaseLost(writeFailure);
       ending = "failed";
       // The failure the workflow already met (say, the next step's intent in the same batch) says it best.
       if (error?.code !== "STORE_WRITE_FAILED") error = toErrorInfo(writeFailure);
@@ -358,7 +358,7 @@ export class Attempt {
         ...(parked?.kind === "event" ? { wakeOnEvent: parked.event! } : parked?.kind === "approval" ? { wakeOnEvent: approvalEvent(parked.step) } : {}),
       });
     } catch (endError) {
-      if (endError instanceof SteplogError && endError.code === "LEASE_LOST") return this.#leaseLost(endError);
+      if (endError instanceof SteplogError && endError.code === "LEASE_LOST") return await this.#leaseLost(endError);
       const info = toErrorInfo(endError);
       this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: "failed", runStatus: "running", error: info });
       return { id: this.runId, status: "failed", runStatus: "running", error: info, attempt: this.number };
@@ -373,7 +373,7 @@ export class Attempt {
 
   /** The saga's ending: every reachable compensatable step compensated, or why not. */
   async #finishSaga(): Promise<RunResult> {
-    if (this.endReason?.ending === "lease-lost") return this.#leaseLost(this.endReason.error);
+    if (this.endReason?.ending === "lease-lost") return await this.#leaseLost(this.endReason.error);
     let error: ErrorInfo | undefined;
     // However the replayed code ends (returns, throws, stops: often the very failure being
     // compensated), the replay is over; only a cancel or a deadline stops the saga itself.
@@ -390,7 +390,7 @@ export class Attempt {
           await runSaga(this);
         } catch (sagaError) {
           error = toErrorInfo(sagaError);
-          if ((sagaError as SteplogError).code === "LEASE_LOST") return this.#leaseLost(sagaError as SteplogError);
+          if ((sagaError as SteplogError).code === "LEASE_LOST") return await this.#leaseLost(sagaError as SteplogError);
         }
       }
     }
@@ -408,7 +408,7 @@ export class Attempt {
         run: { status: runStatus, value: null, error: errorText, budgetUsed: this.stored.run.budgetUsed, updatedAt: now },
       });
     } catch (endError) {
-      return this.#leaseLost(endError as Error);
+      return await this.#leaseLost(endError as Error);
     }
     this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });
     return { id: this.runId, status: ending, runStatus, attempt: this.number, ...(error ? { error } : {}) };
@@ -424,10 +424,18 @@ export class Attempt {
     return this.#failedWrite;
   }
 
-  #leaseLost(error: SteplogError | Error): RunResult {
+  async #leaseLost(error: SteplogError | Error): Promise<RunResult> {
     const info = toErrorInfo(error instanceof LeaseLostError && error.attempt !== undefined ? error : new LeaseLostError(this.runId, this.number, error.message));
-    this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: "failed", runStatus: "running", error: info });
-    return { id: this.runId, status: "failed", runStatus: "running", error: info, attempt: this.number };
+    // The run belongs to whoever took it (another attempt, or a cancel): report its status as stored.
+    let runStatus: RunStatus = "running";
+    try {
+      const store = this.settings.store;
+      runStatus = (store.loadRunRow ? await store.loadRunRow(this.runId) : (await store.loadRun(this.runId))?.run)?.status ?? "running";
+    } catch {
+      // The store may be what failed; "running" is the honest guess.
+    }
+    this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: "failed", runStatus, error: info });
+    return { id: this.runId, status: "failed", runStatus, error: info, attempt: this.number };
   }
 
   /** A stop names the last step entered and the fromStep to use; a repeat of the last attempt's stop says so. */

@@ -405,12 +405,13 @@ export class VersionChangedError extends SteplogError {
 
 export class ResultRejectedError extends SteplogError {
   override name = "ResultRejectedError";
-  constructor(runId: string, step: string, issues: readonly string[], recorded: boolean) {
+  constructor(runId: string, step: string, issues: readonly string[], recorded: boolean, kind: "step" | "wait" = "step") {
     super(
       "RESULT_REJECTED",
       recorded
-        ? `Run ${q(runId)} stopped at step ${q(step)}: its recorded value no longer fits the step's result schema (${issues.join("; ")}). ` +
-            `To redo it and everything after it, type engine.continue(${q(runId)}, { fromStep: ${q(step)} }); or give the step an upcast.`
+        ? `Run ${q(runId)} stopped at ${kind} ${q(step)}: its recorded value no longer fits the ${kind === "wait" ? "wait's schema" : "step's result schema"} (${issues.join("; ")}). ` +
+            `To redo it and everything after it, type engine.continue(${q(runId)}, { fromStep: ${q(step)} })` +
+            (kind === "step" ? `; or give the step an upcast.` : `.`)
         : `Run ${q(runId)}: step ${q(step)} returned a value its result schema rejects (${issues.join("; ")}).`,
       { runId, step },
     );

@@ -116,7 +116,7 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
     // A reused payload goes through the schema as it is now, like a reused step's value.
     if (!options.schema) return entered.reused;
     const checked = await validate(options.schema, entered.reused);
-    if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, entered.key, checked.issues, true));
+    if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, entered.key, checked.issues, true, "wait"));
     return checked.value;
   }
   const { key, row } = entered;

@@ -53,13 +53,14 @@ export function exitFor(attended: Attended, success: string = "completed"): Exit
 
 /** After the attempt: the summary lines (text) or the JSON document. */
 export async function report(session: Session, engine: Engine, attended: Attended): Promise<void> {
-  const { result } = attended;
   let view: RunView | undefined;
   try {
-    view = await engine.get(result.id, { redact: true });
+    view = await engine.get(attended.result.id, { redact: true });
   } catch {
     view = undefined;
   }
+  // The value printed is the redacted one, like everything else the command shows.
+  const result = view && "value" in attended.result ? { ...attended.result, value: view.value } : attended.result;
   const escalations = view?.status === "escalated" ? (await engine.escalations().catch(() => [])).filter((e) => e.runId === result.id) : [];
   const next = view ? [...nextCommands(view, escalations), command("steplog", "show", result.id)] : [command("steplog", "show", result.id)];
   if (session.json) {

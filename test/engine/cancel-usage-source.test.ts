@@ -57,7 +57,7 @@ describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {
     await inStep;
     const other = createEngine({ store, workflows: [slow] });
     expect(await other.cancel("h")).toBe("cancelled");
-    expect(await held).toMatchObject({ status: "failed", error: { code: "LEASE_LOST" } });
+    expect(await held).toMatchObject({ status: "failed", runStatus: "cancelled", error: { code: "LEASE_LOST" } });
     expect((await other.get("h")).steps.map((s) => s.key)).toEqual(["one"]);
   });
 
