@@ -77,6 +77,8 @@ export class Attempt {
   readonly reused: string[] = [];
   readonly resolved: string[] = [];
   readonly inFlight = new Set<string>();
+  /** Step names already found valid in this attempt (a loop calls the same name many times). */
+  readonly checkedNames = new Set<string>();
   readonly pending = new Set<Promise<void>>();
   readonly controller = new AbortController();
   /** What the run parked on, when the attempt ends `waiting`. */
@@ -161,13 +163,18 @@ export class Attempt {
     try {
       await write;
     } catch (error) {
-      if (error instanceof SteplogError && error.code === "LEASE_LOST") {
-        const named = new LeaseLostError(this.runId, this.number, "another attempt took the run over");
-        this.endWith("lease-lost", named);
-        throw named;
-      }
-      throw error;
+      throw this.writeFailed(error);
     }
+  }
+
+  /** What a failed write means for the attempt: a refused fence ends it (LEASE_LOST). Returns the error to throw. */
+  writeFailed(error: unknown): unknown {
+    if (error instanceof SteplogError && error.code === "LEASE_LOST") {
+      const named = new LeaseLostError(this.runId, this.number, "another attempt took the run over");
+      this.endWith("lease-lost", named);
+      return named;
+    }
+    return error;
   }
 
   /** End the attempt early: no step starts after this, and the signal is aborted. */

@@ -23,6 +23,13 @@ function plainOrRefuse(stored: string): string {
   return stored;
 }
 
+export interface Encoded {
+  /** The readable tagged JSON: what the first attempt decodes. */
+  plain: string;
+  /** What is written: the plain text, or what the codec made of it. */
+  stored: string;
+}
+
 export class Payloads {
   constructor(
     readonly maxBytes: number,
@@ -30,9 +37,12 @@ export class Payloads {
   ) {}
 
   /** Encode a value; `plain` is the readable JSON (what the first attempt decodes), `stored` what is written. */
-  async encode(value: unknown, what: string | (() => string), details: SteplogErrorDetails = {}): Promise<{ plain: string; stored: string }> {
+  /** Without a codec the answer is immediate (no promise): the step hot path takes it as it is. */
+  encode(value: unknown, what: string | (() => string), details: SteplogErrorDetails = {}): Encoded | Promise<Encoded> {
     const plain = encodeValue(value, what, { maxBytes: this.maxBytes }, details);
-    return { plain, stored: this.codec ? await this.codec.encode(plain) : plain };
+    if (!this.codec) return { plain, stored: plain };
+    const sealed = this.codec.encode(plain);
+    return typeof sealed === "string" ? { plain, stored: sealed } : sealed.then((stored) => ({ plain, stored }));
   }
 
   async decode(stored: string): Promise<unknown> {

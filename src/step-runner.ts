@@ -48,7 +48,10 @@ const POLICIES = ["redrive", "query", "compensate", "escalate"];
 
 export async function runStep(attempt: Attempt, call: StepCall): Promise<unknown> {
   attempt.assertRunning();
-  checkName("step name", call.name);
+  if (!attempt.checkedNames.has(call.name)) {
+    checkName("step name", call.name);
+    attempt.checkedNames.add(call.name);
+  }
   checkOptions(attempt, call);
   const key = attempt.nextKey(call.name);
   attempt.lastEntered = key;
@@ -174,7 +177,11 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
   try {
     const row = newRow(attempt, key, call, identity.idempotencyKey, clock.now());
     fault("before-intent", key);
-    await attempt.write(store.writeIntent(attempt.fence, row));
+    try {
+      await store.writeIntent(attempt.fence, row);
+    } catch (error) {
+      throw attempt.writeFailed(error);
+    }
     attempt.latest.set(key, row);
     fault("after-intent", key);
 
@@ -230,10 +237,11 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     let text: { plain: string; stored: string };
     let decoded: unknown;
     try {
-      text = await attempt.settings.payloads.encode(value, () => `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, {
+      const encoded = attempt.settings.payloads.encode(value, () => `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, {
         runId: attempt.runId,
         step: key,
       });
+      text = "then" in encoded ? await encoded : encoded;
       decoded = decodeValue(text.plain);
       if (options.result) {
         const checked = await validate(options.result, decoded);
