@@ -13,6 +13,7 @@
  * `decide` runs once per claim, always under the lock (the engine's decide has side effects).
  */
 
+import { taken as takenResult } from "../claim-result.js";
 import type { ConnectionOptions } from "node:tls";
 import {
   InvalidOptionError,
@@ -323,14 +324,7 @@ class PostgresStoreImpl implements PostgresStore {
       );
       taken = { attempt: decision.attempt, expiresAt: decision.expiresAt };
       await conn.commit(client, tx);
-      const state: StoredRun = {
-        run: { ...current.run, ...decision.run },
-        attempts: [...current.attempts, decision.attempt],
-        steps: current.steps,
-        events: current.events,
-        lease,
-      };
-      return { kind: "taken", state, lease: { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt } };
+      return takenResult(current, decision, lease);
     });
     return (result as ClaimResult | undefined) ?? { kind: "missing" };
   }

@@ -17,6 +17,7 @@ import {
   StoreWriteFailedError,
   SteplogError,
 } from "../../errors.js";
+import { taken } from "../claim-result.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -314,14 +315,7 @@ class SqliteStoreImpl implements SqliteStore {
       const epoch = (current.lease?.epoch ?? 0) + 1;
       const lease: LeaseRow = { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt, heartbeatAt: decision.now };
       this.#stmts!.upsertLease.run(lease);
-      const state: StoredRun = {
-        run: { ...current.run, ...decision.run },
-        attempts: [...current.attempts, decision.attempt],
-        steps: current.steps,
-        events: current.events,
-        lease,
-      };
-      return { kind: "taken", state, lease: { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt } };
+      return taken(current, decision, lease);
     });
     // Thrown after the commit, so a refusal's own patch (say, dead-lettering) is kept.
     if (refusal) throw refusal;
