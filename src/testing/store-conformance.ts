@@ -208,8 +208,9 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       const lease = await created(store, "r");
       await store.renewLease(lease, NOW + 90_000, NOW + 5);
       assert.equal((await store.loadRun("r"))!.lease!.expiresAt, NOW + 90_000);
-      await store.endAttempt(lease, { attempt: 1, ending: "completed", endedAt: NOW + 9, error: null, run: { status: "completed", value: '"done"', updatedAt: NOW + 9 } });
+      await store.endAttempt(lease, { attempt: 1, ending: "completed", endedAt: NOW + 9, error: null, run: { status: "completed", value: '"done"', updatedAt: NOW + 9 }, reused: ["a", "b#2"] });
       const stored = (await store.loadRun("r"))!;
+      assert.deepEqual(stored.attempts[0]!.reused, ["a", "b#2"]);
       assert.equal(stored.run.status, "completed");
       assert.equal(stored.run.value, '"done"');
       assert.deepEqual([stored.attempts[0]!.ending, stored.attempts[0]!.endedAt], ["completed", NOW + 9]);
@@ -275,9 +276,13 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       assert.deepEqual((await store.listRuns({ status: ["running"] })).map((l) => l.run.id), ["old"]);
       assert.deepEqual((await store.listRuns({ workflow: "b" })).map((l) => l.run.id), ["new", "later"]);
       assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 10 })).map((l) => l.run.id), ["new"]);
+      // A due listing goes oldest due first, whatever the creation order.
+      assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 1000 })).map((l) => l.run.id), ["new", "later"]);
       assert.deepEqual((await store.listRuns({ limit: 1 })).map((l) => l.run.id), ["new"]);
       const [listing] = await store.listRuns({ workflow: "a" });
       assert.deepEqual([listing!.lastAttempt!.number, listing!.lease!.epoch], [1, 1]);
+      await created(store, "earliest", { createdAt: NOW + 50, workflow: "b", status: "waiting", wakeAt: NOW + 1 });
+      assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 1000 })).map((l) => l.run.id), ["earliest", "new", "later"]);
     }));
 
     if (options.reopen) {
