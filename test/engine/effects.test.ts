@@ -207,3 +207,40 @@ describe("redrive, compensate, escalate as overrides", () => {
     await expect(engine.resolve("missing", "s", { redo: true })).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
   });
 });
+
+describe("every policy × every effect kind (onUnknown), on a seeded unknown outcome", () => {
+  const EFFECTS: Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
+  const POLICIES: UnknownOutcomePolicy[] = ["redrive", "query", "compensate", "escalate"];
+  const cells = EFFECTS.flatMap((effect) => POLICIES.flatMap((policy) => [true, false].map((found) => [effect, policy, found] as const)))
+    // "found" only matters to a query.
+    .filter(([, policy, found]) => policy === "query" || found);
+
+  it.each(cells.map(([effect, policy, found]) => [effect, policy, policy === "query" ? (found ? " (found)" : " (not found)") : "", found] as const))("%s step, onUnknown %s%s", async (effect, policy, _label, found) => {
+    const svc = service();
+    if (found) svc.done.set("test-run:effect", "landed before the crash");
+    const run = await testWorkflow(oneEffect(effect, svc, { onUnknown: policy, query: svc.query, compensate: svc.compensate }), { args: undefined, ...seedCutOff });
+    const first = run.steps.find((s) => s.key === "effect")!;
+    expect(first.resolution?.policy).toBe(policy);
+    switch (policy) {
+      case "redrive":
+        expect(run.status).toBe("completed");
+        expect(svc.log).toEqual(["act test-run:effect"]);
+        break;
+      case "query":
+        expect(run.status).toBe("completed");
+        expect(run.calls("effect", "query")).toBe(1);
+        expect(run.calls("effect")).toBe(found ? 0 : 1);
+        expect(run.value).toBe(found ? "after landed before the crash" : "after value for test-run:effect");
+        break;
+      case "compensate":
+        expect(run.status).toBe("completed");
+        expect(svc.log).toEqual(["compensate test-run:effect undefined", "act test-run:effect:2"]);
+        break;
+      case "escalate":
+        expect(run).toMatchObject({ status: "escalated", runStatus: "escalated" });
+        expect(svc.log).toEqual([]);
+        expect(run.calls("after")).toBe(0);
+        break;
+    }
+  });
+});
