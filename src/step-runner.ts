@@ -46,7 +46,20 @@ export interface Identity {
 const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
 const POLICIES = ["redrive", "query", "compensate", "escalate"];
 
-export async function runStep(attempt: Attempt, call: StepCall): Promise<unknown> {
+/**
+ * ctx.step. Not an async function itself: it hands back the promise of the path it takes (an
+ * async wrapper would add a promise and its ticks to every step), and turns a synchronous throw
+ * into a rejection so callers see one behaviour.
+ */
+export function runStep(attempt: Attempt, call: StepCall): Promise<unknown> {
+  try {
+    return route(attempt, call);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   attempt.assertRunning();
   if (!attempt.checkedNames.has(call.name)) {
     checkName("step name", call.name);
@@ -66,10 +79,10 @@ export async function runStep(attempt: Attempt, call: StepCall): Promise<unknown
     if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
     const values = attempt.plan.values;
     if (values && Object.hasOwn(values, key)) return supply(attempt, key, call, values[key]);
-    return stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
+    stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
   }
   // An escalation nobody resolved (the run was cancelled or forced meanwhile) stays in force.
-  if (record?.status === "escalated") return stopWith(attempt, new RunEscalatedError(attempt.runId, key), "escalated");
+  if (record?.status === "escalated") stopWith(attempt, new RunEscalatedError(attempt.runId, key), "escalated");
   if (record && record.status === "intended" && record.attempt !== attempt.number) {
     return resolveUnknownOutcome(attempt, key, record, call);
   }

@@ -2,8 +2,16 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll } from "vitest";
 
 const WORKER = fileURLToPath(new URL("../crash/fixtures/worker.mjs", import.meta.url));
+
+// A test that fails half-way must not leave its workers running (one waiting on a barrier spins).
+const children = new Set<ReturnType<typeof spawn>>();
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  children.clear();
+});
 
 export interface WorkerOutcome {
   code: number | null;
@@ -26,6 +34,7 @@ export function spawnWorker(file: string, runId: string, mode: "start" | "contin
   const args = [WORKER, file, runId, mode];
   if (options) args.push(JSON.stringify(options));
   const child = spawn(process.execPath, args, { env: { ...process.env, STEPLOG_FAULT: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  children.add(child);
   let stdout = "";
   let stderr = "";
   let markReady!: () => void;
