@@ -51,7 +51,8 @@ export function escalationsOf(stored: StoredRun): Escalation[] {
 
 export async function listEscalations(store: Store): Promise<Escalation[]> {
   const out: Escalation[] = [];
-  for (const { run } of await store.listRuns({ status: ["escalated"] })) {
+  // A cancelled run keeps an unresolved escalation in force (a continue escalates it again), so it is listed too.
+  for (const { run } of await store.listRuns({ status: ["escalated", "cancelled"] })) {
     const stored = await store.loadRun(run.id);
     if (stored) out.push(...escalationsOf(stored));
   }

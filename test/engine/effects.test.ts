@@ -244,3 +244,19 @@ describe("every policy × every effect kind (onUnknown), on a seeded unknown out
     }
   });
 });
+
+describe("an escalation stays in the human queue", () => {
+  it("after the run is cancelled: listed until resolved, and a continue escalates it again", async () => {
+    const store = memoryStore();
+    const svc = service();
+    const workflow = oneEffect("irreversible", svc);
+    await testWorkflow(workflow, { args: undefined, ...seedCutOff, store, runId: "r" });
+    const engine = createEngine({ store, workflows: [workflow] });
+    expect(await engine.cancel("r")).toBe("cancelled");
+    expect((await engine.escalations()).map((e) => [e.runId, e.step])).toEqual([["r", "effect"]]);
+    expect(await engine.continue("r")).toMatchObject({ status: "escalated" });
+    expect(svc.log).toEqual([]);
+    await engine.resolve("r", "effect", { redo: true });
+    expect(await engine.escalations()).toEqual([]);
+  });
+});
