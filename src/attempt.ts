@@ -20,7 +20,7 @@ import {
 import type { EngineSettings, ProgressEvent } from "./engine-settings.js";
 import { fault } from "./faults.js";
 import { LeaseKeeper } from "./lease-keeper.js";
-import { markDone, markLive } from "./live-attempts.js";
+import { markDone, type LiveToken } from "./live-attempts.js";
 import { runSaga, unreachable, type SagaEntry } from "./saga.js";
 import { runStep, type StepCall } from "./step-runner.js";
 import { approvalEvent, sleep, waitForEvent, type WaitingFor } from "./waits.js";
@@ -101,6 +101,8 @@ export class Attempt {
     readonly stored: StoredRun,
     lease: Lease,
     readonly plan: AttemptPlan,
+    /** This attempt's registration as live in this process, made when its lease was taken. */
+    private readonly live: LiveToken,
   ) {
     this.runId = stored.run.id;
     this.number = lease.attempt;
@@ -212,11 +214,14 @@ export class Attempt {
   #previousStopStep: string | undefined;
 
   async run(args: unknown): Promise<RunResult> {
-    const location = this.settings.store.location;
-    // Registered before anything is awaited: a claim in this process must see it alive.
-    markLive(location, this.runId, this.fence.epoch);
     const previous = this.stored.attempts.filter((a) => a.number < this.number).at(-1);
-    if (previous?.ending === "stopped" && previous.error) this.#previousStopStep = (await this.settings.payloads.decodeError(previous.error)).step;
+    if (previous?.ending === "stopped" && previous.error) {
+      try {
+        this.#previousStopStep = (await this.settings.payloads.decodeError(previous.error)).step;
+      } catch {
+        // Only a hint for a stop's message; an unreadable one (a missing key) must not end the attempt here.
+      }
+    }
     this.#keeper.start();
     const cleanups = this.#watchDeadlineAndSignal();
     this.emit({ type: "attempt-started", runId: this.runId, workflow: this.workflow.name, attempt: this.number, fromStep: this.plan.fromStep });
@@ -228,7 +233,7 @@ export class Attempt {
     } finally {
       for (const cleanup of cleanups) cleanup();
       this.#keeper.stop();
-      markDone(location, this.runId, this.fence.epoch);
+      markDone(this.live);
     }
   }
 

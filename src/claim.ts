@@ -63,13 +63,19 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
   const lastStep = steps.at(-1)?.key;
   const saga = request.mode === "compensate";
   if (run.status === "completed" && request.fromStep === undefined && !saga) return refuse(new RunCompletedError(run.id, firstStep(current)));
-  if (run.status === "escalated") {
-    const escalated = latestRows(current).find((row) => row.status === "escalated");
+  // An escalation not yet resolved refuses a continue, whatever the run's status says (say, after
+  // a cancel): only engine.resolve settles it.
+  const escalated = latestRows(current).find((row) => row.status === "escalated");
+  if (run.status === "escalated" || (escalated && !saga)) {
     return refuse(new RunEscalatedError(run.id, escalated?.key ?? lastStep ?? "?"));
   }
   if (saga) {
-    const pivot = latestRows(current).find((row) => row.effect === "irreversible" && row.status === "succeeded");
-    if (pivot) return refuse(new PastPivotError(run.id, pivot.key));
+    // Past the pivot once an irreversible step ever succeeded (a failed redo does not undo it),
+    // or while one may have happened (cut off, or escalated and unresolved).
+    const done = steps.find((row) => row.effect === "irreversible" && row.status === "succeeded");
+    if (done) return refuse(new PastPivotError(run.id, done.key));
+    const unknown = latestRows(current).find((row) => row.effect === "irreversible" && (row.status === "intended" || row.status === "escalated"));
+    if (unknown) return refuse(new PastPivotError(run.id, unknown.key, true));
   }
   const max = request.workflow.maxAttempts;
   if (!saga && !request.force && (run.status === "dead-lettered" || (run.status !== "completed" && run.budgetUsed >= max))) {

@@ -11,6 +11,7 @@ import { systemClock, type Clock, type EngineSettings, type ProgressEvent, type 
 import {
   ArgsRejectedError,
   EngineClosedError,
+  RunBusyError,
   SteplogError,
   InvalidOptionError,
   RunCancelledError,
@@ -27,14 +28,14 @@ import { listEscalations, resolveEscalation, type Escalation, type Resolution } 
 import { SignalHandlers } from "./signal-handlers.js";
 import { Payloads, type Codec } from "./payloads.js";
 import type { RedactRule } from "./redact.js";
-import { markDone, markLive } from "./live-attempts.js";
+import { markDone, markLive, type LiveToken } from "./live-attempts.js";
 import { checkName } from "./names.js";
 import { currentOwner } from "./owner.js";
 import { validate, type Validation } from "./schema.js";
 import { sqliteStore } from "./store/sqlite/store.js";
 import type { AttemptRow, RunFilter, RunRow, RunStatus, Store, StoredRun } from "./store/types.js";
 import { DEFAULT_MAX_VALUE_BYTES } from "./values.js";
-import { redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
+import { holderGone, redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
 
 export const TEST_HOOKS = Symbol.for("steplog.testHooks");
 
@@ -248,21 +249,21 @@ class SteplogEngine implements Engine {
     };
     const first: AttemptRow = { runId: id, number: 1, ...currentOwner(), startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null };
     // Marked live before the lease exists, so no claim in this process can judge it abandoned.
-    markLive(this.store.location, id, 1);
+    const live = markLive(this.store.location, id);
     let created: Awaited<ReturnType<Store["createRun"]>>;
     try {
       created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
     } catch (error) {
-      markDone(this.store.location, id, 1);
+      markDone(live);
       throw error;
     }
     if ("exists" in created) {
-      markDone(this.store.location, id, 1);
+      markDone(live);
       throw new RunExistsError(id, created.exists.status);
     }
     const stored: StoredRun = { run, attempts: [first], steps: [], lease: null, events: [] };
     const plan: AttemptPlan = { mode: "run", fromStep: undefined, values: undefined, ignoreVersion: false, deadline, signal: options.signal };
-    return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
+    return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
   }
 
   async continue(id: string, options: ContinueOptions = {}): Promise<RunResult> {
@@ -295,7 +296,7 @@ class SteplogEngine implements Engine {
     const args = await this.#checkArgs(workflow, await this.#settings.payloads.decode(before.args));
     const now = this.#settings.clock.now();
     let statusBefore: RunStatus | undefined;
-    let takenEpoch: number | undefined;
+    let live: LiveToken | undefined;
     const location = this.store.location;
     const decide = (current: StoredRun) => {
       statusBefore = current.run.status;
@@ -314,8 +315,8 @@ class SteplogEngine implements Engine {
       // Marked live inside the claim's transaction: between its commit and the attempt's start,
       // another claim in this process must already see the run held.
       if (decision.kind === "take") {
-        takenEpoch = (current.lease?.epoch ?? 0) + 1;
-        markLive(location, id, takenEpoch);
+        if (live) markDone(live);
+        live = markLive(location, id);
       }
       return decision;
     };
@@ -323,7 +324,7 @@ class SteplogEngine implements Engine {
     try {
       claimed = await this.store.claimRun(id, decide);
     } catch (error) {
-      if (takenEpoch !== undefined) markDone(location, id, takenEpoch);
+      if (live) markDone(live);
       throw error;
     }
     if (claimed.kind === "missing") throw new RunNotFoundError(id, this.store.location);
@@ -338,7 +339,7 @@ class SteplogEngine implements Engine {
       signal: options.signal,
       ...(statusBefore === undefined ? {} : { statusBefore }),
     };
-    return this.#runAttempt(new Attempt(this.#settings, workflow, claimed.state, claimed.lease, plan), (args as { value: unknown }).value);
+    return this.#runAttempt(new Attempt(this.#settings, workflow, claimed.state, claimed.lease, plan, live!), (args as { value: unknown }).value);
   }
 
   async send(id: string, event: string, payload?: unknown, options: SendOptions = {}): Promise<void> {
@@ -424,7 +425,13 @@ class SteplogEngine implements Engine {
     checkName("run id", id);
     const valid = typeof answer === "object" && answer !== null && ("value" in answer || (answer as { redo?: unknown }).redo === true);
     if (!valid) throw new InvalidOptionError(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`, { runId: id, step });
-    await resolveEscalation(this.store, id, step, answer, this.#settings.clock.now(), this.#settings.payloads);
+    const judge = this.#judge();
+    await resolveEscalation(this.store, id, step, answer, judge.now, this.#settings.payloads, (current) => {
+      const { lease } = current;
+      const holder = lease?.attempt == null ? undefined : current.attempts.find((a) => a.number === lease.attempt);
+      if (!lease || !holder || holderGone(lease, holder, judge)) return undefined;
+      return new RunBusyError(id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt });
+    });
   }
 
   async #checkArgs(workflow: Workflow, args: unknown): Promise<Validation<unknown>> {

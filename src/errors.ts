@@ -320,10 +320,12 @@ export class PivotOrderError extends SteplogError {
 
 export class PastPivotError extends SteplogError {
   override name = "PastPivotError";
-  constructor(runId: string, pivot: string) {
+  constructor(runId: string, pivot: string, unknown = false) {
     super(
       "PAST_PIVOT",
-      `Run ${q(runId)}: irreversible step ${q(pivot)} has already succeeded, so the run cannot be compensated; it must go forward. Type engine.continue(${q(runId)}).`,
+      `Run ${q(runId)}: irreversible step ${q(pivot)} ${unknown ? "may have happened (its outcome is unknown)" : "has already succeeded"}, so the run cannot be compensated; it must go forward. ` +
+        (unknown ? `Settle that step first (engine.resolve, or a continue), then decide. ` : ``) +
+        `Type engine.continue(${q(runId)}).`,
       { runId, step: pivot },
     );
   }

@@ -64,11 +64,22 @@ export async function listEscalations(store: Store): Promise<Escalation[]> {
  * succeeded; the step's result schema checks it when the next continue reuses it), or redo
  * (the row becomes failed, so the next continue re-runs the step with the same key).
  */
-export async function resolveEscalation(store: Store, runId: string, step: string, answer: Resolution, now: number, payloads: Payloads): Promise<void> {
+export async function resolveEscalation(
+  store: Store,
+  runId: string,
+  step: string,
+  answer: Resolution,
+  now: number,
+  payloads: Payloads,
+  /** A refusal when an attempt holds the run right now (it would not see the answer). */
+  busy: (current: StoredRun) => Error | undefined,
+): Promise<void> {
   const isValue = "value" in answer;
   const valueText = isValue ? (await payloads.encode(answer.value, `The value given for step ${JSON.stringify(step)}`, { runId, step })).stored : null;
   const redoError = await payloads.encodeError({ name: "ResolvedByPerson", message: `A person said the effect of step ${JSON.stringify(step)} did not happen; redo it.`, step });
   const done = await store.updateRun(runId, (current) => {
+    const held = busy(current);
+    if (held) return { error: held, result: false };
     const rows = current.steps.filter((row) => row.key === step);
     const row = rows.at(-1);
     if (!row) return { error: new StepNotFoundError(runId, step, [...new Set(current.steps.map((s) => s.key))], "resolve"), result: false };

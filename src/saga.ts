@@ -28,13 +28,31 @@ export interface SagaEntry {
 const isCompensation = (row: StepRow) => row.resolution !== null && row.resolution.includes('"compensation":true');
 
 /** ctx.step during the replay: hand back the recorded value and note how to compensate the step. */
+/**
+ * Whether a key's rows leave an effect in the world to undo: a success, or a cut-off execution,
+ * after the last compensation (or a compensation itself cut off). A success that a later
+ * compensation already undid needs nothing, however the redo after it ended.
+ */
+export function needsCompensation(rows: StepRow[]): boolean {
+  let lastEffect = -1;
+  let lastCompensation = -1;
+  rows.forEach((row, i) => {
+    if (isCompensation(row)) {
+      if (row.status === "compensated") lastCompensation = i;
+      else if (row.status === "intended") lastEffect = Math.max(lastEffect, i); // cut off inside: run it again
+    } else if (row.status === "succeeded" || row.status === "intended" || row.status === "escalated") {
+      lastEffect = i;
+    }
+  });
+  return lastEffect > lastCompensation;
+}
+
 export async function replayForSaga(attempt: Attempt, key: string, call: StepCall): Promise<unknown> {
   const rows = attempt.stored.steps.filter((row) => row.key === key);
   const succeeded = rows.filter((row) => row.status === "succeeded").at(-1);
-  const latest = rows.at(-1);
-  const cutOff = latest?.status === "intended" && !isCompensation(latest);
-  if (call.options.effect === "compensatable" && call.options.compensate && (succeeded || cutOff || (latest && isCompensation(latest)))) {
-    attempt.saga.push({ key, call, value: succeeded?.value ? await attempt.settings.payloads.decode(succeeded.value) : undefined });
+  if (call.options.effect === "compensatable" && call.options.compensate && needsCompensation(rows)) {
+    const undone = succeeded && rows.indexOf(succeeded) < rows.findLastIndex((r) => r.status === "compensated");
+    attempt.saga.push({ key, call, value: succeeded?.value && !undone ? await attempt.settings.payloads.decode(succeeded.value) : undefined });
   }
   if (!succeeded) throw new ReplayDone(`replay reached ${key}, which has no value to hand back`);
   const value = succeeded.value === null ? undefined : await attempt.settings.payloads.decode(succeeded.value);
@@ -47,7 +65,7 @@ export function unreachable(attempt: Attempt): string[] {
   const latest = new Map<string, StepRow>();
   for (const row of attempt.stored.steps) latest.set(row.key, row);
   return [...latest.values()]
-    .filter((row) => row.effect === "compensatable" && (row.status === "succeeded" || row.status === "intended") && !reached.has(row.key))
+    .filter((row) => row.effect === "compensatable" && !reached.has(row.key) && needsCompensation(attempt.stored.steps.filter((r) => r.key === row.key)))
     .map((row) => row.key);
 }
 
@@ -58,7 +76,7 @@ export async function runSaga(attempt: Attempt): Promise<void> {
   for (const entry of [...attempt.saga].reverse()) {
     const rows = attempt.stored.steps.filter((row) => row.key === entry.key);
     const latest = rows.at(-1)!;
-    if (latest.status === "compensated") continue;
+    if (!needsCompensation(rows)) continue;
     let row: StepRow;
     if (isCompensation(latest) && latest.status === "intended") {
       row = latest; // a compensation cut off by a crash: run it again

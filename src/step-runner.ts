@@ -239,13 +239,11 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
       throw error;
     }
     fault("after-fn", key);
-    // The attempt ended (deadline, cancel) while the function ran: the row is recorded failed
-    // with that reason even if the function returned, and a continue redoes the step.
-    const ended = endReasonOf(attempt);
-    if (ended && ended.ending !== "waiting") {
-      if (ended.ending !== "lease-lost" && ended.ending !== "stopped") await settle("failed", toErrorInfo(ended.error, key));
-      throw ended.error;
-    }
+    // The function returned: its effect happened and its value is known, so it is recorded even
+    // if the attempt ended meanwhile (a deadline, a cancel, another step's stop or escalation) —
+    // throwing it away would make a continue do the effect again. Only a lost lease forbids it.
+    const endedWhileRunning = endReasonOf(attempt);
+    if (endedWhileRunning?.ending === "lease-lost") throw endedWhileRunning.error;
 
     let text: { plain: string; stored: string };
     let decoded: unknown;
@@ -276,6 +274,8 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     fault("after-outcome", key);
     attempt.ran.push(key);
     if (attempt.listening) attempt.emit({ type: "step-succeeded", runId: attempt.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
+    // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
+    if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;
     return decoded;
   } finally {
     attempt.inFlight.delete(key);
@@ -349,9 +349,8 @@ async function callOnce(attempt: Attempt, key: string, call: StepCall, identity:
   try {
     attempt.settings.hooks?.onCall?.(key, "function");
     const fn = (attempt.settings.hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
+    // A value that arrives after the timeout fired is still the call's result: the effect happened.
     const value = await fn(info);
-    // A value that arrives after the timeout fired is not taken: the call timed out.
-    if (timedOut) return { ok: false, error: timedOut };
     return { ok: true, value };
   } catch (error) {
     return { ok: false, error: timedOut && !(error instanceof StopRequest) ? timedOut : error };

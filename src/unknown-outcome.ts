@@ -36,6 +36,18 @@ interface Resolution {
 }
 
 export async function resolveUnknownOutcome(attempt: Attempt, key: string, record: StepRow, call: StepCall): Promise<unknown> {
+  // In flight for the whole resolution: a cancel or deadline waits for a query or a compensation
+  // to settle, as for a step's own function, and an irreversible step cannot start beside it.
+  attempt.inFlight.add(key);
+  try {
+    return await resolve(attempt, key, record, call);
+  } finally {
+    attempt.inFlight.delete(key);
+    attempt.checkEarlyEnd();
+  }
+}
+
+async function resolve(attempt: Attempt, key: string, record: StepRow, call: StepCall): Promise<unknown> {
   const { options } = call;
   const effect = options.effect ?? "idempotent";
   const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
@@ -126,6 +138,9 @@ async function compensateThenRedrive(attempt: Attempt, key: string, record: Step
     compensation.resolution = JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number, compensation: true } satisfies Resolution);
     await attempt.write(store.writeIntent(attempt.fence, compensation));
   }
+  // Ended while the compensation's intent was written (a cancel, a deadline): do not start it.
+  const ended = attempt.endReason;
+  if (ended) throw ended.error;
   attempt.settings.hooks?.onCall?.(key, "compensate");
   await call.options.compensate!(undefined, { idempotencyKey: record.idempotencyKey, runId: attempt.runId, step: key });
   const done: StepRow = { ...compensation, status: "compensated", endedAt: clock.now(), calls: compensation.calls + 1 };

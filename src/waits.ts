@@ -7,7 +7,8 @@
  */
 
 import type { Attempt } from "./attempt.js";
-import { EventRejectedError, InvalidOptionError, ResultRejectedError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
+import { EventRejectedError, InvalidOptionError, ResultRejectedError, ValueMissingError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
+import { decodeValue } from "./values.js";
 import { checkName } from "./names.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
@@ -78,6 +79,19 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
     attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
+  if (!attempt.started) {
+    // Before fromStep with nothing to hand back: like a step, it stops for its value (or takes one given).
+    const values = attempt.plan.values;
+    if (!values || !Object.hasOwn(values, key)) stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
+    const given = await attempt.settings.payloads.encode(values[key], () => `The value given for wait ${JSON.stringify(key)}`, { runId: attempt.runId, step: key });
+    const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined };
+    const row = newRow(attempt, key, call, `${attempt.runId}:${key}`, attempt.settings.clock.now());
+    Object.assign(row, { status: "succeeded", value: given.stored, endedAt: row.intendedAt, resolution: JSON.stringify({ policy: "supplied" }) });
+    await attempt.write(attempt.settings.store.writeIntent(attempt.fence, row));
+    attempt.latest.set(key, row);
+    attempt.resolved.push(key);
+    return { key, reused: decodeValue(given.plain) };
+  }
   if (record?.status === "intended" && waitOf(record)) return { key, row: record };
   const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined };
   const row = newRow(attempt, key, call, `${attempt.runId}:${key}`, attempt.settings.clock.now());
@@ -93,10 +107,14 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
 async function settleWait(attempt: Attempt, row: StepRow, patch: Partial<StepRow>, consumes?: EventRow): Promise<void> {
   const done: StepRow = { ...row, ...patch, endedAt: attempt.settings.clock.now() };
   const outcome = outcomeOf(done);
-  await attempt.write(
-    attempt.settings.store.writeOutcome(attempt.fence, consumes ? { ...outcome, consumes: { eventSeq: consumes.seq, by: row.key } } : outcome),
-  );
-  if (consumes) consumes.consumedBy = row.key;
+  try {
+    await attempt.write(
+      attempt.settings.store.writeOutcome(attempt.fence, consumes ? { ...outcome, consumes: { eventSeq: consumes.seq, by: row.key } } : outcome),
+    );
+  } catch (error) {
+    if (consumes) consumes.consumedBy = null; // not consumed after all
+    throw error;
+  }
   attempt.latest.set(row.key, done);
 }
 
@@ -121,8 +139,10 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
   }
   const { key, row } = entered;
   const wait = waitOf(row)!;
-  // Events are consumed once each, in order of arrival.
+  // Events are consumed once each, in order of arrival. The event is reserved at once (before
+  // anything is awaited) so a second wait of the same name, in parallel, takes the next one.
   const event = attempt.stored.events.find((e) => e.name === name && e.consumedBy === null);
+  if (event) event.consumedBy = key;
   if (event) {
     let payload = await attempt.settings.payloads.decode(event.payload);
     if (options.schema) {

@@ -246,7 +246,7 @@ describe("every policy × every effect kind (onUnknown), on a seeded unknown out
 });
 
 describe("an escalation stays in the human queue", () => {
-  it("after the run is cancelled: listed until resolved, and a continue escalates it again", async () => {
+  it("after the run is cancelled: listed until resolved, and a continue is refused (RUN_ESCALATED) until then", async () => {
     const store = memoryStore();
     const svc = service();
     const workflow = oneEffect("irreversible", svc);
@@ -254,9 +254,10 @@ describe("an escalation stays in the human queue", () => {
     const engine = createEngine({ store, workflows: [workflow] });
     expect(await engine.cancel("r")).toBe("cancelled");
     expect((await engine.escalations()).map((e) => [e.runId, e.step])).toEqual([["r", "effect"]]);
-    expect(await engine.continue("r")).toMatchObject({ status: "escalated" });
+    await expect(engine.continue("r")).rejects.toMatchObject({ code: "RUN_ESCALATED", step: "effect" });
     expect(svc.log).toEqual([]);
     await engine.resolve("r", "effect", { redo: true });
     expect(await engine.escalations()).toEqual([]);
+    expect(await engine.continue("r")).toMatchObject({ status: "completed" });
   });
 });

@@ -134,17 +134,24 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
     expect(result).toMatchObject({ status: "failed", error: { code: "STEP_TIMED_OUT", step: "slow" } });
   });
 
-  it("a function that ignores its signal: the engine waits for it, then records the row failed with the timeout", async () => {
+  it("a function that ignores its signal: the engine waits for it and records what it returned (its effect happened); the attempt still ends timed-out", async () => {
+    let charges = 0;
     const late = defineWorkflow({
       name: "late",
       async run(ctx) {
-        return ctx.step("stubborn", () => new Promise((resolve) => setTimeout(() => resolve("finished anyway"), 300)));
+        const receipt = await ctx.step("charge", { effect: "irreversible" }, () =>
+          new Promise((resolve) => setTimeout(() => resolve(`receipt ${++charges}`), 300)),
+        );
+        return ctx.step("email", async () => `sent ${String(receipt)}`);
       },
     });
     const engine = createEngine({ store: makeStore(), workflows: [late] });
     const result = await engine.start(late, undefined, { id: "r", timeoutMs: 100 });
-    expect(result).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT", step: "stubborn" } });
-    expect((await engine.get("r")).steps[0]).toMatchObject({ status: "failed", error: { code: "RUN_TIMED_OUT" } });
+    expect(result).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT", step: "charge" } });
+    expect((await engine.get("r")).steps.map((s) => [s.key, s.status, s.value])).toEqual([["charge", "succeeded", "receipt 1"]]);
+    // The continue reuses the charge: it is never made twice.
+    expect(await engine.continue("r")).toMatchObject({ status: "completed", value: "sent receipt 1" });
+    expect(charges).toBe(1);
     const perStep = defineWorkflow({
       name: "late-step",
       async run(ctx) {
@@ -152,7 +159,43 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
       },
     });
     const engine2 = createEngine({ store: makeStore(), workflows: [perStep] });
-    expect(await engine2.start(perStep, undefined, { id: "r" })).toMatchObject({ status: "failed", error: { code: "STEP_TIMED_OUT" } });
+    expect(await engine2.start(perStep, undefined, { id: "r" })).toMatchObject({ status: "completed", value: "finished anyway" });
+    const rejecting = defineWorkflow({
+      name: "late-reject",
+      async run(ctx) {
+        return ctx.step("slow", { timeoutMs: 20 }, ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))));
+      },
+    });
+    const engine3 = createEngine({ store: makeStore(), workflows: [rejecting] });
+    expect(await engine3.start(rejecting, undefined, { id: "r" })).toMatchObject({ status: "failed", error: { code: "STEP_TIMED_OUT" } });
+  });
+
+  it("a step that returns while another step of the attempt stops or escalates is recorded, not lost", async () => {
+    let slowCalls = 0;
+    let stopNow = true;
+    const workflow = defineWorkflow({
+      name: "stop-par",
+      async run(ctx) {
+        const [a] = await Promise.all([
+          ctx.step("slow", async () => {
+            slowCalls++;
+            await new Promise((resolve) => setTimeout(resolve, 30));
+            return "slow-done";
+          }),
+          ctx.step("check", async () => {
+            if (stopNow) ctx.stop("not yet");
+            return 1;
+          }),
+        ]);
+        return a;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect((await engine.start(workflow, undefined, { id: "s" })).status).toBe("stopped");
+    expect((await engine.get("s")).steps.map((s) => [s.key, s.status])).toEqual([["slow", "succeeded"], ["check", "stopped"]]);
+    stopNow = false;
+    expect(await engine.continue("s")).toMatchObject({ status: "completed", value: "slow-done" });
+    expect(slowCalls).toBe(1);
   });
 
   it("ctx.runId, ctx.attempt and ctx.signal describe the attempt", async () => {
