@@ -346,8 +346,20 @@ export class Attempt {
     const counts = ending !== "completed" && ending !== "waiting" && ending !== "escalated";
     const budgetUsed = counts ? run.budgetUsed : Math.max(0, run.budgetUsed - 1);
     const runStatus: RunStatus = counts && budgetUsed >= this.workflow.maxAttempts ? "dead-lettered" : ending;
+    return this.#recordEnding({ ending, runStatus, error, value: valueText, budgetUsed, parked: ending === "waiting" ? this.parkedOn : undefined });
+  }
+
+  /** Write the attempt's ending with the run's new status (releasing the lease), and say how it ended. */
+  async #recordEnding(end: {
+    ending: AttemptEnding;
+    runStatus: RunStatus;
+    error: ErrorInfo | undefined;
+    value: { plain: string; stored: string } | null;
+    budgetUsed: number;
+    parked: WaitingFor | undefined;
+  }): Promise<RunResult> {
+    const { ending, runStatus, error, value, parked } = end;
     const now = this.settings.clock.now();
-    const parked = ending === "waiting" ? this.parkedOn : undefined;
     const errorText = error ? await this.settings.payloads.encodeError(error) : null;
     fault("before-end", this.lastEntered ?? "*");
     try {
@@ -358,9 +370,9 @@ export class Attempt {
         error: errorText,
         run: {
           status: runStatus,
-          value: valueText?.stored ?? null,
+          value: value?.stored ?? null,
           error: errorText,
-          budgetUsed,
+          budgetUsed: end.budgetUsed,
           updatedAt: now,
           waitingFor: parked ? JSON.stringify(parked) : null,
           wakeAt: parked?.until ?? null,
@@ -377,7 +389,7 @@ export class Attempt {
     }
     const result: RunResult = { id: this.runId, status: ending, runStatus, attempt: this.number };
     if (parked) result.waitingFor = parked;
-    if (valueText !== null) result.value = decodeValue(valueText.plain);
+    if (value !== null) result.value = decodeValue(value.plain);
     if (error) result.error = error;
     this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });
     return result;
@@ -406,24 +418,15 @@ export class Attempt {
         }
       }
     }
-    const ending: AttemptEnding = error ? "failed" : "compensated";
     // A saga counts no attempt; a failed one leaves the run as it was, to be compensated again.
-    const runStatus: RunStatus = error ? this.#previousStatus() : "compensated";
-    const now = this.settings.clock.now();
-    const errorText = error ? await this.settings.payloads.encodeError(error) : null;
-    try {
-      await this.settings.store.endAttempt(this.fence, {
-        attempt: this.number,
-        ending,
-        endedAt: now,
-        error: errorText,
-        run: { status: runStatus, value: null, error: errorText, budgetUsed: this.stored.run.budgetUsed, updatedAt: now },
-      });
-    } catch (endError) {
-      return await this.#leaseLost(endError as Error);
-    }
-    this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: ending, runStatus, ...(error ? { error } : {}) });
-    return { id: this.runId, status: ending, runStatus, attempt: this.number, ...(error ? { error } : {}) };
+    return this.#recordEnding({
+      ending: error ? "failed" : "compensated",
+      runStatus: error ? this.#previousStatus() : "compensated",
+      error,
+      value: null,
+      budgetUsed: this.stored.run.budgetUsed,
+      parked: undefined,
+    });
   }
 
   #previousStatus(): RunStatus {

@@ -135,7 +135,7 @@ async function reuse(attempt: Attempt, key: string, record: StepRow, options: St
 }
 
 /** A value given with `continue(id, { values })` for a step before the start point with no record. */
-async function supply(attempt: Attempt, key: string, call: StepCall, given: unknown): Promise<unknown> {
+export async function supply(attempt: Attempt, key: string, call: StepCall, given: unknown): Promise<unknown> {
   const text = await attempt.settings.payloads.encode(given, `The value given for step ${JSON.stringify(key)}`, { runId: attempt.runId, step: key });
   let value = decodeValue(text.plain);
   if (call.options.result) {

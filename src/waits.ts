@@ -8,11 +8,10 @@
 
 import type { Attempt } from "./attempt.js";
 import { EventRejectedError, InvalidOptionError, ResultRejectedError, ValueMissingError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
-import { decodeValue } from "./values.js";
 import { checkName } from "./names.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
-import { newRow, outcomeOf, stopWith, type StepCall } from "./step-runner.js";
+import { newRow, outcomeOf, stopWith, supply, type StepCall } from "./step-runner.js";
 import type { EventRow, StepRow } from "./store/types.js";
 
 export interface WaitingFor {
@@ -83,14 +82,7 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
     // Before fromStep with nothing to hand back: like a step, it stops for its value (or takes one given).
     const values = attempt.plan.values;
     if (!values || !Object.hasOwn(values, key)) stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
-    const given = await attempt.settings.payloads.encode(values[key], () => `The value given for wait ${JSON.stringify(key)}`, { runId: attempt.runId, step: key });
-    const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined };
-    const row = newRow(attempt, key, call, `${attempt.runId}:${key}`, attempt.settings.clock.now());
-    Object.assign(row, { status: "succeeded", value: given.stored, endedAt: row.intendedAt, resolution: JSON.stringify({ policy: "supplied" }) });
-    await attempt.write(attempt.settings.store.writeIntent(attempt.fence, row));
-    attempt.latest.set(key, row);
-    attempt.resolved.push(key);
-    return { key, reused: decodeValue(given.plain) };
+    return { key, reused: await supply(attempt, key, { name, options: { effect: "read" }, fn: () => undefined }, values[key]) };
   }
   if (record?.status === "intended" && waitOf(record)) return { key, row: record };
   const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined };
