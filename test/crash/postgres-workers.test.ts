@@ -139,6 +139,13 @@ suite("postgres: many worker processes on one database", () => {
 
       // SIGKILL one worker mid-run.
       await until(() => readLedger(ledgerDir).length >= 150, 30_000, "150 step calls");
+      // ...while it holds a run, so the kill cuts an attempt off (else the test would prove nothing).
+      await until(
+        async () =>
+          (await q(`SELECT 1 FROM ${s}.leases l JOIN ${s}.attempts a ON a.run_id = l.run_id AND a.number = l.attempt WHERE a.pid = $1`, [killed.child.pid])).length > 0,
+        30_000,
+        "the worker to be killed to hold a run",
+      );
       const killedAt = Date.now();
       killed.child.kill("SIGKILL");
       phase("killed");
