@@ -1,7 +1,6 @@
 // A continue whose evidence is gone is refused, never quietly restarted: a deleted store, a
 // store replaced by garbage, a store that cannot be written.
 import crypto from "node:crypto";
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -67,7 +66,8 @@ describe("a lost or broken store between attempts", () => {
   });
 
   it("a store file the user may not write (chmod 0444): refused before any step runs", async () => {
-    // Root ignores file modes, so as root the worker drops to the "nobody" user.
+    // Root ignores file modes, so as root the worker runs without the capabilities that let it
+    // (setpriv drops CAP_DAC_OVERRIDE): it stays root and can still read this checkout, wherever it is.
     const dir = tmpDir();
     fs.chmodSync(dir, 0o777);
     const file = path.join(dir, "steplog.db");
@@ -76,15 +76,15 @@ describe("a lost or broken store between attempts", () => {
     for (const name of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, name), 0o444);
     fs.chmodSync(dir, 0o755);
     const asRoot = process.getuid?.() === 0;
-    const nobody = asRoot ? { uid: Number(execFileSync("id", ["-u", "nobody"]).toString().trim()), gid: Number(execFileSync("id", ["-g", "nobody"]).toString().trim()) } : {};
     const { spawnSync } = await import("node:child_process");
     const worker = new URL("./fixtures/worker.mjs", import.meta.url).pathname;
-    const out = spawnSync(process.execPath, [worker, file, "r", "continue"], {
-      ...nobody,
-      env: { ...process.env, STEPLOG_FAULT: "", HOME: os.tmpdir() },
-      encoding: "utf8",
-    });
-    const report = JSON.parse(out.stdout.trim().split("\n").at(-1)!);
+    const command = [process.execPath, worker, file, "r", "continue"];
+    const dropCaps = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"];
+    const argv = asRoot ? [...dropCaps, ...command] : command;
+    const out = spawnSync(argv[0]!, argv.slice(1), { env: { ...process.env, STEPLOG_FAULT: "", HOME: os.tmpdir() }, encoding: "utf8" });
+    const last = out.stdout.trim().split("\n").at(-1);
+    expect(last, out.stdout + out.stderr).toMatch(/^\{/);
+    const report = JSON.parse(last!);
     expect(report.refused?.code, out.stdout + out.stderr).toBe("STORE_READ_ONLY");
     expect(fs.existsSync(`${file}.ledger`)).toBe(false);
   });
