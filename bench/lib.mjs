@@ -162,10 +162,11 @@ export const syncFor = (durability) => (durability === "power" ? "FULL" : "NORMA
 
 // ---------------------------------------------------------------- raw step log
 
-const STEP_INSERT = `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-  VALUES (?, ?, 1, ?, ?, 'intended', 'idempotent', ?, NULL, NULL, NULL, ?, NULL, 0, NULL, NULL)`;
+// A hand-written log knows its run's number (steplog looks it up in each statement).
+const STEP_INSERT = `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+  VALUES (?, ?, ?, 1, ?, ?, 'intended', 'idempotent', ?, NULL, NULL, NULL, ?, NULL, 0, NULL, NULL)`;
 const STEP_OUTCOME = `UPDATE steps SET status = 'succeeded', value = ?, error = NULL, ended_at = ?, calls = 1, resolution = NULL, usage = NULL
-  WHERE run_id = ? AND seq = ? AND status = 'intended'`;
+  WHERE run_num = ? AND seq = ? AND status = 'intended'`;
 
 /**
  * A hand-written durable step log on raw better-sqlite3, the floor steplog is measured
@@ -177,8 +178,9 @@ export class RawStepLog {
   constructor(db) {
     this.db = db;
     this.insertRun = db.prepare(
-      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, created_at, updated_at)
-       VALUES (?, ?, NULL, ?, 'running', 1, 1, NULL, NULL, NULL, NULL, ?, ?)`,
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, created_at, updated_at, num)
+       VALUES (?, ?, NULL, ?, 'running', 1, 1, NULL, NULL, NULL, NULL, ?, ?, (SELECT coalesce(max(num), 0) + 1 FROM runs))
+       RETURNING num`,
     );
     this.insertAttempt = db.prepare(
       `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
@@ -191,17 +193,19 @@ export class RawStepLog {
     this.endRun = db.prepare(`UPDATE runs SET status = 'completed', value = ?, budget_used = 0, updated_at = ? WHERE id = ?`);
     this.releaseLease = db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = ? WHERE run_id = ?`);
     // Built once: better-sqlite3's transaction wrapper.
-    this.stepTxn = db.transaction((runId, prevSeq, prevValue, seq, key, name, t) => {
-      if (prevSeq > 0 && this.updateOutcome.run(prevValue, t, runId, prevSeq).changes !== 1) throw new Error("no open intent");
-      this.insertStep.run(runId, seq, key, name, `${runId}:${key}`, t);
+    this.stepTxn = db.transaction((runId, num, prevSeq, prevValue, seq, key, name, t) => {
+      if (prevSeq > 0 && this.updateOutcome.run(prevValue, t, num, prevSeq).changes !== 1) throw new Error("no open intent");
+      this.insertStep.run(num, runId, seq, key, name, `${runId}:${key}`, t);
     });
+    /** Returns the run's number. */
     this.startTxn = db.transaction((runId, workflow, args, t) => {
-      this.insertRun.run(runId, workflow, args, t, t);
+      const { num } = this.insertRun.get(runId, workflow, args, t, t);
       this.insertAttempt.run(runId, HOST, process.pid, t);
       this.insertLease.run(runId, t + 30_000, t);
+      return num;
     });
-    this.endTxn = db.transaction((runId, prevSeq, prevValue, result, t) => {
-      if (prevSeq > 0) this.updateOutcome.run(prevValue, t, runId, prevSeq);
+    this.endTxn = db.transaction((runId, num, prevSeq, prevValue, result, t) => {
+      if (prevSeq > 0) this.updateOutcome.run(prevValue, t, num, prevSeq);
       this.endAttempt.run(t, runId);
       this.endRun.run(result, t, runId);
       this.releaseLease.run(t, runId);
@@ -210,17 +214,17 @@ export class RawStepLog {
 
   /** One run of `n` sequential steps named `name` (keys name, name#2, …), each an async no-op. */
   async run(runId, n, name = "noop") {
-    this.startTxn.immediate(runId, "bench-seq", JSON.stringify(n), Date.now());
+    const num = this.startTxn.immediate(runId, "bench-seq", JSON.stringify(n), Date.now());
     let prevSeq = 0;
     let prevValue = null;
     for (let i = 1; i <= n; i++) {
       const key = i === 1 ? name : `${name}#${i}`;
-      this.stepTxn.immediate(runId, prevSeq, prevValue, i, key, name, Date.now());
+      this.stepTxn.immediate(runId, num, prevSeq, prevValue, i, key, name, Date.now());
       const value = await noopStep(i);
       prevValue = JSON.stringify(value);
       prevSeq = i;
     }
-    this.endTxn.immediate(runId, prevSeq, prevValue, JSON.stringify(n), Date.now());
+    this.endTxn.immediate(runId, num, prevSeq, prevValue, JSON.stringify(n), Date.now());
   }
 }
 
@@ -232,19 +236,18 @@ export function rawGroupCommit(db, prefix, runs, steps) {
   const log = new RawStepLog(db);
   const ids = Array.from({ length: runs }, (_, r) => `${prefix}-${r}`);
   const t0 = Date.now();
-  db.transaction(() => {
-    for (const id of ids) log.startTxn(id, "bench-conc", "100", t0);
-  }).immediate();
+  const nums = db.transaction(() => ids.map((id) => log.startTxn(id, "bench-conc", "100", t0))).immediate();
   const round = db.transaction((i, t) => {
-    for (const id of ids) {
-      if (i > 1) log.updateOutcome.run(JSON.stringify({ ok: true, i: i - 1 }), t, id, i - 1);
+    for (let r = 0; r < ids.length; r++) {
+      const id = ids[r];
+      if (i > 1) log.updateOutcome.run(JSON.stringify({ ok: true, i: i - 1 }), t, nums[r], i - 1);
       const key = i === 1 ? "noop" : `noop#${i}`;
-      log.insertStep.run(id, i, key, "noop", `${id}:${key}`, t);
+      log.insertStep.run(nums[r], id, i, key, "noop", `${id}:${key}`, t);
     }
   });
   for (let i = 1; i <= steps; i++) round.immediate(i, Date.now());
   db.transaction(() => {
-    for (const id of ids) log.endTxn(id, steps, JSON.stringify({ ok: true, i: steps }), "100", Date.now());
+    for (let r = 0; r < ids.length; r++) log.endTxn(ids[r], nums[r], steps, JSON.stringify({ ok: true, i: steps }), "100", Date.now());
   }).immediate();
 }
 

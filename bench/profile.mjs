@@ -3,6 +3,7 @@
 //   node bench/profile.mjs count [power|process]     SQL statements, transactions and prepares per step
 //   node bench/profile.mjs split [power|process]     time split: in SQLite (BEGIN..COMMIT) vs in JS, steplog vs raw
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile.mjs cpu [process]    steplog only, for a CPU profile
+//   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile.mjs cpu-conc [process]  the same, 100 runs at once
 //   node bench/profile.mjs top /tmp/prof/x.cpuprofile                           self and total time by function
 //
 // Build first (npm run build).
@@ -165,6 +166,17 @@ if (mode === "count") {
   await lib.go();
   console.log(`steplog ${((now() - t) * 1000 / (10 * N)).toFixed(1)} µs/step`);
   await lib.engine.close();
+} else if (mode === "cpu-conc") {
+  // 100 runs × 100 steps at once (case 2's shape), steplog only.
+  const engine = createEngine({ store: sqliteStore({ path: tmpFile("prof-conc"), durability: arg }), workflows: [seqWorkflow] });
+  expectStatus(await engine.start(seqWorkflow, 200), "completed", "warm-up");
+  const t = now();
+  for (let rep = 0; rep < 5; rep++) {
+    const results = await Promise.all(Array.from({ length: 100 }, () => engine.start(seqWorkflow, 100)));
+    for (const r of results) expectStatus(r, "completed", "profile");
+  }
+  console.log(`steplog ${((now() - t) * 1000 / (5 * 100 * 100)).toFixed(1)} µs/step`);
+  await engine.close();
 } else if (mode === "top") {
   const profile = JSON.parse(fs.readFileSync(arg, "utf8"));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -197,111 +209,4 @@ if (mode === "count") {
   for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 40)) console.log(pct(v), k);
   console.log("-- total (inclusive) --");
   for (const [k, v] of [...total].sort((a, b) => b[1] - a[1]).slice(0, 60)) console.log(pct(v), k);
-}
-
-if (mode === "micro") {
-  // What single pieces of steplog's per-step work cost on this machine, in µs, at NORMAL.
-  const file = tmpFile("micro");
-  await createSchemaFile(file);
-  const db = openRaw(file, "NORMAL");
-  const log = new RawStepLog(db);
-  await log.run("seed", 10);
-  const M = 20000;
-  // CPU time (user + system) of this process: less disturbed by other processes than wall time.
-  const cpu = () => {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
-  };
-  const time = async (label, fn) => {
-    for (let i = 0; i < 2000; i++) await fn(i);
-    const samples = [];
-    for (let r = 0; r < 5; r++) {
-      const t = cpu();
-      for (let i = 0; i < M; i++) await fn(i);
-      samples.push(((cpu() - t) * 1000) / M);
-    }
-    samples.sort((a, b) => a - b);
-    console.log(`${samples[2].toFixed(2).padStart(7)} µs  ${label}`);
-  };
-  const timeSync = (label, fn, m = M, per = 1) => {
-    for (let i = 0; i < m / 10; i++) fn(i);
-    const samples = [];
-    for (let r = 0; r < 5; r++) {
-      const t = cpu();
-      for (let i = 0; i < m; i++) fn(i);
-      samples.push(((cpu() - t) * 1000) / (m * per));
-    }
-    samples.sort((a, b) => a - b);
-    console.log(`${samples[2].toFixed(2).padStart(7)} µs  ${label}`);
-  };
-  const noop = () => {};
-  timeSync("db.transaction(fn) wrapper built (steplog: once per flush)", () => db.transaction(noop));
-  const built = db.transaction(noop);
-  timeSync("BEGIN IMMEDIATE + COMMIT, empty, NORMAL (wrapper reused)", () => built.immediate());
-  const fence = db.prepare("SELECT epoch, attempt FROM leases WHERE run_id = ?");
-  timeSync("fence SELECT (steplog: 2 per step)", () => fence.get("seed"));
-  const named = db.prepare(
-    `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-     VALUES (@runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
-  );
-  const positional = db.prepare(
-    `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const del = db.prepare("DELETE FROM steps WHERE run_id = 'micro'");
-  const updNamed = db.prepare(
-    `UPDATE steps SET status = @status, value = @value, error = @error, ended_at = @endedAt, calls = @calls, resolution = @resolution, usage = @usage
-     WHERE run_id = @runId AND seq = @seq AND status = 'intended'`,
-  );
-  const updPos = db.prepare(
-    `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ? WHERE run_id = ? AND seq = ? AND status = 'intended'`,
-  );
-  let seq = 0;
-  const txn = db.transaction((f) => {
-    for (let i = 0; i < 100; i++) f(++seq);
-  });
-  const row = (s) => ({ runId: "micro", seq: s, attempt: 1, key: `noop#${s}`, name: "noop", status: "intended", effect: "idempotent", idempotencyKey: `micro:noop#${s}`, value: null, error: null, version: null, intendedAt: 1, endedAt: null, calls: 0, resolution: null, usage: null });
-  const per100 = (label, f) => {
-    del.run();
-    seq = 0;
-    timeSync(label + " (100 per transaction, cost of one)", () => {
-      if (seq > 50000) {
-        del.run();
-        seq = 0;
-      }
-      txn(f);
-    }, 200, 100);
-  };
-  per100("INSERT intent, named params from a row object", (s) => named.run(row(s)));
-  per100("INSERT intent, positional params", (s) => positional.run("micro", s, 1, `noop#${s}`, "noop", "intended", "idempotent", `micro:noop#${s}`, null, null, null, 1, null, 0, null, null));
-  const outcome = (s) => ({ seq: s, status: "succeeded", value: '{"ok":true}', error: null, endedAt: 2, calls: 1, resolution: null, usage: null });
-  per100("INSERT + UPDATE outcome, named params, { ...outcome, runId } spread", (s) => {
-    named.run(row(s));
-    updNamed.run({ ...outcome(s), runId: "micro" });
-  });
-  per100("INSERT + UPDATE outcome, positional params", (s) => {
-    positional.run("micro", s, 1, `noop#${s}`, "noop", "intended", "idempotent", `micro:noop#${s}`, null, null, null, 1, null, 0, null, null);
-    const o = outcome(s);
-    updPos.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, "micro", s);
-  });
-  await time("await setImmediate (one event-loop turn)", () => new Promise((r) => setImmediate(r)));
-  await time("await a resolved promise", () => Promise.resolve());
-  timeSync("new AbortController + add/removeEventListener on a parent signal + .signal", () => {
-    const parent = new AbortController().signal;
-    const c = new AbortController();
-    const on = () => c.abort();
-    parent.addEventListener("abort", on, { once: true });
-    void c.signal;
-    parent.removeEventListener("abort", on);
-  });
-  const parentSignal = new AbortController().signal;
-  timeSync("  the same with one long-lived parent (steplog's case)", () => {
-    const c = new AbortController();
-    const on = () => c.abort();
-    parentSignal.addEventListener("abort", on, { once: true });
-    void c.signal;
-    parentSignal.removeEventListener("abort", on);
-  });
-  timeSync("JSON.stringify + JSON.parse of { ok: true, i }", (i) => JSON.parse(JSON.stringify({ ok: true, i })));
-  db.close();
 }

@@ -3,7 +3,7 @@
  * ended; they reject only when the attempt is refused and never began.
  */
 
-import { ulid } from "ulid";
+import { newRunId } from "./run-ids.js";
 import { Attempt, type AttemptPlan, type RunResult } from "./attempt.js";
 import { decideClaim, NotReady } from "./claim.js";
 import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "./define-workflow.js";
@@ -224,7 +224,7 @@ class SteplogEngine implements Engine {
     this.#open();
     const workflow = typeof workflowOrName === "string" ? this.#workflow(workflowOrName, undefined) : workflowOrName;
     if (typeof workflowOrName !== "string") this.#register(workflow);
-    const id = options.id === undefined ? ulid() : checkName("run id", options.id);
+    const id = options.id === undefined ? newRunId() : checkName("run id", options.id);
     const deadline = this.#deadline(options.timeoutMs, `start(${JSON.stringify(workflow.name)})`);
     const checked = await this.#checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);

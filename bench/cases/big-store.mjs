@@ -19,7 +19,7 @@ import {
 /**
  * Fill `file` (created with steplog's schema) with `runs` completed runs of `steps` steps.
  * Runs are written in groups of `concurrency`, their steps interleaved round by round, as
- * that many concurrent runs would have left them in the clustered steps table.
+ * that many concurrent runs would have left them in the append-ordered steps table.
  */
 export async function buildBigStore(file, runs, steps, concurrency = 100) {
   const t = now();
@@ -29,8 +29,8 @@ export async function buildBigStore(file, runs, steps, concurrency = 100) {
   db.pragma("synchronous = OFF");
   db.pragma("cache_size = -262144");
   const insertRun = db.prepare(
-    `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, created_at, updated_at)
-     VALUES (?, 'bench-big', NULL, ?, 'completed', 1, 0, NULL, NULL, ?, NULL, ?, ?)`,
+    `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, created_at, updated_at, num)
+     VALUES (?, 'bench-big', NULL, ?, 'completed', 1, 0, NULL, NULL, ?, NULL, ?, ?, ?)`,
   );
   const insertAttempt = db.prepare(
     `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
@@ -38,25 +38,28 @@ export async function buildBigStore(file, runs, steps, concurrency = 100) {
   );
   const insertLease = db.prepare(`INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES (?, 1, NULL, 0, ?)`);
   const insertStep = db.prepare(
-    `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-     VALUES (?, ?, 1, ?, 'noop', 'succeeded', 'idempotent', ?, ?, NULL, NULL, ?, ?, 1, NULL, NULL)`,
+    `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+     VALUES (?, ?, ?, 1, ?, 'noop', 'succeeded', 'idempotent', ?, ?, NULL, NULL, ?, ?, 1, NULL, NULL)`,
   );
   const host = os.hostname();
   const bootId = "00000000-0000-0000-0000-000000000000";
   const nextId = monotonicFactory();
   // A month ago, so the runs made later sort after these ones, as they would.
   let clock = Date.now() - 30 * 24 * 3600 * 1000;
+  let num = 0;
   const group = db.transaction((ids) => {
     const t0 = clock;
+    const nums = new Map();
     for (const id of ids) {
-      insertRun.run(id, JSON.stringify(steps), JSON.stringify(steps), t0, t0 + steps);
+      nums.set(id, ++num);
+      insertRun.run(id, JSON.stringify(steps), JSON.stringify(steps), t0, t0 + steps, num);
       insertAttempt.run(id, host, bootId, 4242, t0 - 1000, t0, t0 + steps);
       insertLease.run(id, t0 + steps);
     }
     for (let seq = 1; seq <= steps; seq++) {
       const key = seq === 1 ? "noop" : `noop#${seq}`;
       const value = JSON.stringify({ ok: true, i: seq });
-      for (const id of ids) insertStep.run(id, seq, key, `${id}:${key}`, value, t0 + seq, t0 + seq);
+      for (const id of ids) insertStep.run(nums.get(id), id, seq, key, `${id}:${key}`, value, t0 + seq, t0 + seq);
     }
     clock += steps + 10;
   });

@@ -28,7 +28,7 @@ export async function continueCase(sizes, durability) {
 
   const engine = createEngine({ store: sqliteStore({ path: file, durability }), workflows: [seqWorkflow] });
   const raw = openRaw(file, durability === "power" ? "FULL" : "NORMAL");
-  const select = raw.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq`);
+  const select = raw.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_num = (SELECT num FROM runs WHERE id = ?) ORDER BY seq`);
   const rawRead = (id) => {
     const rows = select.all(id);
     let sum = 0;

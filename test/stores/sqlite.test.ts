@@ -1,12 +1,13 @@
 // The SQLite store: its file, its pragmas, its tables, and what it does with a file it cannot read.
 import crypto from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
-import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
+import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
 
 const hello = defineWorkflow({
@@ -161,5 +162,68 @@ describe("sqlite store files are owner-only", () => {
     await loud.close();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/can be read by other users \(mode 644\).*chmod 600/);
+  });
+
+  it("a store written by schema version 3 (steps clustered on run id) is upgraded in place: every record kept, a cut-off run continues", async () => {
+    const file = tmpDb();
+    fs.closeSync(fs.openSync(file, "wx", 0o600));
+    const old = new Database(file);
+    old.pragma("journal_mode = WAL");
+    for (const sql of MIGRATIONS.slice(0, 3)) old.exec(sql);
+    old.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', '3')").run();
+    const insertRun = old.prepare(
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', ?, 1, 1, ?, ?)`,
+    );
+    const insertAttempt = old.prepare(
+      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
+       VALUES (?, 1, ?, NULL, 999999999, NULL, ?, ?, ?, NULL, 0, NULL)`,
+    );
+    const insertStep = old.prepare(
+      `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+       VALUES (?, ?, 1, ?, ?, ?, 'idempotent', ?, ?, NULL, NULL, 1, ?, ?, NULL, NULL)`,
+    );
+    // "z-done" was made first (so it is run number 1 although its id sorts last); "a-cut" was cut off inside step b.
+    insertRun.run("z-done", "completed", 1000, 1002);
+    insertAttempt.run("z-done", os.hostname(), 1000, 1002, "completed");
+    insertStep.run("z-done", 1, "a", "a", "succeeded", "z-done:a", '{"greeting":"hello"}', 1001, 1);
+    insertStep.run("z-done", 2, "b", "b", "succeeded", "z-done:b", '"hello world"', 1002, 1);
+    insertRun.run("a-cut", "running", 2000, 2001);
+    insertAttempt.run("a-cut", os.hostname(), 2000, null, null);
+    old.prepare("INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES ('a-cut', 1, 1, 0, 2001)").run();
+    insertStep.run("a-cut", 1, "a", "a", "succeeded", "a-cut:a", '{"greeting":"old"}', 2001, 1);
+    insertStep.run("a-cut", 2, "b", "b", "intended", "a-cut:b", null, null, 0);
+    old.close();
+
+    const calls: string[] = [];
+    const counted = defineWorkflow({
+      name: "hello",
+      async run(ctx) {
+        const a = await ctx.step("a", async () => (calls.push("a"), { greeting: "new" }));
+        return ctx.step("b", async (info) => (calls.push(`b ${info.idempotencyKey}`), `${a.greeting} world`));
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [counted] });
+    expect(await engine.continue("a-cut")).toMatchObject({ status: "completed", value: "old world" });
+    expect(calls).toEqual(["b a-cut:b"]);
+    expect(await engine.get("z-done")).toMatchObject({ status: "completed" });
+    await engine.close();
+
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("select value from meta where key = 'schema_version'").get()).toEqual({ value: String(SCHEMA_VERSION) });
+    expect(db.prepare("select id, num from runs order by num").all()).toEqual([
+      { id: "z-done", num: 1 },
+      { id: "a-cut", num: 2 },
+    ]);
+    expect(db.prepare("select run_num, run_id, seq, key, status, attempt, value from steps order by rowid").all()).toEqual([
+      { run_num: 1, run_id: "z-done", seq: 1, key: "a", status: "succeeded", attempt: 1, value: '{"greeting":"hello"}' },
+      { run_num: 1, run_id: "z-done", seq: 2, key: "b", status: "succeeded", attempt: 1, value: '"hello world"' },
+      { run_num: 2, run_id: "a-cut", seq: 1, key: "a", status: "succeeded", attempt: 1, value: '{"greeting":"old"}' },
+      // The cut-off intent is closed by its policy (re-drive) and the step's new record follows it.
+      { run_num: 2, run_id: "a-cut", seq: 2, key: "b", status: "failed", attempt: 1, value: null },
+      { run_num: 2, run_id: "a-cut", seq: 3, key: "b", status: "succeeded", attempt: 2, value: '"old world"' },
+    ]);
+    // One index finds a run's steps; a new run takes the next number.
+    expect(db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'steps' and name not like 'sqlite_%'").all()).toEqual([{ name: "steps_by_run" }]);
+    db.close();
   });
 });

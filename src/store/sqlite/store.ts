@@ -287,8 +287,14 @@ class SqliteStoreImpl implements SqliteStore {
     }
   }
 
-  async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
-    return this.#transact(true, "the new run", run.id, () => {
+  // Through the write queue: runs started together share a commit with each other's steps.
+  createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
+    try {
+      this.#writable(this.#open(true)!, run.id);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#queue!.enqueue("the new run", run.id, (): Lease | { exists: RunRow } => {
       const s = this.#stmts!;
       const existing = s.getRun.get(run.id) as RunRow | undefined;
       if (existing) return { exists: existing };
@@ -296,7 +302,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#insertAttempt(attempt);
       s.upsertLease.run({ runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now });
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
-    })!;
+    });
   }
 
   async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
@@ -346,7 +352,7 @@ class SqliteStoreImpl implements SqliteStore {
   #patchStep(db: Db, runId: string, seq: number, patch: Partial<StepRow>): void {
     const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
     if (keys.length === 0) return;
-    db.prepare(`UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE run_id = @runId AND seq = @seq`).run({
+    db.prepare(`UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE run_num = (SELECT num FROM runs WHERE id = @runId) AND seq = @seq`).run({
       ...patch,
       runId,
       seq,
@@ -415,7 +421,7 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#queue!.enqueue(() => "the intent of step " + JSON.stringify(step.key), fence.runId, () => {
       const s = step;
       const changed = this.#stmts!.fencedInsertStep.run(
-        s.runId, s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
+        s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
         s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage, fence.runId, fence.epoch,
       ).changes;
       if (changed !== 1) this.#checkFence(fence, "intent");
@@ -486,7 +492,7 @@ function prepare(db: Db) {
     getRun: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
     getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
-    getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq`),
+    getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_num = (SELECT num FROM runs WHERE id = ?) ORDER BY seq`),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
     getEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq`),
@@ -498,8 +504,9 @@ function prepare(db: Db) {
     ),
     consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
-      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at)
-       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @createdAt, @updatedAt)`,
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at, num)
+       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @createdAt, @updatedAt,
+               (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
     ),
     insertAttempt: db.prepare(
       `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused)
@@ -513,17 +520,19 @@ function prepare(db: Db) {
     fenceOut: db.prepare(`UPDATE leases SET epoch = epoch + 1, attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
     releaseLease: db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
     insertStep: db.prepare(
-      `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-       VALUES (@runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+       VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
     ),
+    // The run's number comes from its row; the lease row is the fence.
     fencedInsertStep: db.prepare(
-      `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-       WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+       SELECT runs.num, runs.id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+       FROM runs JOIN leases ON leases.run_id = runs.id
+       WHERE runs.id = ? AND leases.epoch = ? AND leases.attempt IS NOT NULL`,
     ),
     fencedOutcome: db.prepare(
       `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
-       WHERE run_id = ? AND seq = ? AND status = 'intended'
+       WHERE run_num = (SELECT num FROM runs WHERE id = ?) AND seq = ? AND status = 'intended'
          AND EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
     ),
     endAttempt: db.prepare(

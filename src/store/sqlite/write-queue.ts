@@ -15,9 +15,10 @@ interface PendingWrite {
   /** What the write records, for an error message (built only when one is needed). */
   what: string | (() => string);
   runId: string;
-  apply: () => void;
-  resolve: () => void;
+  apply: () => unknown;
+  resolve: (result: unknown) => void;
   reject: (error: unknown) => void;
+  result?: unknown;
   refused?: unknown;
 }
 
@@ -35,7 +36,7 @@ export class WriteQueue {
     this.#commit = db.transaction((batch: PendingWrite[]) => {
       for (const write of batch) {
         try {
-          write.apply();
+          write.result = write.apply();
         } catch (error) {
           if (!(error instanceof SteplogError)) throw error;
           write.refused = error;
@@ -44,9 +45,10 @@ export class WriteQueue {
     }).immediate;
   }
 
-  enqueue(what: string | (() => string), runId: string, apply: () => void): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#pending.push({ what, runId, apply, resolve, reject });
+  /** Queue `apply` for the next commit; the promise settles with its result once committed. */
+  enqueue<T = void>(what: string | (() => string), runId: string, apply: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ what, runId, apply, resolve: resolve as (result: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(this.#flush);
@@ -67,7 +69,7 @@ export class WriteQueue {
       return;
     }
     for (const write of batch) {
-      if (write.refused === undefined) write.resolve();
+      if (write.refused === undefined) write.resolve(write.result);
       else write.reject(write.refused);
     }
   }
