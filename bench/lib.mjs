@@ -149,12 +149,13 @@ export async function createSchemaFile(file) {
   db.close();
 }
 
-/** Open a raw connection the way steplog does: WAL, busy_timeout, synchronous set explicitly. */
+/** Open a raw connection the way steplog does: WAL, busy_timeout, synchronous set explicitly, a 2 MB page cache. */
 export function openRaw(file, synchronous) {
   const db = new Database(file);
   db.pragma("busy_timeout = 5000");
   db.pragma("journal_mode = WAL");
   db.pragma(`synchronous = ${synchronous}`);
+  db.pragma("cache_size = -2000");
   return db;
 }
 

@@ -61,9 +61,18 @@ describe("sqlite store", () => {
       const store = sqliteStore(durability ? { path: file, durability } : { path: file });
       const engine = createEngine({ store, workflows: [hello] });
       await engine.start(hello, undefined);
-      expect(store.pragmas()).toEqual({ journalMode: "wal", synchronous, busyTimeoutMs: 5000 });
+      expect(store.pragmas()).toEqual({ journalMode: "wal", synchronous, busyTimeoutMs: 5000, cacheSize: -2000 });
       await engine.close();
     }
+  });
+
+  it("a 2 MB page cache unless pragmas ask for another size", async () => {
+    const file = tmpDb();
+    const bigger = sqliteStore({ path: file, pragmas: { cache_size: -16000 } });
+    const engine = createEngine({ store: bigger, workflows: [hello] });
+    await engine.start(hello, undefined);
+    expect(bigger.pragmas()).toMatchObject({ cacheSize: -16000 });
+    await engine.close();
   });
 
   it("continue with no store file: RUN_NOT_FOUND and no file is created", async () => {
