@@ -198,18 +198,12 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     attempt.latest.set(key, row);
     fault("after-intent", key);
 
-    const settle = async (status: "failed" | "stopped", error: ErrorInfo) => {
-      Object.assign(row, { status, error: await attempt.settings.payloads.encodeError(error), endedAt: clock.now() });
-      attempt.emit({ type: "step-failed", runId: attempt.runId, step: key, error });
-      await attempt.write(store.writeOutcome(attempt.fence, { ...outcomeOf(row) }));
-    };
-
     let value: unknown;
     for (let retry = 0; ; retry++) {
       // The attempt may have ended while the intent was being written: then the function is not called.
       const endedBefore = endReasonOf(attempt);
       if (endedBefore) {
-        if (endedBefore.ending !== "lease-lost") await settle("failed", toErrorInfo(endedBefore.error, key));
+        if (endedBefore.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(endedBefore.error, key));
         throw endedBefore.error;
       }
       if (attempt.listening) attempt.emit({ type: "step-started", runId: attempt.runId, step: key, retry });
@@ -221,21 +215,21 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
       }
       const error = result.error;
       if (error instanceof StopRequest) {
-        await settle("stopped", toErrorInfo(attempt.endReason?.error ?? error, key));
+        await settle(attempt, key, row, "stopped", toErrorInfo(attempt.endReason?.error ?? error, key));
         throw error;
       }
       if (attempt.endReason) {
-        if (attempt.endReason.ending !== "lease-lost") await settle("failed", toErrorInfo(attempt.endReason.error, key));
+        if (attempt.endReason.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(attempt.endReason.error, key));
         throw attempt.endReason.error;
       }
       if (retry + 1 < policy.maxAttempts && policy.retryIf(error, retry)) {
         await sleep(backoffDelay(policy, retry + 1), attempt.controller.signal);
         const ended = endReasonOf(attempt);
         if (!ended) continue;
-        if (ended.ending !== "lease-lost") await settle("failed", toErrorInfo(ended.error, key));
+        if (ended.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(ended.error, key));
         throw ended.error;
       }
-      await settle("failed", toErrorInfo(error, key));
+      await settle(attempt, key, row, "failed", toErrorInfo(error, key));
       throw error;
     }
     fault("after-fn", key);
@@ -260,11 +254,13 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         decoded = checked.value;
       }
     } catch (error) {
-      await settle("failed", toErrorInfo(error, key));
+      await settle(attempt, key, row, "failed", toErrorInfo(error, key));
       throw error;
     }
 
-    Object.assign(row, { status: "succeeded", value: text.stored, endedAt: clock.now() });
+    row.status = "succeeded";
+    row.value = text.stored;
+    row.endedAt = clock.now();
     const write = store.writeOutcome(attempt.fence, outcomeOf(row));
     // Group commit: a read or idempotent step's outcome may commit with the next write (a
     // crash before it re-drives the step with the same key); any other effect's outcome is
@@ -281,6 +277,15 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     attempt.inFlight.delete(key);
     attempt.checkEarlyEnd();
   }
+}
+
+/** Record a step that did not return a value: failed, or stopped by its attempt's end. */
+async function settle(attempt: Attempt, key: string, row: StepRow, status: "failed" | "stopped", error: ErrorInfo): Promise<void> {
+  row.error = await attempt.settings.payloads.encodeError(error);
+  row.status = status;
+  row.endedAt = attempt.settings.clock.now();
+  attempt.emit({ type: "step-failed", runId: attempt.runId, step: key, error });
+  await attempt.write(attempt.settings.store.writeOutcome(attempt.fence, outcomeOf(row)));
 }
 
 export function outcomeOf(row: StepRow) {

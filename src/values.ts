@@ -165,8 +165,48 @@ function plainObject(json: { [key: string]: Json }): Record<string, unknown> {
   return out;
 }
 
+/** Past this depth the plain check gives up and the full encoder (which finds cycles) decides. */
+const PLAIN_DEPTH_LIMIT = 64;
+
+/**
+ * True when JSON.stringify(value) is the value's exact encoding: strings, booleans, null, finite
+ * numbers other than -0, arrays of those with no holes, and objects whose prototype is
+ * Object.prototype or null, with no symbol keys, no "$type" key and no undefined values.
+ */
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth > PLAIN_DEPTH_LIMIT) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  if (Object.getOwnPropertySymbols(value).length > 0) return false;
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    if (!Object.hasOwn(record, key)) continue;
+    if (key === TAG || !isPlainJson(record[key], depth + 1)) return false;
+  }
+  return true;
+}
+
 /** Encode to stored text, or describe why the value cannot be stored faithfully. */
 export function tryEncode(value: unknown): string | Unencodable {
+  // Most step values are plain JSON already: then JSON.stringify writes exactly what the tagged
+  // encoding would, without building a copy of the value first.
+  if (isPlainJson(value, 0)) return JSON.stringify(value);
   const json = toJson(value, [], new Set());
   return json instanceof Unencodable ? json : JSON.stringify(json);
 }

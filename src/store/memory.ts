@@ -129,7 +129,7 @@ class MemoryStore implements Store {
 
   async writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
     const current = this.#fenced(fence, "outcome");
-    const row = current.steps.find((s) => s.seq === outcome.seq);
+    const row = findFromEnd(current.steps, outcome.seq);
     if (!row || row.status !== "intended") throw new Error(`steplog internal: outcome for seq ${outcome.seq} has no open intent`);
     const { consumes, ...fields } = outcome;
     if (consumes) {
@@ -156,4 +156,10 @@ class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {}
+}
+
+/** The step row with this seq: outcomes follow their intents closely, so look from the end. */
+function findFromEnd(steps: StepRow[], seq: number): StepRow | undefined {
+  for (let i = steps.length - 1; i >= 0; i--) if (steps[i]!.seq === seq) return steps[i];
+  return undefined;
 }

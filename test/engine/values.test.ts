@@ -44,6 +44,40 @@ describe("the value codec", () => {
     expect(result).toMatchObject({ path, found: expect.stringContaining(found) });
   });
 
+  it("plain JSON is written as JSON.stringify writes it; anything that needs a tag, at any depth, still gets one", () => {
+    const plain = { a: [1, "x", null, true, { b: 2.5 }], s: "é \u2028", n: -3, empty: {}, list: [] };
+    expect(tryEncode(plain)).toBe(JSON.stringify(plain));
+    const nullProto = Object.assign(Object.create(null), { k: [1] });
+    expect(tryEncode(nullProto)).toBe('{"k":[1]}');
+    let deep: unknown = "bottom";
+    for (let i = 0; i < 200; i++) deep = i % 2 ? [deep] : { d: deep };
+    expect(tryEncode(deep)).toBe(JSON.stringify(deep));
+    expect(decodeValue(tryEncode(deep) as string)).toEqual(deep);
+    for (const [value, tag] of [
+      [{ a: { b: [1, -0] } }, '{"$type":"Number","value":"-0"}'],
+      [{ a: [1, undefined] }, '{"$type":"undefined"}'],
+      [{ a: { b: undefined } }, '{"$type":"undefined"}'],
+      [{ a: [{ $type: "x" }] }, '{"$type":"Object","value":{"$type":"x"}}'],
+      [{ a: [new Date(0)] }, '{"$type":"Date","value":"1970-01-01T00:00:00.000Z"}'],
+      [{ a: 1n }, '{"$type":"BigInt","value":"1"}'],
+      [{ a: Number.NaN }, '{"$type":"Number","value":"NaN"}'],
+      // eslint-disable-next-line no-sparse-arrays
+      [[1, , 3], '{"$type":"undefined"}'],
+    ] as const) {
+      const text = tryEncode(value) as string;
+      expect(text).toContain(tag);
+      expect(decodeValue(text)).toStrictEqual(value instanceof Array && value.length === 3 ? [1, undefined, 3] : value);
+    }
+    // A cycle deeper than the plain check looks is still found by the full encoder.
+    const chain: Record<string, unknown> = {};
+    let at = chain;
+    for (let i = 0; i < 100; i++) at = (at.next = {}) as Record<string, unknown>;
+    at.next = chain;
+    expect(tryEncode(chain)).toBeInstanceOf(Unencodable);
+    expect((tryEncode({ s: Symbol("x") }) as Unencodable).found).toBe("a symbol (Symbol(x))");
+    expect(tryEncode(Object.assign({ a: 1 }, { [Symbol("k")]: 1 }))).toBeInstanceOf(Unencodable);
+  });
+
   it("a shared (not circular) reference is fine", () => {
     const shared = { x: 1 };
     expect(decodeValue(encodeValue({ a: shared, b: shared }, "v", { maxBytes: 1e6 }))).toEqual({ a: { x: 1 }, b: { x: 1 } });

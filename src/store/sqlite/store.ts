@@ -111,6 +111,8 @@ class SqliteStoreImpl implements SqliteStore {
   #db: Db | undefined;
   #stmts: ReturnType<typeof prepare> | undefined;
   #patchStmts = new Map<string, Stmt>();
+  /** Run id → its number in `runs`, for the runs this store writes steps of (a number never changes). */
+  #runNums = new Map<string, number>();
   #queue: WriteQueue | undefined;
   #closed = false;
 
@@ -296,6 +298,18 @@ class SqliteStoreImpl implements SqliteStore {
     }
   }
 
+  /** Inside a write transaction: the run's number, or null when the run has no row (the fence then refuses). */
+  #runNum(runId: string): number | null {
+    let num = this.#runNums.get(runId);
+    if (num === undefined) {
+      const row = this.#stmts!.getRunNum.get(runId) as { num: number } | undefined;
+      if (!row) return null;
+      num = row.num;
+      this.#runNums.set(runId, num);
+    }
+    return num;
+  }
+
   // Through the write queue: runs started together share a commit with each other's steps.
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
     try {
@@ -430,7 +444,7 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#queue!.enqueue(() => "the intent of step " + JSON.stringify(step.key), fence.runId, () => {
       const s = step;
       const changed = this.#stmts!.fencedInsertStep.run(
-        s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
+        this.#runNum(fence.runId), fence.runId, s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
         s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage, fence.runId, fence.epoch,
       ).changes;
       if (changed !== 1) this.#checkFence(fence, "intent");
@@ -447,7 +461,7 @@ class SqliteStoreImpl implements SqliteStore {
         if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
       }
       const changed = this.#stmts!.fencedOutcome.run(
-        o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.runId, o.seq, fence.runId, fence.epoch,
+        o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, this.#runNum(fence.runId), o.seq, fence.runId, fence.epoch,
       ).changes;
       if (changed !== 1) {
         this.#checkFence(fence, "outcome");
@@ -479,6 +493,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#patchRun(db, fence.runId, end.run);
       if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
       this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
+      this.#runNums.delete(fence.runId);
     });
   }
 
@@ -490,6 +505,7 @@ class SqliteStoreImpl implements SqliteStore {
       } finally {
         this.#db.close();
         this.#db = undefined;
+        this.#runNums.clear();
       }
     }
     this.#closed = true;
@@ -532,16 +548,16 @@ function prepare(db: Db) {
       `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
        VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
     ),
-    // The run's number comes from its row; the lease row is the fence.
+    getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
+    // The lease row is the fence.
     fencedInsertStep: db.prepare(
       `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-       SELECT runs.num, runs.id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-       FROM runs JOIN leases ON leases.run_id = runs.id
-       WHERE runs.id = ? AND leases.epoch = ? AND leases.attempt IS NOT NULL`,
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+       WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
     ),
     fencedOutcome: db.prepare(
       `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
-       WHERE run_num = (SELECT num FROM runs WHERE id = ?) AND seq = ? AND status = 'intended'
+       WHERE run_num = ? AND seq = ? AND status = 'intended'
          AND EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
     ),
     endAttempt: db.prepare(
