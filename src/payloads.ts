@@ -45,8 +45,11 @@ export class Payloads {
     return typeof sealed === "string" ? { plain, stored: sealed } : sealed.then((stored) => ({ plain, stored }));
   }
 
-  async decode(stored: string): Promise<unknown> {
-    return decodeValue(this.codec ? await this.codec.decode(stored) : plainOrRefuse(stored));
+  /** Without a codec the answer is immediate (no promise), as with encode. */
+  decode(stored: string): unknown {
+    if (!this.codec) return decodeValue(plainOrRefuse(stored));
+    const opened = this.codec.decode(stored);
+    return typeof opened === "string" ? decodeValue(opened) : opened.then(decodeValue);
   }
 
   async encodeError(info: ErrorInfo): Promise<string> {

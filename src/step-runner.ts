@@ -112,11 +112,23 @@ export function stopWith(attempt: Attempt, error: SteplogError, ending: "stopped
   throw error;
 }
 
-async function reuse(attempt: Attempt, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
+/**
+ * A succeeded record before the start point: its value, checked against the code as it is now.
+ * Synchronous unless an upcast, a result schema or a codec needs awaiting: a continue of a long
+ * run passes through thousands of these.
+ */
+function reuse(attempt: Attempt, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
   if (!options.upcast && !attempt.plan.ignoreVersion && isBreakingChange(record.version, attempt.workflow.version)) {
     stopWith(attempt, new VersionChangedError(attempt.runId, key, record.version!, attempt.workflow.version!));
   }
-  let value = record.value === null ? undefined : await attempt.settings.payloads.decode(record.value);
+  const decoded = record.value === null ? undefined : attempt.settings.payloads.decode(record.value);
+  if (options.upcast || options.result || decoded instanceof Promise) return checkReused(attempt, key, record, options, decoded);
+  noteReused(attempt, key, record);
+  return Promise.resolve(decoded);
+}
+
+async function checkReused(attempt: Attempt, key: string, record: StepRow, options: StepOptions, decoded: unknown): Promise<unknown> {
+  let value = await decoded;
   if (options.upcast) {
     try {
       value = options.upcast(value, { version: record.version });
@@ -129,9 +141,15 @@ async function reuse(attempt: Attempt, key: string, record: StepRow, options: St
     if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, key, checked.issues, true));
     value = checked.value;
   }
-  attempt.reused.push(key);
-  attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
+  noteReused(attempt, key, record);
   return value;
+}
+
+function noteReused(attempt: Attempt, key: string, record: StepRow): void {
+  attempt.reused.push(key);
+  if (attempt.listening) {
+    attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
+  }
 }
 
 /** A value given with `continue(id, { values })` for a step before the start point with no record. */

@@ -92,6 +92,8 @@ const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used 
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
   started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, reused`;
+/** The same without each attempt's list of reused steps (long for long runs; a claim does not read it). */
+const ATTEMPT_COLUMNS_LEAN = ATTEMPT_COLUMNS.replace(/, reused$/, ", NULL AS reused");
 const LEASE_COLUMNS = `run_id AS runId, epoch, attempt, expires_at AS expiresAt, heartbeat_at AS heartbeatAt`;
 const STEP_COLUMNS = `run_id AS runId, seq, attempt, key, name, status, effect, idempotency_key AS idempotencyKey, value, error,
   version, intended_at AS intendedAt, ended_at AS endedAt, calls, resolution, usage`;
@@ -264,11 +266,12 @@ class SqliteStoreImpl implements SqliteStore {
     }
   }
 
-  #load(runId: string): StoredRun | undefined {
+  /** A run's records; `forClaim` leaves out the attempts' reused lists, which only views show. */
+  #load(runId: string, forClaim = false): StoredRun | undefined {
     const s = this.#stmts!;
     const run = s.getRun.get(runId) as RunRow | undefined;
     if (!run) return undefined;
-    const attempts = (s.getAttempts.all(runId) as StoredAttempt[]).map(attemptFromDb);
+    const attempts = ((forClaim ? s.getAttemptsLean : s.getAttempts).all(runId) as StoredAttempt[]).map(attemptFromDb);
     const steps = s.getSteps.all(runId) as StepRow[];
     const lease = (s.getLease.get(runId) as LeaseRow | undefined) ?? null;
     const events = s.getEvents.all(runId) as EventRow[];
@@ -331,7 +334,7 @@ class SqliteStoreImpl implements SqliteStore {
   async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
     let refusal: Error | undefined;
     const result = this.#transact(false, "the new attempt", runId, (db): ClaimResult => {
-      const current = this.#load(runId);
+      const current = this.#load(runId, true);
       if (!current) return { kind: "missing" };
       const decision = decide(current);
       if (decision.kind === "refuse") {
@@ -516,6 +519,7 @@ function prepare(db: Db) {
   return {
     getRun: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
+    getAttemptsLean: db.prepare(`SELECT ${ATTEMPT_COLUMNS_LEAN} FROM attempts WHERE run_id = ? ORDER BY number`),
     getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
     getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_num = (SELECT num FROM runs WHERE id = ?) ORDER BY seq`),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
