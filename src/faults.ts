@@ -5,7 +5,7 @@
  * start-up; unset, every check is one comparison with undefined.
  */
 
-export type FaultPoint = "before-intent" | "after-intent" | "after-fn" | "after-outcome" | "before-end";
+export type FaultPoint = "before-intent" | "after-intent" | "after-fn" | "after-outcome" | "before-end" | "during-migration";
 
 const spec = process.env.STEPLOG_FAULT;
 const parsed = spec === undefined || spec === "" ? undefined : parse(spec);

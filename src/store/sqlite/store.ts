@@ -38,6 +38,7 @@ import type {
   StoredRun,
 } from "../types.js";
 import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
+import { fault } from "../../faults.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
 import { WriteQueue } from "./write-queue.js";
 
@@ -214,6 +215,8 @@ class SqliteStoreImpl implements SqliteStore {
       const current = this.#schemaVersion(db);
       if (current > SCHEMA_VERSION) throw new StoreTooNewError(this.location, current, SCHEMA_VERSION);
       for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
+      // Crash tests stop here: every migration applied, nothing committed.
+      if (current < SCHEMA_VERSION) fault("during-migration", String(SCHEMA_VERSION));
       if (current < SCHEMA_VERSION) {
         db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(
           String(SCHEMA_VERSION),
