@@ -1,7 +1,8 @@
 // Case 5, run in its own process with --expose-gc: memory after 100, 1,000 and `total`
-// completed runs of 3 steps, in one steplog engine ("steplog") or on the raw step log
+// completed runs of 3 steps (with BENCH_IDLE=1, at 100 and `total` also once idle), in one steplog engine ("steplog") or on the raw step log
 // ("raw"). Prints one JSON line.
 
+import v8 from "node:v8";
 import { RawStepLog, cleanup, createEngine, createSchemaFile, defineWorkflow, expectStatus, openRaw, sqliteStore } from "../lib.mjs";
 
 // The schema probe makes a temp folder of this process's own.
@@ -51,7 +52,10 @@ const sampleRss = () => {
 function measure(runs) {
   for (let i = 0; i < 4; i++) globalThis.gc();
   const m = process.memoryUsage();
+  // V8's young generation: sized by V8 to the allocation rate, not by what is retained.
+  const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === "new_space");
   return {
+    newSpaceMB: (young?.physical_space_size ?? 0) / 2 ** 20,
     runs,
     rssMB: m.rss / 2 ** 20,
     heapUsedMB: m.heapUsed / 2 ** 20,
@@ -59,6 +63,24 @@ function measure(runs) {
     externalMB: m.external / 2 ** 20,
     peakRssMB: peakRss / 2 ** 20,
   };
+}
+
+const newSpace = () => v8.getHeapSpaceStatistics().find((space) => space.space_name === "new_space");
+const initialNewSpaceSize = newSpace()?.space_size ?? 0;
+const IDLE_LIMIT_MS = 45_000;
+
+/**
+ * Wait, idle, until V8 has given its young generation back (its memory reducer shrinks it after
+ * some seconds without allocation), or IDLE_LIMIT_MS pass; then RSS after gc. What a process
+ * holds once the work is over, without V8's sizing for the load it just had.
+ */
+async function measureIdle(runs) {
+  const t = performance.now();
+  while ((newSpace()?.space_size ?? 0) > initialNewSpaceSize && performance.now() - t < IDLE_LIMIT_MS) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  const idleMs = performance.now() - t;
+  return { ...measure(runs), idleMs, newSpaceShrunk: (newSpace()?.space_size ?? 0) <= initialNewSpaceSize };
 }
 
 let done = 0;
@@ -73,10 +95,13 @@ async function runUntil(target) {
 
 const t0 = performance.now();
 const points = [];
+const idle = [];
 for (const target of [100, 1000, total]) {
   await runUntil(target);
   points.push(measure(target));
+  // Slow (V8's memory reducer takes 20-45 s to give the young generation back): on request.
+  if (process.env.BENCH_IDLE && target !== 1000) idle.push(await measureIdle(target));
 }
 const ms = performance.now() - t0;
 await close();
-process.stdout.write(JSON.stringify({ mode, points, ms, batch }) + "\n");
+process.stdout.write(JSON.stringify({ mode, points, idle, ms, batch }) + "\n");
