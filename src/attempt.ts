@@ -79,7 +79,6 @@ export class Attempt {
   readonly inFlight = new Set<string>();
   /** Step names already found valid in this attempt (a loop calls the same name many times). */
   readonly checkedNames = new Set<string>();
-  readonly pending = new Set<Promise<void>>();
   readonly controller = new AbortController();
   /** What the run parked on, when the attempt ends `waiting`. */
   parkedOn: WaitingFor | undefined;
@@ -197,15 +196,23 @@ export class Attempt {
 
   /** Track a write nobody awaits now (a group-committed outcome); the ending waits for it. */
   track(write: Promise<void>): void {
-    this.pending.add(write);
-    write.then(
-      () => this.pending.delete(write),
-      (error: unknown) => {
-        this.pending.delete(write);
-        this.#failedWrite ??= error as Error;
-      },
-    );
+    this.#tracked++;
+    write.then(this.#onTrackedSettled, this.#onTrackedFailed);
   }
+
+  /** Tracked writes not yet settled, and who waits for them all (handlers made once, not per step). */
+  #tracked = 0;
+  #drained: { promise: Promise<void>; resolve: () => void } | undefined;
+  readonly #onTrackedSettled = (): void => {
+    if (--this.#tracked > 0 || !this.#drained) return;
+    const { resolve } = this.#drained;
+    this.#drained = undefined;
+    resolve();
+  };
+  readonly #onTrackedFailed = (error: unknown): void => {
+    this.#failedWrite ??= error as Error;
+    this.#onTrackedSettled();
+  };
 
   /** The first group-committed write that failed (its promise is handled here, so never unhandled). */
   #failedWrite: Error | undefined;
@@ -435,7 +442,14 @@ export class Attempt {
   }
 
   async #settlePending(): Promise<SteplogError | Error | undefined> {
-    await Promise.allSettled([...this.pending]);
+    if (this.#tracked > 0) {
+      if (!this.#drained) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => (resolve = r));
+        this.#drained = { promise, resolve };
+      }
+      await this.#drained.promise;
+    }
     return this.#failedWrite;
   }
 
