@@ -236,3 +236,90 @@ describe("sqlite store files are owner-only", () => {
     db.close();
   });
 });
+
+describe("sqlite store: group commit", () => {
+  /** Counts commits: better-sqlite3 runs each transaction's COMMIT as a statement. */
+  function countCommits() {
+    const probe = new Database(":memory:");
+    const Statement = Object.getPrototypeOf(probe.prepare("SELECT 1"));
+    probe.close();
+    const original = Statement.run;
+    const counter = { commits: 0, restore: () => void (Statement.run = original) };
+    Statement.run = function (this: { source: string }, ...args: unknown[]) {
+      if (this.source === "COMMIT") counter.commits++;
+      return original.apply(this, args);
+    };
+    return counter;
+  }
+
+  const steps = (n: number) =>
+    defineWorkflow({
+      name: `seq-${n}`,
+      async run(ctx) {
+        for (let i = 0; i < n; i++) await ctx.step("s", async () => i);
+        return n;
+      },
+    });
+
+  it("a sequential run commits once per step: each intent with the previous step's outcome", async () => {
+    const counter = countCommits();
+    try {
+      const wf = steps(200);
+      const engine = createEngine({ store: sqliteStore({ path: tmpDb(), durability: "process" }), workflows: [wf] });
+      await engine.start(wf, undefined); // opens the store (its schema is one more commit)
+      const before = counter.commits;
+      expect(await engine.start(wf, undefined)).toMatchObject({ status: "completed" });
+      // The new run, 200 intents (each with the outcome before it), the last outcome, the ending.
+      expect(counter.commits - before).toBe(203);
+      await engine.close();
+    } finally {
+      counter.restore();
+    }
+  });
+
+  it("parallel steps' intents share one commit; so do 20 runs started together", async () => {
+    const counter = countCommits();
+    try {
+      const fanOut = defineWorkflow({
+        name: "fan-out",
+        async run(ctx) {
+          await ctx.step("first", async () => 0);
+          const all = await Promise.all([1, 2, 3, 4, 5].map((i) => ctx.step(`p${i}`, async () => i)));
+          return all.length;
+        },
+      });
+      const engine = createEngine({ store: sqliteStore({ path: tmpDb(), durability: "process" }), workflows: [fanOut] });
+      await engine.start(fanOut, undefined); // opens the store (its schema is one more commit)
+      let before = counter.commits;
+      expect(await engine.start(fanOut, undefined)).toMatchObject({ status: "completed", value: 5 });
+      // The new run; first's intent; first's outcome with the five intents; their outcomes; the ending.
+      expect(counter.commits - before).toBe(5);
+      before = counter.commits;
+      const results = await Promise.all(Array.from({ length: 20 }, () => engine.start(fanOut, undefined)));
+      expect(results.every((r) => r.status === "completed")).toBe(true);
+      // The same five commits, each shared by the twenty runs.
+      expect(counter.commits - before).toBe(5);
+      await engine.close();
+    } finally {
+      counter.restore();
+    }
+  });
+
+  it("a long run of fast steps still lets the event loop turn (timers: the lease's heartbeat, deadlines)", async () => {
+    const wf = steps(3000);
+    const engine = createEngine({ store: sqliteStore({ path: tmpDb(), durability: "process" }), workflows: [wf] });
+    let turns = 0;
+    let done = false;
+    const tick = () => {
+      turns++;
+      if (!done) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const result = await engine.start(wf, undefined);
+    done = true;
+    expect(result).toMatchObject({ status: "completed" });
+    // A lone run commits without waiting for the loop's turn, but gives way at least every 32 commits.
+    expect(turns).toBeGreaterThanOrEqual(3000 / 32 - 5);
+    await engine.close();
+  });
+});

@@ -454,7 +454,7 @@ class SqliteStoreImpl implements SqliteStore {
         s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage, fence.runId, fence.epoch,
       ).changes;
       if (changed !== 1) this.#checkFence(fence, "intent");
-    });
+    }, true);
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
