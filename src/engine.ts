@@ -226,6 +226,9 @@ class SteplogEngine implements Engine {
     if (typeof workflowOrName !== "string") this.#register(workflow);
     const id = options.id === undefined ? newRunId() : checkName("run id", options.id);
     const deadline = this.#deadline(options.timeoutMs, `start(${JSON.stringify(workflow.name)})`);
+    if (options.source !== undefined && typeof options.source !== "string") {
+      throw new InvalidOptionError(`start(${JSON.stringify(workflow.name)}): source must be a string (a file path, a package name), got ${typeof options.source}.`, { runId: id });
+    }
     const checked = await this.#checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
     const argsText = (await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id })).stored;

@@ -170,8 +170,10 @@ const PLAIN_DEPTH_LIMIT = 64;
 
 /**
  * True when JSON.stringify(value) is the value's exact encoding: strings, booleans, null, finite
- * numbers other than -0, arrays of those with no holes, and objects whose prototype is
- * Object.prototype or null, with no symbol keys, no "$type" key and no undefined values.
+ * numbers other than -0, plain arrays of those with no holes, and objects whose prototype is
+ * Object.prototype or null, with no symbol keys, no "$type" key, no undefined values and no
+ * toJSON. (A getter is read here and again by JSON.stringify; what the second read gives is what
+ * is recorded and handed back.)
  */
 function isPlainJson(value: unknown, depth: number): boolean {
   switch (typeof value) {
@@ -187,11 +189,14 @@ function isPlainJson(value: unknown, depth: number): boolean {
   }
   if (value === null) return true;
   if (depth > PLAIN_DEPTH_LIMIT) return false;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
+  // A toJSON anywhere (own, inherited, not enumerable) would change what JSON.stringify writes.
+  if ("toJSON" in value) return false;
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Array.prototype) {
+    const array = value as unknown[];
+    for (let i = 0; i < array.length; i++) if (!isPlainJson(array[i], depth + 1)) return false;
     return true;
   }
-  const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return false;
   if (Object.getOwnPropertySymbols(value).length > 0) return false;
   const record = value as Record<string, unknown>;

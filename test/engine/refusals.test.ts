@@ -118,6 +118,8 @@ describe.each(STORES)("refusals (%s)", (_name, makeStore) => {
   it("bad options are refused with INVALID_OPTION", async () => {
     const engine = createEngine({ store: makeStore(), workflows: [ok] });
     await expect(engine.start(ok, { n: 1 }, { timeoutMs: -5 })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    await expect(engine.start(ok, { n: 1 }, { id: "s", source: {} as never })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining("source must be a string") });
+    await expect(engine.get("s")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
     await engine.start(ok, { n: 1 }, { id: "r" });
     await expect(engine.continue("r", { values: 3 as never })).rejects.toMatchObject({ code: "INVALID_OPTION" });
     expect(() => createEngine({ leaseMs: 0 })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));

@@ -68,6 +68,17 @@ describe("the value codec", () => {
       expect(text).toContain(tag);
       expect(decodeValue(text)).toStrictEqual(value instanceof Array && value.length === 3 ? [1, undefined, 3] : value);
     }
+    // A toJSON (own, inherited or hidden) does not change what is recorded: the full encoder decides.
+    const withOwn = Object.assign([1, 2], { toJSON: () => "hijacked" });
+    class Sub extends Array<number> {
+      toJSON() {
+        return "sub";
+      }
+    }
+    const hidden = Object.defineProperty({ x: 1 }, "toJSON", { value: () => ({ evil: true }), enumerable: false });
+    expect(tryEncode(withOwn)).toBe("[1,2]");
+    expect(tryEncode(Sub.from([1, 2]))).toBe("[1,2]");
+    expect(tryEncode(hidden)).toBe('{"x":1}');
     // A cycle deeper than the plain check looks is still found by the full encoder.
     const chain: Record<string, unknown> = {};
     let at = chain;

@@ -238,6 +238,29 @@ describe("sqlite store files are owner-only", () => {
 });
 
 describe("sqlite store: group commit", () => {
+  it("a new run that cannot be inserted fails alone: the other run's intent in the same commit is kept", async () => {
+    const store = sqliteStore({ path: tmpDb(), durability: "process" });
+    const now = Date.now();
+    const row = (id: string, extra: object = {}) => ({
+      id, workflow: "w", version: null, args: "null", status: "running" as const, attempts: 1, budgetUsed: 1, source: null, deadline: null,
+      value: null, error: null, waitingFor: null, wakeAt: null, createdAt: now, updatedAt: now, ...extra,
+    });
+    const attempt = (runId: string) => ({ runId, number: 1, host: "h", bootId: null, pid: 1, processStart: null, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null });
+    const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
+    const intent = store.writeIntent({ runId: "a", epoch: lease.epoch }, {
+      runId: "a", seq: 1, attempt: 1, key: "s", name: "s", status: "intended", effect: "idempotent", idempotencyKey: "a:s", value: null, error: null,
+      version: null, intendedAt: now, endedAt: null, calls: 0, resolution: null, usage: null,
+    });
+    // Something SQLite cannot bind (an object) makes this run's insert throw inside the shared commit.
+    const broken = store.createRun(row("b", { source: {} }) as never, attempt("b") as never, { expiresAt: now + 60_000, now });
+    await expect(broken).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "b" });
+    await expect(intent).resolves.toBeUndefined();
+    const loaded = await store.loadRun("a");
+    expect(loaded?.steps.map((s) => [s.key, s.status])).toEqual([["s", "intended"]]);
+    expect(await store.loadRun("b")).toBeUndefined();
+    await store.close();
+  });
+
   /** Counts commits: better-sqlite3 runs each transaction's COMMIT as a statement. */
   function countCommits() {
     const probe = new Database(":memory:");
@@ -321,5 +344,87 @@ describe("sqlite store: group commit", () => {
     // A lone run commits without waiting for the loop's turn, but gives way at least every 32 commits.
     expect(turns).toBeGreaterThanOrEqual(3000 / 32 - 5);
     await engine.close();
+  });
+});
+
+describe("sqlite store: upgrading from schema version 3", () => {
+  function version3(file: string, extra: (db: Database.Database) => void = () => {}) {
+    fs.closeSync(fs.openSync(file, "wx", 0o600));
+    const db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    for (const sql of MIGRATIONS.slice(0, 3)) db.exec(sql);
+    db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', '3')").run();
+    extra(db);
+    db.close();
+  }
+  const v3Run = (db: Database.Database, id: string, createdAt: number) =>
+    db.prepare(`INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', 'completed', 1, 0, ?, ?)`).run(id, createdAt, createdAt);
+  const v3Step = (db: Database.Database, runId: string, seq: number) =>
+    db
+      .prepare(
+        `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+         VALUES (?, ?, 1, ?, 's', 'succeeded', 'idempotent', ?, '1', NULL, NULL, 1, 2, 1, NULL, NULL)`,
+      )
+      .run(runId, seq, `s#${seq}`, `${runId}:s#${seq}`);
+
+  it("a view someone made on steps does not block it, and still works after", async () => {
+    const file = tmpDb();
+    version3(file, (db) => {
+      v3Run(db, "r", 1);
+      v3Step(db, "r", 1);
+      db.exec("CREATE VIEW done_steps AS SELECT run_id, key FROM steps WHERE status = 'succeeded'");
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await engine.start(hello, undefined, { id: "new" });
+    await engine.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get()).toEqual({ value: String(SCHEMA_VERSION) });
+    expect(db.prepare("SELECT run_id, key FROM done_steps ORDER BY run_id, key").all()).toEqual([
+      { run_id: "new", key: "a" },
+      { run_id: "new", key: "b" },
+      { run_id: "r", key: "s#1" },
+    ]);
+    db.close();
+  });
+
+  it("a step row whose run row is gone is kept (unnumbered), not dropped", async () => {
+    const file = tmpDb();
+    version3(file, (db) => {
+      v3Run(db, "r", 1);
+      v3Step(db, "r", 1);
+      v3Step(db, "orphan", 1);
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    expect(await engine.get("r")).toMatchObject({ status: "completed" });
+    await engine.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("SELECT run_id, run_num FROM steps ORDER BY run_id").all()).toEqual([
+      { run_id: "orphan", run_num: null },
+      { run_id: "r", run_num: 1 },
+    ]);
+    db.close();
+  });
+
+  it("rows a process still on version 3 inserts after the upgrade get their numbers", async () => {
+    const file = tmpDb();
+    version3(file);
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await engine.start(hello, undefined, { id: "new" });
+    // What the version-3 code writes: no run number, no step run number.
+    const old = new Database(file);
+    v3Run(old, "old", Date.now());
+    v3Step(old, "old", 1);
+    old.close();
+    expect((await engine.get("old")).steps.map((s) => s.key)).toEqual(["s#1"]);
+    await engine.start(hello, undefined, { id: "newer" });
+    await engine.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("SELECT id, num FROM runs ORDER BY num").all()).toEqual([
+      { id: "new", num: 1 },
+      { id: "old", num: 2 },
+      { id: "newer", num: 3 },
+    ]);
+    expect(db.prepare("SELECT count(*) AS n FROM steps WHERE run_num IS NULL").get()).toEqual({ n: 0 });
+    db.close();
   });
 });

@@ -102,15 +102,23 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 4: runs get numbers; steps become an append-ordered table indexed on (run_num, seq). The
   // index on open steps' status goes: no query used it, and every intent and outcome paid for it.
+  // Two triggers number what a process still running version 3 inserts (it knows no numbers),
+  // so a store can be upgraded while such a process runs. A step row whose run row is gone (by
+  // hand) is kept, unnumbered. legacy_alter_table: the rename must not re-check views a user
+  // made on `steps`, which point nowhere for the moment between the drop and the rename.
   `
   ALTER TABLE runs ADD COLUMN num INTEGER;
   UPDATE runs SET num = numbered.n
     FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM runs) AS numbered
     WHERE numbered.id = runs.id;
   CREATE UNIQUE INDEX runs_by_num ON runs (num);
+  CREATE TRIGGER runs_numbered AFTER INSERT ON runs WHEN NEW.num IS NULL
+  BEGIN
+    UPDATE runs SET num = (SELECT coalesce(max(num), 0) + 1 FROM runs) WHERE id = NEW.id;
+  END;
 
   CREATE TABLE steps_by_write (
-    run_num         INTEGER NOT NULL,
+    run_num         INTEGER,
     run_id          TEXT NOT NULL,
     seq             INTEGER NOT NULL,
     attempt         INTEGER NOT NULL,
@@ -132,11 +140,17 @@ export const MIGRATIONS: readonly string[] = [
     SELECT runs.num, steps.run_id, steps.seq, steps.attempt, steps.key, steps.name, steps.status, steps.effect,
            steps.idempotency_key, steps.value, steps.error, steps.version, steps.intended_at, steps.ended_at,
            steps.calls, steps.resolution, steps.usage
-    FROM steps JOIN runs ON runs.id = steps.run_id
-    ORDER BY runs.num, steps.seq;
+    FROM steps LEFT JOIN runs ON runs.id = steps.run_id
+    ORDER BY runs.num, steps.run_id, steps.seq;
   DROP TABLE steps;
+  PRAGMA legacy_alter_table = ON;
   ALTER TABLE steps_by_write RENAME TO steps;
+  PRAGMA legacy_alter_table = OFF;
   CREATE UNIQUE INDEX steps_by_run ON steps (run_num, seq);
+  CREATE TRIGGER steps_numbered AFTER INSERT ON steps WHEN NEW.run_num IS NULL
+  BEGIN
+    UPDATE steps SET run_num = (SELECT num FROM runs WHERE id = NEW.run_id) WHERE rowid = NEW.rowid;
+  END;
   `,
 ];
 

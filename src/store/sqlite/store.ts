@@ -187,6 +187,7 @@ class SqliteStoreImpl implements SqliteStore {
     }
     this.#db = db;
     this.#stmts = prepare(db);
+    this.#prepareInsertNewRun(db);
     this.#queue = new WriteQueue(db, (error, what, runId) => this.#writeFailed(error, what, runId));
     return db;
   }
@@ -308,8 +309,8 @@ class SqliteStoreImpl implements SqliteStore {
   #runNum(runId: string): number | null {
     let num = this.#runNums.get(runId);
     if (num === undefined) {
-      const row = this.#stmts!.getRunNum.get(runId) as { num: number } | undefined;
-      if (!row) return null;
+      const row = this.#stmts!.getRunNum.get(runId) as { num: number | null } | undefined;
+      if (!row || row.num === null) return null;
       num = row.num;
       this.#runNums.set(runId, num);
     }
@@ -324,6 +325,22 @@ class SqliteStoreImpl implements SqliteStore {
       return Promise.reject(error);
     }
     return this.#queue!.enqueue("the new run", run.id, (): Lease | { exists: RunRow } => {
+      // In a savepoint of the batch's transaction: a run that cannot be inserted fails alone,
+      // not the other runs' writes that share the commit.
+      try {
+        return this.#insertNewRun!(run, attempt, lease);
+      } catch (error) {
+        if (!this.#db!.inTransaction) throw error; // SQLite rolled the whole batch back: it fails as one
+        throw this.#writeFailed(error, "the new run", run.id);
+      }
+    });
+  }
+
+  /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
+  #insertNewRun: ((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow }) | undefined;
+
+  #prepareInsertNewRun(db: Db): void {
+    this.#insertNewRun = db.transaction((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Lease | { exists: RunRow } => {
       const s = this.#stmts!;
       const existing = s.getRun.get(run.id) as RunRow | undefined;
       if (existing) return { exists: existing };
@@ -487,6 +504,7 @@ class SqliteStoreImpl implements SqliteStore {
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
     const db = this.#open(true)!;
     return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
+      this.#runNums.delete(fence.runId);
       this.#checkFence(fence, "attempt ending");
       this.#stmts!.endAttempt.run({
         runId: fence.runId,
@@ -499,7 +517,6 @@ class SqliteStoreImpl implements SqliteStore {
       this.#patchRun(db, fence.runId, end.run);
       if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
       this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
-      this.#runNums.delete(fence.runId);
     });
   }
 
