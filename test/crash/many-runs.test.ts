@@ -1,0 +1,104 @@
+// Group commit under kill -9: one process runs 40 runs at once, their intents and outcomes
+// sharing commits, and is SIGKILLed part-way. No effect may exist without its committed
+// intent; no step recorded succeeded may run again; a continue finishes every run.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import { tmpDb } from "../helpers/tmp.js";
+
+const FIXTURE = fileURLToPath(new URL("./fixtures/many-runs.mjs", import.meta.url));
+const RUNS = 40;
+
+const children = new Set<ReturnType<typeof spawn>>();
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
+/** Run the fixture; with `killAfterEffects`, SIGKILL it once it has printed that many effects. */
+function runFixture(file: string, mode: "start" | "continue", killAfterEffects?: number) {
+  const child = spawn(process.execPath, [FIXTURE, file, String(RUNS), mode], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, STEPLOG_FAULT: "" } });
+  children.add(child);
+  let stdout = "";
+  let stderr = "";
+  let effects = 0;
+  child.stdout!.on("data", (chunk: Buffer) => {
+    stdout += chunk;
+    effects += chunk.toString().split("effect\n").length - 1;
+    if (killAfterEffects !== undefined && effects >= killAfterEffects && child.exitCode === null) child.kill("SIGKILL");
+  });
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  return new Promise<{ signal: NodeJS.Signals | null; statuses?: string[]; stderr: string }>((resolve) => {
+    child.on("close", (_code, signal) => {
+      const last = stdout.trim().split("\n").filter((l) => l.startsWith("{")).at(-1);
+      resolve({ signal, statuses: last ? JSON.parse(last).statuses : undefined, stderr });
+    });
+  });
+}
+
+interface Effect {
+  runId: string;
+  step: string;
+  idempotencyKey: string;
+  attempt: number;
+}
+const ledger = (file: string): Effect[] =>
+  fs.readFileSync(`${file}.ledger`, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Effect);
+
+function stepRows(file: string) {
+  const db = new Database(file, { readonly: true });
+  try {
+    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+    return db.prepare("SELECT run_id AS runId, key, status, attempt, idempotency_key AS idempotencyKey FROM steps ORDER BY run_id, seq").all() as Array<{
+      runId: string;
+      key: string;
+      status: string;
+      attempt: number;
+      idempotencyKey: string;
+    }>;
+  } finally {
+    db.close();
+  }
+}
+
+describe("group commit under kill -9: 40 runs in one process", () => {
+  it("every effect has its committed intent; no succeeded step runs again; a continue finishes every run", async () => {
+    const file = tmpDb();
+    // Part-way: some runs have finished steps, others are inside one.
+    const first = await runFixture(file, "start", 70);
+    expect(first.signal).toBe("SIGKILL");
+    const before = ledger(file);
+    expect(before.length).toBeGreaterThanOrEqual(70);
+    expect(before.length).toBeLessThan(RUNS * 5);
+
+    const rows = stepRows(file);
+    // No effect without an intent: every call the ledger saw has its row, from that attempt, with its key.
+    for (const effect of before) {
+      const row = rows.find((r) => r.runId === effect.runId && r.key === effect.step && r.attempt === effect.attempt);
+      expect(row, `${effect.runId} ${effect.step}`).toBeDefined();
+      expect(row!.idempotencyKey).toBe(effect.idempotencyKey);
+    }
+    const succeededBefore = new Set(rows.filter((r) => r.status === "succeeded").map((r) => `${r.runId} ${r.key}`));
+
+    const second = await runFixture(file, "continue");
+    expect(second.signal, second.stderr).toBeNull();
+    expect(second.statuses).toEqual(Array(RUNS).fill("completed"));
+
+    const after = ledger(file).slice(before.length);
+    for (const effect of after) {
+      expect(succeededBefore.has(`${effect.runId} ${effect.step}`), `${effect.runId} ${effect.step} ran again`).toBe(false);
+      // A step cut off inside its effect is re-driven with the same key.
+      const earlier = before.find((e) => e.runId === effect.runId && e.step === effect.step);
+      if (earlier) expect(effect.idempotencyKey).toBe(earlier.idempotencyKey);
+    }
+    // Every step of every run ran, at most twice (once cut off, once re-driven).
+    for (let r = 0; r < RUNS; r++) {
+      for (let i = 1; i <= 5; i++) {
+        const calls = ledger(file).filter((e) => e.runId === `m-${r}` && e.step === `s${i}`).length;
+        expect(calls, `m-${r} s${i}`).toBeGreaterThanOrEqual(1);
+        expect(calls, `m-${r} s${i}`).toBeLessThanOrEqual(2);
+      }
+    }
+  });
+});
