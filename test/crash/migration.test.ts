@@ -3,24 +3,19 @@
 // written the way steplog's schema version 3 wrote it (steps clustered on the run id), with a
 // run cut off inside its second step among many finished runs.
 import crypto from "node:crypto";
-import fs from "node:fs";
 import os from "node:os";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
+import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { tmpDb } from "../helpers/tmp.js";
+import { createVersion3Store } from "../helpers/version3-store.js";
 import { readLedger, runWorker } from "../helpers/worker.js";
 
 const FILLER_RUNS = 300;
 const FILLER_STEPS = 40;
 
-/** A version-3 store: FILLER_RUNS completed runs, and run "r" of the crash worker's workflow cut off inside "two". */
-function writeVersion3Store(file: string): void {
-  fs.closeSync(fs.openSync(file, "wx", 0o600));
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  for (const sql of MIGRATIONS.slice(0, 3)) db.exec(sql);
-  db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', '3')").run();
+/** FILLER_RUNS completed runs, and run "r" of the crash worker's workflow cut off inside "two". */
+function fillVersion3Store(db: Database.Database): void {
   const run = db.prepare(
     `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, ?, NULL, '{"$type":"undefined"}', ?, 1, 1, ?, ?)`,
   );
@@ -33,26 +28,23 @@ function writeVersion3Store(file: string): void {
     `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
      VALUES (?, ?, 1, ?, ?, ?, 'idempotent', ?, ?, NULL, NULL, ?, ?, ?, NULL, NULL)`,
   );
-  db.transaction(() => {
-    const t0 = Date.now() - 3_600_000;
-    for (let r = 0; r < FILLER_RUNS; r++) {
-      const id = `filler-${String(r).padStart(4, "0")}`;
-      run.run(id, "old-job", "completed", t0 + r, t0 + r + 1);
-      attempt.run(id, os.hostname(), t0 + r, t0 + r + 1, "completed");
-      lease.run(id, null, t0 + r + 1);
-      for (let s = 1; s <= FILLER_STEPS; s++) {
-        const key = s === 1 ? "s" : `s#${s}`;
-        step.run(id, s, key, "s", "succeeded", `${id}:${key}`, JSON.stringify({ r, s }), t0 + r, t0 + r, 1);
-      }
+  const t0 = Date.now() - 3_600_000;
+  for (let r = 0; r < FILLER_RUNS; r++) {
+    const id = `filler-${String(r).padStart(4, "0")}`;
+    run.run(id, "old-job", "completed", t0 + r, t0 + r + 1);
+    attempt.run(id, os.hostname(), t0 + r, t0 + r + 1, "completed");
+    lease.run(id, null, t0 + r + 1);
+    for (let s = 1; s <= FILLER_STEPS; s++) {
+      const key = s === 1 ? "s" : `s#${s}`;
+      step.run(id, s, key, "s", "succeeded", `${id}:${key}`, JSON.stringify({ r, s }), t0 + r, t0 + r, 1);
     }
-    const t1 = t0 + FILLER_RUNS + 10;
-    run.run("r", "crash-three", "running", t1, t1);
-    attempt.run("r", os.hostname(), t1, null, null);
-    lease.run("r", 1, t1);
-    step.run("r", 1, "one", "one", "succeeded", "r:one", JSON.stringify("one done in attempt 1"), t1, t1, 1);
-    step.run("r", 2, "two", "two", "intended", "r:two", null, t1, null, 0);
-  })();
-  db.close();
+  }
+  const t1 = t0 + FILLER_RUNS + 10;
+  run.run("r", "crash-three", "running", t1, t1);
+  attempt.run("r", os.hostname(), t1, null, null);
+  lease.run("r", 1, t1);
+  step.run("r", 1, "one", "one", "succeeded", "r:one", JSON.stringify("one done in attempt 1"), t1, t1, 1);
+  step.run("r", 2, "two", "two", "intended", "r:two", null, t1, null, 0);
 }
 
 /** Every step record as text, in (run, seq) order: what must survive the upgrade unchanged. */
@@ -83,7 +75,7 @@ function schemaVersion(file: string): string {
 describe("a schema upgrade cut off by SIGKILL", () => {
   it("leaves the version-3 store as it was; the next open upgrades it and the cut-off run goes on", async () => {
     const file = tmpDb();
-    writeVersion3Store(file);
+    createVersion3Store(file, fillVersion3Store);
     const before = stepRecords(file);
     expect(before).toContain(`(${FILLER_RUNS * FILLER_STEPS + 2} rows)`);
 

@@ -7,8 +7,9 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
-import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
+import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
+import { createVersion3Store } from "../helpers/version3-store.js";
 
 const hello = defineWorkflow({
   name: "hello",
@@ -175,33 +176,29 @@ describe("sqlite store files are owner-only", () => {
 
   it("a store written by schema version 3 (steps clustered on run id) is upgraded in place: every record kept, a cut-off run continues", async () => {
     const file = tmpDb();
-    fs.closeSync(fs.openSync(file, "wx", 0o600));
-    const old = new Database(file);
-    old.pragma("journal_mode = WAL");
-    for (const sql of MIGRATIONS.slice(0, 3)) old.exec(sql);
-    old.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', '3')").run();
-    const insertRun = old.prepare(
-      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', ?, 1, 1, ?, ?)`,
-    );
-    const insertAttempt = old.prepare(
-      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
-       VALUES (?, 1, ?, NULL, 999999999, NULL, ?, ?, ?, NULL, 0, NULL)`,
-    );
-    const insertStep = old.prepare(
-      `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-       VALUES (?, ?, 1, ?, ?, ?, 'idempotent', ?, ?, NULL, NULL, 1, ?, ?, NULL, NULL)`,
-    );
-    // "z-done" was made first (so it is run number 1 although its id sorts last); "a-cut" was cut off inside step b.
-    insertRun.run("z-done", "completed", 1000, 1002);
-    insertAttempt.run("z-done", os.hostname(), 1000, 1002, "completed");
-    insertStep.run("z-done", 1, "a", "a", "succeeded", "z-done:a", '{"greeting":"hello"}', 1001, 1);
-    insertStep.run("z-done", 2, "b", "b", "succeeded", "z-done:b", '"hello world"', 1002, 1);
-    insertRun.run("a-cut", "running", 2000, 2001);
-    insertAttempt.run("a-cut", os.hostname(), 2000, null, null);
-    old.prepare("INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES ('a-cut', 1, 1, 0, 2001)").run();
-    insertStep.run("a-cut", 1, "a", "a", "succeeded", "a-cut:a", '{"greeting":"old"}', 2001, 1);
-    insertStep.run("a-cut", 2, "b", "b", "intended", "a-cut:b", null, null, 0);
-    old.close();
+    createVersion3Store(file, (old) => {
+      const insertRun = old.prepare(
+        `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', ?, 1, 1, ?, ?)`,
+      );
+      const insertAttempt = old.prepare(
+        `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error)
+         VALUES (?, 1, ?, NULL, 999999999, NULL, ?, ?, ?, NULL, 0, NULL)`,
+      );
+      const insertStep = old.prepare(
+        `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+         VALUES (?, ?, 1, ?, ?, ?, 'idempotent', ?, ?, NULL, NULL, 1, ?, ?, NULL, NULL)`,
+      );
+      // "z-done" was made first (so it is run number 1 although its id sorts last); "a-cut" was cut off inside step b.
+      insertRun.run("z-done", "completed", 1000, 1002);
+      insertAttempt.run("z-done", os.hostname(), 1000, 1002, "completed");
+      insertStep.run("z-done", 1, "a", "a", "succeeded", "z-done:a", '{"greeting":"hello"}', 1001, 1);
+      insertStep.run("z-done", 2, "b", "b", "succeeded", "z-done:b", '"hello world"', 1002, 1);
+      insertRun.run("a-cut", "running", 2000, 2001);
+      insertAttempt.run("a-cut", os.hostname(), 2000, null, null);
+      old.prepare("INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES ('a-cut', 1, 1, 0, 2001)").run();
+      insertStep.run("a-cut", 1, "a", "a", "succeeded", "a-cut:a", '{"greeting":"old"}', 2001, 1);
+      insertStep.run("a-cut", 2, "b", "b", "intended", "a-cut:b", null, null, 0);
+    });
 
     const calls: string[] = [];
     const counted = defineWorkflow({
@@ -348,15 +345,7 @@ describe("sqlite store: group commit", () => {
 });
 
 describe("sqlite store: upgrading from schema version 3", () => {
-  function version3(file: string, extra: (db: Database.Database) => void = () => {}) {
-    fs.closeSync(fs.openSync(file, "wx", 0o600));
-    const db = new Database(file);
-    db.pragma("journal_mode = WAL");
-    for (const sql of MIGRATIONS.slice(0, 3)) db.exec(sql);
-    db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', '3')").run();
-    extra(db);
-    db.close();
-  }
+  const version3 = createVersion3Store;
   const v3Run = (db: Database.Database, id: string, createdAt: number) =>
     db.prepare(`INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', 'completed', 1, 0, ?, ?)`).run(id, createdAt, createdAt);
   const v3Step = (db: Database.Database, runId: string, seq: number) =>
