@@ -8,6 +8,8 @@ import { EVERY_STORE } from "../helpers/stores.js";
 
 const NASTY = [
   `'; DROP TABLE runs; --`,
+  `\\'; DROP TABLE runs; --`,
+  "back\\slash \\n",
   `" OR 1=1 --`,
   "line\nbreak",
   "nul\u0000byte",

@@ -90,6 +90,24 @@ suite("postgres store", () => {
     expect(await q(`select value from "${schema}".meta where key = 'schema_version'`)).toEqual([{ value: String(SCHEMA_VERSION) }]);
   });
 
+  it("run ids with quotes and backslashes are written, locked and read back as they are (the lease lock quotes them itself)", async () => {
+    const schema = freshSchema();
+    const two = defineWorkflow({
+      name: "two",
+      async run(ctx) {
+        const a = await ctx.step("a", async () => 1);
+        return a + (await ctx.step("b", async () => 2));
+      },
+    });
+    const engine = createEngine({ store: store(schema), workflows: [two] });
+    const ids = [`\\'; DROP TABLE runs; --`, "back\\slash \\n", "it's", "E'x'"];
+    for (const id of ids) expect(await engine.start(two, undefined, { id })).toMatchObject({ status: "completed", value: 3 });
+    const listed = (await engine.list()).map((r) => r.id).sort();
+    expect(listed).toEqual([...ids].sort());
+    for (const id of ids) expect((await engine.get(id)).steps.map((s) => s.key)).toEqual(["a", "b"]);
+    await engine.close();
+  });
+
   it("a connection killed (pg_terminate_backend) between a step's intent and its outcome is survived: the run completes, no step runs twice", async () => {
     const schema = freshSchema();
     const app = `${schema}_app`;

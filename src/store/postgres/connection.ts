@@ -229,6 +229,16 @@ export class Connection {
     await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs}`);
   }
 
+  /**
+   * Begin, and run `text` (no parameters) in the same round trip; its rows. For statements whose
+   * values are quoted with `literal`.
+   */
+  async beginWith(client: PgClient, text: string): Promise<any[]> {
+    const results = (await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs}; ${text}`)) as unknown;
+    const last = Array.isArray(results) ? (results.at(-1) as PgResult) : (results as PgResult);
+    return last.rows;
+  }
+
   async commit(client: PgClient, state: TxState): Promise<void> {
     state.commitSent = true;
     await client.query("COMMIT");
@@ -254,4 +264,12 @@ function ignore(): void {}
 
 function pause(tries: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** Math.min(tries, 6))));
+}
+
+/**
+ * A string as an SQL literal: an E'' string, whose backslash escapes mean the same whatever the
+ * server's standard_conforming_strings says. For names steplog checked (no control characters).
+ */
+export function literal(text: string): string {
+  return `E'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
 }

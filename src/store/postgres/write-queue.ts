@@ -20,7 +20,7 @@
 
 import { LeaseLostError, SteplogError } from "../../errors.js";
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
-import { isConnectionError, isTransient, type Connection, type PgClient } from "./connection.js";
+import { isConnectionError, isTransient, literal, type Connection, type PgClient } from "./connection.js";
 import { num, type Sql } from "./sql.js";
 
 export type AttemptWrite =
@@ -143,12 +143,14 @@ export class WriteQueue {
     return results;
   }
 
-  /** Begin, and lock the batch's lease rows (sorted by run id, so two batches never deadlock). */
+  /** Begin, and lock the batch's lease rows (sorted by run id, so two batches never deadlock), in one round trip. */
   async #lockLeases(client: PgClient, batch: Pending[]): Promise<Map<string, LeaseState>> {
-    await this.conn.begin(client);
     const runIds = [...new Set(batch.map((p) => p.write.fence.runId))].sort();
-    const locked = await client.query(`SELECT run_id, epoch, attempt FROM ${this.sql.s}.leases WHERE run_id = ANY($1::text[]) ORDER BY run_id FOR UPDATE`, [runIds]);
-    return new Map<string, LeaseState>(locked.rows.map((r: { run_id: string; epoch: unknown; attempt: number | null }) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
+    const rows = await this.conn.beginWith(
+      client,
+      `SELECT run_id, epoch, attempt FROM ${this.sql.s}.leases WHERE run_id IN (${runIds.map(literal).join(", ")}) ORDER BY run_id FOR UPDATE`,
+    );
+    return new Map<string, LeaseState>(rows.map((r: { run_id: string; epoch: unknown; attempt: number | null }) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
   }
 
   async #apply(client: PgClient, write: AttemptWrite, leases: Map<string, LeaseState>, retrying: boolean): Promise<void> {
