@@ -106,25 +106,26 @@ export class WriteQueue {
     // lost lease, a conflict — rolls that pass back, and the batch runs again with a savepoint
     // around each write, so that write fails alone and the others commit.
     if (batch.length > 1) {
-      const leases = await this.#lockLeases(client, batch);
-      let failed = false;
-      for (const p of batch) {
-        try {
-          await this.#apply(client, p.write, leases, retrying);
-        } catch (error) {
-          if (isConnectionError(error) || isTransient(error)) throw error;
-          failed = true;
-          break;
-        }
-      }
-      if (!failed) {
+      const results = await this.#applyAll(client, batch, retrying, false);
+      if (results.every((r) => r === undefined)) {
         await this.conn.commit(client, state);
-        return batch.map(() => undefined);
+        return results;
       }
       await this.conn.rollback(client);
     }
-    const leases = await this.#lockLeases(client, batch);
     const savepoints = batch.length > 1;
+    const results = await this.#applyAll(client, batch, retrying, savepoints);
+    if (!savepoints && results[0] !== undefined) await this.conn.rollback(client);
+    else await this.conn.commit(client, state);
+    return results;
+  }
+
+  /**
+   * Begin, lock the leases, and apply each write: a failure is its write's result. Without
+   * savepoints the first failure ends the pass (the transaction can no longer be used).
+   */
+  async #applyAll(client: PgClient, batch: Pending[], retrying: boolean, savepoints: boolean): Promise<Array<unknown | undefined>> {
+    const leases = await this.#lockLeases(client, batch);
     const results: Array<unknown | undefined> = [];
     for (const p of batch) {
       if (savepoints) await client.query("SAVEPOINT w");
@@ -136,10 +137,9 @@ export class WriteQueue {
         if (isConnectionError(error) || isTransient(error)) throw error;
         if (savepoints) await client.query("ROLLBACK TO SAVEPOINT w");
         results.push(error);
+        if (!savepoints) break;
       }
     }
-    if (!savepoints && results[0] !== undefined) await this.conn.rollback(client);
-    else await this.conn.commit(client, state);
     return results;
   }
 
