@@ -1,7 +1,6 @@
 // The demo a new user runs first (`npm run demo`): a real SIGKILL inside step two, then a
 // continue. Runs examples/demo/main.mjs against dist/ (built by `pretest`), with its store
 // and its call log in a temp dir so the repo's own .steplog is left alone.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -9,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { createEngine } from "../src/index.js";
 import { sqliteStore } from "../src/sqlite.js";
+import { spawnNode } from "./helpers/child.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -20,16 +20,8 @@ interface Call {
   redrive: boolean;
 }
 
-function runDemo(env: Record<string, string>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["examples/demo/main.mjs"], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+function runDemo(env: Record<string, string>) {
+  return spawnNode("examples/demo/main.mjs", [], { cwd: repoRoot, env }).done;
 }
 
 describe("npm run demo", () => {

@@ -10,6 +10,9 @@ import { memoryStore } from "../../src/memory.js";
 import { testWorkflow } from "../../src/testing.js";
 import { scriptedModel, type ScriptedTurn } from "./mock-model.js";
 
+/** The keys of the scripted support agent's steps, in order: four model turns and three tool calls. */
+const EVERY_STEP = ["model", "tool:lookupCustomer:call-1", "model#2", "tool:saveDraft:call-2", "model#3", "tool:sendEmail:call-3", "model#4"];
+
 const SCRIPT: ScriptedTurn[] = [
   { text: "Plan: look the customer up, save a draft, send it.", calls: [{ id: "call-1", tool: "lookupCustomer", input: { id: "c-7" } }] },
   { calls: [{ id: "call-2", tool: "saveDraft", input: { to: "ada@example.com", body: "Your order shipped." } }] },
@@ -180,15 +183,7 @@ describe("durableModel + durableTools with generateText", () => {
     expect(firstMessages).toBeDefined();
     expect(plain((second.value as { messages: unknown }).messages)).toEqual(plain(firstMessages));
     const view = await engine.get("r3");
-    expect(view.attempts[1]!.reused).toEqual([
-      "model",
-      "tool:lookupCustomer:call-1",
-      "model#2",
-      "tool:saveDraft:call-2",
-      "model#3",
-      "tool:sendEmail:call-3",
-      "model#4",
-    ]);
+    expect(view.attempts[1]!.reused).toEqual(EVERY_STEP);
     await engine.close();
   });
 
@@ -444,15 +439,7 @@ describe("durableModel with streamText", () => {
     const engine = createEngine({ store: memoryStore(), workflows: [wf] });
     expect((await engine.start(wf, undefined, { id: "s1" })).status).toBe("failed");
     const view = await engine.get("s1");
-    expect(view.steps.map((s) => s.key)).toEqual([
-      "model",
-      "tool:lookupCustomer:call-1",
-      "model#2",
-      "tool:saveDraft:call-2",
-      "model#3",
-      "tool:sendEmail:call-3",
-      "model#4",
-    ]);
+    expect(view.steps.map((s) => s.key)).toEqual(EVERY_STEP);
     expect(view.usage).toEqual({ inputTokens: 460, outputTokens: 86 });
     expect(model.doStreamCalls).toHaveLength(4);
     const second = await engine.continue("s1");

@@ -3,7 +3,6 @@
 // dist/, and SIGKILLs itself inside sendEmail (the email left, its outcome not recorded) or right
 // after sendEmail's outcome is durable. A new process continues. The world's ledgers count, across
 // processes, every time the model was asked and every time a tool ran.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDir } from "../helpers/tmp.js";
+import { spawnNode } from "../helpers/child.js";
 
 const ATTEMPT = fileURLToPath(new URL("../../examples/agent/attempt.mjs", import.meta.url));
 
@@ -22,22 +22,11 @@ interface Outcome {
   result?: { id: string; status: string; attempt: number; value?: { answer: string; turns: number }; error?: { code?: string; message: string } };
 }
 
-function attempt(dir: string, agent: string, runId: string, mode: "start" | "continue", env: Record<string, string> = {}): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [ATTEMPT, agent, runId, mode], {
-      env: { ...process.env, NO_COLOR: "1", STEPLOG_FAULT: "", STEPLOG_AGENT_DIR: dir, STEPLOG_AGENT_WORLD: path.join(dir, "world"), ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      const last = stdout.trim().split("\n").filter((line) => line.startsWith("{")).at(-1);
-      resolve({ code, signal, stdout, stderr, result: last ? JSON.parse(last).result : undefined });
-    });
-  });
+async function attempt(dir: string, agent: string, runId: string, mode: "start" | "continue", env: Record<string, string> = {}): Promise<Outcome> {
+  const { code, signal, stdout, stderr, report } = await spawnNode(ATTEMPT, [agent, runId, mode], {
+    env: { NO_COLOR: "1", STEPLOG_FAULT: "", STEPLOG_AGENT_DIR: dir, STEPLOG_AGENT_WORLD: path.join(dir, "world"), ...env },
+  }).done;
+  return { code, signal, stdout, stderr, result: report?.result };
 }
 
 const lines = (file: string): any[] => (fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []);

@@ -1,6 +1,5 @@
 // `npm run example:agent`: examples/agent/main.mjs end to end against dist/ (built by `pretest`),
 // with its store and the agent's world in a temp dir so the repo's own .steplog is left alone.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,19 +7,12 @@ import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDir } from "../helpers/tmp.js";
+import { spawnNode } from "../helpers/child.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-function runExample(env: Record<string, string>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["examples/agent/main.mjs"], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+function runExample(env: Record<string, string>) {
+  return spawnNode("examples/agent/main.mjs", [], { cwd: repoRoot, env }).done;
 }
 
 describe("npm run example:agent", () => {

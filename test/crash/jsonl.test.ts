@@ -1,45 +1,23 @@
 // The JSONL store with real processes and real SIGKILLs (the fixture imports dist/: run
 // `npm run build` first when calling vitest directly).
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { tmpDir } from "../helpers/tmp.js";
+import { spawnNode, type ChildOutcome } from "../helpers/child.js";
 
 const WORKER = fileURLToPath(new URL("./fixtures/jsonl-worker.mjs", import.meta.url));
 const STALE_MS = 2000;
 
 type Mode = "start" | "continue" | "get" | "many" | "kill-under-lock" | "kill-mid-append";
 
-interface Outcome {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
+interface Outcome extends ChildOutcome {
   report: { result?: Record<string, any>; refused?: { code: string; message: string }; view?: { status: string; steps: string[][]; ms: number } } | undefined;
 }
 
-function spawnWorker(file: string, runId: string, mode: Mode, env: Record<string, string> = {}) {
-  const started = Date.now();
-  const child = spawn(process.execPath, [WORKER, file, runId, mode], { env: { ...process.env, LOCK_STALE_MS: String(STALE_MS), ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  let markReady!: () => void;
-  const ready = new Promise<void>((resolve) => (markReady = resolve));
-  child.stdout.on("data", (chunk) => {
-    stdout += chunk;
-    if (stdout.includes("ready\n")) markReady();
-  });
-  child.stderr.on("data", (chunk) => (stderr += chunk));
-  const done = new Promise<Outcome>((resolve) =>
-    child.on("close", (code, signal) => {
-      const last = stdout.trim().split("\n").filter((l) => l.startsWith("{")).at(-1);
-      resolve({ code, signal, stdout, stderr, ms: Date.now() - started, report: last ? JSON.parse(last) : undefined });
-    }),
-  );
-  return { ready, done };
+function spawnWorker(file: string, runId: string, mode: Mode, env: Record<string, string> = {}): { ready: Promise<void>; done: Promise<Outcome> } {
+  return spawnNode(WORKER, [file, runId, mode], { env: { LOCK_STALE_MS: String(STALE_MS), ...env } });
 }
 
 const run = (file: string, runId: string, mode: Mode, env?: Record<string, string>) => spawnWorker(file, runId, mode, env).done;

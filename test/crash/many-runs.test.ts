@@ -1,40 +1,27 @@
 // Group commit under kill -9: one process runs 40 runs at once, their intents and outcomes
 // sharing commits, and is SIGKILLed part-way. No effect may exist without its committed
 // intent; no step recorded succeeded may run again; a continue finishes every run.
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { spawnNode } from "../helpers/child.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/many-runs.mjs", import.meta.url));
 const RUNS = 40;
 
-const children = new Set<ReturnType<typeof spawn>>();
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-});
-
 /** Run the fixture; with `killAfterEffects`, SIGKILL it once it has printed that many effects. */
-function runFixture(file: string, mode: "start" | "continue", killAfterEffects?: number) {
-  const child = spawn(process.execPath, [FIXTURE, file, String(RUNS), mode], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, STEPLOG_FAULT: "" } });
-  children.add(child);
-  let stdout = "";
-  let stderr = "";
-  let effects = 0;
-  child.stdout!.on("data", (chunk: Buffer) => {
-    stdout += chunk;
-    effects += chunk.toString().split("effect\n").length - 1;
-    if (killAfterEffects !== undefined && effects >= killAfterEffects && child.exitCode === null) child.kill("SIGKILL");
+async function runFixture(file: string, mode: "start" | "continue", killAfterEffects?: number) {
+  const { done } = spawnNode(FIXTURE, [file, String(RUNS), mode], {
+    env: { STEPLOG_FAULT: "" },
+    onStdout: (stdout, child) => {
+      const effects = stdout.split("effect\n").length - 1;
+      if (killAfterEffects !== undefined && effects >= killAfterEffects && child.exitCode === null) child.kill("SIGKILL");
+    },
   });
-  child.stderr!.on("data", (chunk) => (stderr += chunk));
-  return new Promise<{ signal: NodeJS.Signals | null; statuses?: string[]; stderr: string }>((resolve) => {
-    child.on("close", (_code, signal) => {
-      const last = stdout.trim().split("\n").filter((l) => l.startsWith("{")).at(-1);
-      resolve({ signal, statuses: last ? JSON.parse(last).statuses : undefined, stderr });
-    });
-  });
+  const { signal, report, stderr } = await done;
+  return { signal, statuses: report?.statuses as string[] | undefined, stderr };
 }
 
 interface Effect {

@@ -3,7 +3,6 @@
 // woken. Every run completes, no succeeded step's function runs twice, no run is ever held by two
 // live attempts, and every extra call is a re-drive of a step cut off in a crashed or fenced
 // attempt. (The fixture imports dist/: run `npm run build` first when calling vitest directly.)
-import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -13,6 +12,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { postgresStore } from "../../src/postgres.js";
 import { tmpDir } from "../helpers/tmp.js";
+import { spawnNode, type ChildRun } from "../helpers/child.js";
 
 const URL_ = process.env.STEPLOG_PG_URL;
 if (!URL_) {
@@ -37,31 +37,8 @@ const flow = defineWorkflow({
   },
 });
 
-interface Worker {
-  child: ChildProcess;
-  out: () => string;
-  ready: Promise<void>;
-  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
-}
-
-function spawnWorker(ledgerDir: string): Worker {
-  const child = spawn(process.execPath, [WORKER], {
-    env: { ...process.env, PG_SCHEMA: schema, LEDGER_DIR: ledgerDir, LEASE_MS: String(LEASE_MS), STEP_MS: "25" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  let markReady!: () => void;
-  const ready = new Promise<void>((resolve) => (markReady = resolve));
-  child.stdout!.on("data", (chunk) => {
-    stdout += chunk;
-    if (stdout.includes("ready\n")) markReady();
-  });
-  child.stderr!.on("data", (chunk) => (stderr += chunk));
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
-  return { child, ready, done, out: () => `${stdout}${stderr}` };
+function spawnWorker(ledgerDir: string) {
+  return spawnNode(WORKER, [], { env: { PG_SCHEMA: schema, LEDGER_DIR: ledgerDir, LEASE_MS: String(LEASE_MS), STEP_MS: "25" } });
 }
 
 interface Call {
@@ -104,10 +81,10 @@ suite("postgres: many worker processes on one database", () => {
     const phases: string[] = [];
     const phase = (what: string) => phases.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${what}`);
     const failWith = (error: unknown): never => {
-      const tails = workers.map((w, i) => `worker ${i} (pid ${w.child.pid}): ${w.out().slice(-600)}`).join("\n");
+      const tails = workers.map((w, i) => `worker ${i} (pid ${w.child.pid}): ${w.output().slice(-600)}`).join("\n");
       throw new Error(`${(error as Error).message}\nphases: ${phases.join("; ")}\n${tails}`, { cause: error });
     };
-    let workers: Worker[] = [];
+    let workers: ChildRun[] = [];
     const pool = new pg.Pool({ connectionString: URL_, max: 3 });
     pool.on("error", () => {});
     try {
