@@ -204,6 +204,28 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       assert.equal(before!.lease!.epoch, 2);
     }));
 
+    it("writes issued together: a stale fence and a write after its own attempt's ending are refused alone; the rest commit", withStore(async (store) => {
+      const live = await created(store, "live");
+      const stale = await created(store, "stale");
+      await store.updateRun("stale", () => ({ fenceOut: { now: NOW }, result: true }));
+      const ending = await created(store, "ending");
+      // Issued in one go, so a store that commits writes in groups holds them in one transaction.
+      const results = await Promise.allSettled([
+        store.writeIntent(live, stepRow("live", 1, "a")),
+        store.writeIntent(stale, stepRow("stale", 1, "a")),
+        store.writeIntent(ending, stepRow("ending", 1, "a")),
+        store.endAttempt(ending, { attempt: 1, ending: "completed", endedAt: NOW, error: null, run: { status: "completed" } }),
+        store.writeIntent(ending, stepRow("ending", 2, "b")),
+        store.writeIntent(live, stepRow("live", 2, "b")),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled", "fulfilled", "rejected", "fulfilled"]);
+      for (const i of [1, 4]) assert.ok(isSteplogError((results[i] as PromiseRejectedResult).reason, "LEASE_LOST"), `write ${i} must be refused with LEASE_LOST`);
+      assert.deepEqual((await store.loadRun("live"))!.steps.map((s) => s.key), ["a", "b"]);
+      assert.deepEqual((await store.loadRun("stale"))!.steps, []);
+      assert.deepEqual((await store.loadRun("ending"))!.steps.map((s) => s.key), ["a"]);
+      assert.equal((await store.loadRun("ending"))!.run.status, "completed");
+    }));
+
     it("endAttempt records the ending, patches the run and releases the lease (its epoch kept); later writes on it are refused", withStore(async (store) => {
       const lease = await created(store, "r");
       await store.renewLease(lease, NOW + 90_000, NOW + 5);

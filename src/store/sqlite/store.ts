@@ -116,6 +116,13 @@ class SqliteStoreImpl implements SqliteStore {
   #patchStmts = new Map<string, Stmt>();
   /** Run id → its number in `runs`, for the runs this store writes steps of (a number never changes). */
   #runNums = new Map<string, number>();
+  /**
+   * Run id → the lease epoch its fence was checked at in the write transaction under way. The
+   * transaction holds SQLite's write lock, so no other connection can move a lease until it
+   * commits: one check per run per batch covers all of that run's writes in it, until a write in
+   * the batch releases the lease (an attempt's ending). Cleared as each batch begins.
+   */
+  #fencesChecked = new Map<string, number>();
   #queue: WriteQueue | undefined;
   #closed = false;
 
@@ -188,7 +195,11 @@ class SqliteStoreImpl implements SqliteStore {
     this.#db = db;
     this.#stmts = prepare(db);
     this.#prepareInsertNewRun(db);
-    this.#queue = new WriteQueue(db, (error, what, runId) => this.#writeFailed(error, what, runId));
+    this.#queue = new WriteQueue(
+      db,
+      (error, what, runId) => this.#writeFailed(error, what, runId),
+      () => this.#fencesChecked.clear(),
+    );
     return db;
   }
 
@@ -296,6 +307,13 @@ class SqliteStoreImpl implements SqliteStore {
 
   #insertAttempt(attempt: AttemptRow): void {
     this.#stmts!.insertAttempt.run({ ...attempt, forced: attempt.forced ? 1 : 0, reused: attempt.reused ? JSON.stringify(attempt.reused) : null });
+  }
+
+  /** Inside a batch: refuse the write unless the run's lease is still at this fence's epoch. */
+  #fence(fence: Fence, what: string): void {
+    if (this.#fencesChecked.get(fence.runId) === fence.epoch) return;
+    this.#checkFence(fence, what);
+    this.#fencesChecked.set(fence.runId, fence.epoch);
   }
 
   #checkFence(fence: Fence, what: string): void {
@@ -460,43 +478,38 @@ class SqliteStoreImpl implements SqliteStore {
     });
   }
 
-  // The hot path: an intent and an outcome per step. Each is one statement that carries its own
-  // fence (… WHERE EXISTS the lease at this epoch), with positional parameters.
+  // The hot path: an intent and an outcome per step, each one statement with positional
+  // parameters after the run's fence (checked once per batch).
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
     this.#writable(this.#open(true)!, fence.runId);
     return this.#queue!.enqueue(() => "the intent of step " + JSON.stringify(step.key), fence.runId, () => {
+      this.#fence(fence, "intent");
       const s = step;
-      const changed = this.#stmts!.fencedInsertStep.run(
+      this.#stmts!.insertStepAt.run(
         this.#runNum(fence.runId), fence.runId, s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
-        s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage, fence.runId, fence.epoch,
-      ).changes;
-      if (changed !== 1) this.#checkFence(fence, "intent");
+        s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage,
+      );
     }, true);
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
     this.#open(true);
     return this.#queue!.enqueue("a step outcome", fence.runId, () => {
+      this.#fence(fence, "outcome");
       const o = outcome;
       if (o.consumes) {
-        this.#checkFence(fence, "outcome");
         const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
         if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
       }
-      const changed = this.#stmts!.fencedOutcome.run(
-        o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, this.#runNum(fence.runId), o.seq, fence.runId, fence.epoch,
-      ).changes;
-      if (changed !== 1) {
-        this.#checkFence(fence, "outcome");
-        throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
-      }
+      const changed = this.#stmts!.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, this.#runNum(fence.runId), o.seq).changes;
+      if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
     });
   }
 
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
     this.#open(true);
     return this.#queue!.enqueue("the lease renewal", fence.runId, () => {
-      this.#checkFence(fence, "lease renewal");
+      this.#fence(fence, "lease renewal");
       this.#stmts!.renewLease.run({ runId: fence.runId, expiresAt, heartbeatAt: now });
     });
   }
@@ -505,7 +518,7 @@ class SqliteStoreImpl implements SqliteStore {
     const db = this.#open(true)!;
     return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
       this.#runNums.delete(fence.runId);
-      this.#checkFence(fence, "attempt ending");
+      this.#fence(fence, "attempt ending");
       this.#stmts!.endAttempt.run({
         runId: fence.runId,
         number: end.attempt,
@@ -517,6 +530,8 @@ class SqliteStoreImpl implements SqliteStore {
       this.#patchRun(db, fence.runId, end.run);
       if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
       this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
+      // The lease is released: a later write of this attempt in the same batch must be refused.
+      this.#fencesChecked.delete(fence.runId);
     });
   }
 
@@ -573,16 +588,14 @@ function prepare(db: Db) {
        VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
     ),
     getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
-    // The lease row is the fence.
-    fencedInsertStep: db.prepare(
+    // The hot path's two statements; the caller has checked the run's fence in this transaction.
+    insertStepAt: db.prepare(
       `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-       WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    fencedOutcome: db.prepare(
+    outcome: db.prepare(
       `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
-       WHERE run_num = ? AND seq = ? AND status = 'intended'
-         AND EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND epoch = ? AND attempt IS NOT NULL)`,
+       WHERE run_num = ? AND seq = ? AND status = 'intended'`,
     ),
     endAttempt: db.prepare(
       `UPDATE attempts SET ending = @ending, ended_at = @endedAt, error = @error, reused = @reused WHERE run_id = @runId AND number = @number`,

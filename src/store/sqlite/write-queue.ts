@@ -13,7 +13,8 @@
  * heartbeat, a deadline) and signals still run during a long run of fast steps.
  *
  * A write that is refused on its own (a stale fence) is refused alone: each write checks
- * before it changes anything, so the others in the batch still commit. A failure of the
+ * before it changes anything, so the others in the batch still commit. `beginBatch` runs first
+ * inside each transaction (the store forgets which fences it has checked). A failure of the
  * transaction itself (disk full, I/O error) rejects every write in it: none was committed.
  */
 
@@ -58,8 +59,10 @@ export class WriteQueue {
   constructor(
     db: Database.Database,
     private readonly toError: (error: unknown, what: string, runId: string) => Error,
+    beginBatch: () => void = () => {},
   ) {
     this.#commit = db.transaction((batch: PendingWrite[]) => {
+      beginBatch();
       for (const write of batch) {
         try {
           write.result = write.apply();
