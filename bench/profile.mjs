@@ -2,6 +2,7 @@
 //
 //   node bench/profile.mjs count [power|process]     SQL statements, transactions and prepares per step
 //   node bench/profile.mjs split [power|process]     time split: in SQLite (BEGIN..COMMIT) vs in JS, steplog vs raw
+//   node bench/profile.mjs split-conc [power|process] the same for 100 runs × 100 steps at once, against raw group commit
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile.mjs cpu [process]    steplog only, for a CPU profile
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile.mjs cpu-conc [process]  the same, 100 runs at once
 //   node bench/profile.mjs top /tmp/prof/x.cpuprofile                           self and total time by function
@@ -18,6 +19,7 @@ import {
   expectStatus,
   now,
   openRaw,
+  rawGroupCommit,
   seqWorkflow,
   sqliteStore,
   syncFor,
@@ -43,6 +45,41 @@ async function steplogRun(durability, runs = 1, n = N) {
     async go() {
       for (let i = 0; i < runs; i++) expectStatus(await engine.start(seqWorkflow, n), "completed", "profile");
     },
+  };
+}
+
+/**
+ * Time spent inside write transactions, from BEGIN's start to COMMIT's end (fsync included):
+ * better-sqlite3 runs BEGIN and COMMIT as statements, so wrapping Statement#run sees both.
+ */
+function timeTransactions() {
+  const probe = new Database(":memory:");
+  const Statement = probe.prepare("SELECT 1").constructor;
+  probe.close();
+  let inTxn = 0;
+  let inCommit = 0;
+  let commits = 0;
+  let begun = 0;
+  const origRun = Statement.prototype.run;
+  Statement.prototype.run = function (...args) {
+    const src = this.source;
+    if (src.startsWith("BEGIN")) begun = now();
+    const isCommit = src === "COMMIT";
+    const t = isCommit ? now() : 0;
+    const result = origRun.apply(this, args);
+    if (isCommit) {
+      const end = now();
+      inCommit += end - t;
+      inTxn += end - begun;
+      commits++;
+    }
+    return result;
+  };
+  return {
+    reset() {
+      inTxn = inCommit = commits = 0;
+    },
+    read: () => ({ inTxn, inCommit, commits }),
   };
 }
 
@@ -106,30 +143,42 @@ if (mode === "count") {
   report("steplog", counts, N);
   raw.close();
   await lib.engine.close();
+} else if (mode === "split-conc") {
+  // Case 2's shape: where a step's time goes with 100 runs at once, steplog vs raw group commit.
+  const timer = timeTransactions();
+  const engine = createEngine({ store: sqliteStore({ path: tmpFile("split-conc"), durability: arg }), workflows: [seqWorkflow] });
+  expectStatus(await engine.start(seqWorkflow, 200), "completed", "warm-up");
+  const rawFile = tmpFile("split-conc-raw");
+  await createSchemaFile(rawFile);
+  const raw = openRaw(rawFile, syncFor(arg));
+  const rows = [];
+  for (let rep = 0; rep < 7; rep++) {
+    for (const [label, fn] of [
+      ["raw", async () => rawGroupCommit(raw, `g${rep}`, 100, 100)],
+      ["steplog", async () => {
+        const results = await Promise.all(Array.from({ length: 100 }, () => engine.start(seqWorkflow, 100)));
+        for (const r of results) expectStatus(r, "completed", "profile");
+      }],
+    ]) {
+      timer.reset();
+      const t = now();
+      await fn();
+      rows.push({ label, total: now() - t, ...timer.read() });
+    }
+  }
+  const us = (ms) => ((ms * 1000) / 10_000).toFixed(1);
+  for (const label of ["raw", "steplog"]) {
+    const m = rows.filter((r) => r.label === label).sort((a, b) => a.total - b.total)[3];
+    console.log(
+      `${label.padEnd(8)} total ${us(m.total)} µs/step = BEGIN..COMMIT ${us(m.inTxn)} (COMMIT alone ${us(m.inCommit)}, ${(m.commits / 100).toFixed(2)} commits per round) + outside transactions ${us(m.total - m.inTxn)}`,
+    );
+  }
+  raw.close();
+  await engine.close();
 } else if (mode === "split") {
   // Time inside SQLite (the transaction function: BEGIN..COMMIT, fsync included) vs the rest.
   const durability = arg;
-  // better-sqlite3 runs BEGIN and COMMIT as statements: time from BEGIN's start to COMMIT's end.
-  const probe = new Database(":memory:");
-  const Statement = probe.prepare("SELECT 1").constructor;
-  probe.close();
-  let inTxn = 0;
-  let inCommit = 0;
-  let begun = 0;
-  const origRun = Statement.prototype.run;
-  Statement.prototype.run = function (...args) {
-    const src = this.source;
-    if (src.startsWith("BEGIN")) begun = now();
-    const isCommit = src === "COMMIT";
-    const t = isCommit ? now() : 0;
-    const result = origRun.apply(this, args);
-    if (isCommit) {
-      const end = now();
-      inCommit += end - t;
-      inTxn += end - begun;
-    }
-    return result;
-  };
+  const timer = timeTransactions();
   const file = tmpFile("split-raw");
   await createSchemaFile(file);
   const raw = openRaw(file, syncFor(durability));
@@ -142,12 +191,11 @@ if (mode === "count") {
       ["raw", () => log.run(`raw-${rep}`, N)],
       ["steplog", () => lib.go()],
     ]) {
-      inTxn = 0;
-      inCommit = 0;
+      timer.reset();
       const t = now();
       await fn();
       const total = now() - t;
-      rows.push({ label, total, inTxn, inCommit });
+      rows.push({ label, total, ...timer.read() });
     }
   }
   const us = (ms) => ((ms * 1000) / N).toFixed(1);
