@@ -226,6 +226,33 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       assert.equal((await store.loadRun("ending"))!.run.status, "completed");
     }));
 
+    it("writes issued together by two attempts of one run: the superseded one's are refused, before or after the live one's", withStore(async (store) => {
+      const old = await created(store, "r");
+      await store.updateRun("r", () => ({ fenceOut: { now: NOW }, result: true }));
+      const claim = await store.claimRun("r", takeIfFree("r"));
+      assert.equal(claim.kind, "taken");
+      const live = (claim as { lease: Lease }).lease;
+      const results = await Promise.allSettled([
+        store.writeIntent(old, stepRow("r", 1, "stale-first")),
+        store.writeIntent(live, stepRow("r", 1, "a")),
+        store.writeIntent(old, stepRow("r", 2, "stale-after")),
+        store.renewLease(old, NOW + 99_999, NOW),
+        store.writeOutcome(old, { seq: 1, status: "failed", value: null, error: '"stale"', endedAt: NOW, calls: 1, resolution: null, usage: null }),
+        store.writeOutcome(live, { seq: 1, status: "succeeded", value: "1", error: null, endedAt: NOW, calls: 1, resolution: null, usage: null }),
+        store.endAttempt(live, { attempt: live.attempt, ending: "completed", endedAt: NOW, error: null, run: { status: "completed" } }),
+        store.renewLease(live, NOW + 99_999, NOW),
+        store.writeIntent(live, stepRow("r", 2, "after-the-end")),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ["rejected", "fulfilled", "rejected", "rejected", "rejected", "fulfilled", "fulfilled", "rejected", "rejected"]);
+      for (const [i, r] of results.entries()) {
+        if (r.status === "rejected") assert.ok(isSteplogError(r.reason, "LEASE_LOST"), `write ${i} must be refused with LEASE_LOST, got ${String(r.reason)}`);
+      }
+      const stored = (await store.loadRun("r"))!;
+      assert.deepEqual(stored.steps.map((s) => [s.key, s.status]), [["a", "succeeded"]]);
+      assert.equal(stored.run.status, "completed");
+      assert.equal(stored.lease!.attempt, null);
+    }));
+
     it("endAttempt records the ending, patches the run and releases the lease (its epoch kept); later writes on it are refused", withStore(async (store) => {
       const lease = await created(store, "r");
       await store.renewLease(lease, NOW + 90_000, NOW + 5);

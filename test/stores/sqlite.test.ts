@@ -7,7 +7,9 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
+import { LeaseLostError } from "../../src/errors.js";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
+import { WriteQueue } from "../../src/store/sqlite/write-queue.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
 import { createVersion3Store } from "../helpers/version3-store.js";
 
@@ -341,6 +343,24 @@ describe("sqlite store: group commit", () => {
     // A lone run commits without waiting for the loop's turn, but gives way at least every 32 commits.
     expect(turns).toBeGreaterThanOrEqual(3000 / 32 - 5);
     await engine.close();
+  });
+
+  it("a write refused after SQLite rolled the batch back fails the batch: no later write runs outside it", async () => {
+    const db = new Database(":memory:");
+    db.exec("CREATE TABLE t (v TEXT)");
+    const queue = new WriteQueue(db, (error, what) => new Error(`${what}: ${String(error)}`));
+    const insert = (v: string) => () => db.prepare("INSERT INTO t (v) VALUES (?)").run(v);
+    const results = await Promise.allSettled([
+      queue.enqueue("first", "r1", insert("first")),
+      queue.enqueue("rolled back", "r2", () => {
+        db.exec("ROLLBACK"); // as SQLite does by itself on some errors (SQLITE_FULL, SQLITE_IOERR)
+        throw new LeaseLostError("r2", undefined, "refused after the rollback");
+      }),
+      queue.enqueue("third", "r3", insert("third")),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect(db.prepare("SELECT v FROM t").all()).toEqual([]);
+    db.close();
   });
 });
 

@@ -120,7 +120,9 @@ class SqliteStoreImpl implements SqliteStore {
    * Run id → the lease epoch its fence was checked at in the write transaction under way. The
    * transaction holds SQLite's write lock, so no other connection can move a lease until it
    * commits: one check per run per batch covers all of that run's writes in it, until a write in
-   * the batch releases the lease (an attempt's ending). Cleared as each batch begins.
+   * the batch releases the lease (an attempt's ending). Cleared as each batch begins. A queued
+   * write that changes a lease row must forget that run's entry (endAttempt does); claims and
+   * fence-outs run in transactions of their own, outside any batch.
    */
   #fencesChecked = new Map<string, number>();
   #queue: WriteQueue | undefined;
@@ -530,7 +532,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#patchRun(db, fence.runId, end.run);
       if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
       this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
-      // The lease is released: a later write of this attempt in the same batch must be refused.
+      // The lease is released (see #fencesChecked): a later write of this attempt in the same batch must be refused.
       this.#fencesChecked.delete(fence.runId);
     });
   }

@@ -67,7 +67,9 @@ export class WriteQueue {
         try {
           write.result = write.apply();
         } catch (error) {
-          if (!(error instanceof SteplogError)) throw error;
+          // A refusal is one write's; anything else, or a refusal after SQLite rolled the whole
+          // transaction back, fails the batch (the writes after it must not run outside it).
+          if (!(error instanceof SteplogError) || !db.inTransaction) throw error;
           write.refused = error;
         }
       }
