@@ -157,6 +157,8 @@ class SteplogEngine implements Engine {
   readonly #workflows = new Map<string, Workflow>();
   readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
   #closed = false;
+  /** See #where. */
+  #storage: Promise<string> | undefined;
   readonly #signals: SignalHandlers | undefined;
   readonly #workers = new Set<AbortController>();
   readonly #workerRuns = new Set<Promise<WorkSummary>>();
@@ -206,8 +208,21 @@ class SteplogEngine implements Engine {
     return workflow;
   }
 
-  #judge(): Judge {
-    return { now: this.#settings.clock.now(), isHeldHere: (runId) => isLiveHere(this.store.location, runId) };
+  /**
+   * The store's storage as this process's live attempts are keyed: the same for every store
+   * object on it, however its path or server was spelled (Store.storageId; else its location).
+   */
+  #where(): Promise<string> {
+    if (!this.store.storageId) return Promise.resolve(this.store.location);
+    this.#storage ??= this.store.storageId().catch((error: unknown) => {
+      this.#storage = undefined;
+      throw error;
+    });
+    return this.#storage;
+  }
+
+  #judge(where: string): Judge {
+    return { now: this.#settings.clock.now(), isHeldHere: (runId) => isLiveHere(where, runId) };
   }
 
   #open(): void {
@@ -252,7 +267,7 @@ class SteplogEngine implements Engine {
     };
     const first: AttemptRow = { runId: id, number: 1, ...currentOwner(), startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null };
     // Marked live before the lease exists, so no claim in this process can judge it abandoned.
-    const live = markLive(this.store.location, id);
+    const live = markLive(await this.#where(), id);
     let created: Awaited<ReturnType<Store["createRun"]>>;
     try {
       created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
@@ -300,7 +315,7 @@ class SteplogEngine implements Engine {
     const now = this.#settings.clock.now();
     let statusBefore: RunStatus | undefined;
     let live: LiveToken | undefined;
-    const location = this.store.location;
+    const where = await this.#where();
     const decide = (current: StoredRun) => {
       statusBefore = current.run.status;
       const decision = decideClaim(current, {
@@ -312,14 +327,14 @@ class SteplogEngine implements Engine {
         args,
         now,
         leaseMs: this.#settings.leaseMs,
-        isHeldHere: () => isLiveHere(location, id),
+        isHeldHere: () => isLiveHere(where, id),
         requireReady,
       });
       // Marked live inside the claim's transaction: between its commit and the attempt's start,
       // another claim in this process must already see the run held.
       if (decision.kind === "take") {
         if (live) markDone(live);
-        live = markLive(location, id);
+        live = markLive(where, id);
       }
       return decision;
     };
@@ -395,7 +410,7 @@ class SteplogEngine implements Engine {
         store: this.store,
         now: () => this.#settings.clock.now(),
         workflows: () => [...this.#workflows.values()].map((w) => ({ name: w.name, autoResume: w.autoResume })),
-        isInterrupted: (listing) => listing.run.status === "interrupted" || summarize(listing, this.#judge()).status === "interrupted",
+        isInterrupted: async (listing) => listing.run.status === "interrupted" || summarize(listing, this.#judge(await this.#where())).status === "interrupted",
         claimReady: async (runId) => {
           try {
             return await this.#claimAndRun(runId, "run", {}, undefined, true);
@@ -428,7 +443,7 @@ class SteplogEngine implements Engine {
     checkName("run id", id);
     const valid = typeof answer === "object" && answer !== null && ("value" in answer || (answer as { redo?: unknown }).redo === true);
     if (!valid) throw new InvalidOptionError(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`, { runId: id, step });
-    const judge = this.#judge();
+    const judge = this.#judge(await this.#where());
     await resolveEscalation(this.store, id, step, answer, judge.now, this.#settings.payloads, (current) => {
       const { lease } = current;
       const holder = lease?.attempt == null ? undefined : current.attempts.find((a) => a.number === lease.attempt);
@@ -469,7 +484,7 @@ class SteplogEngine implements Engine {
     checkName("run id", id);
     const stored = await this.store.loadRun(id);
     if (!stored) throw new RunNotFoundError(id, this.store.location);
-    const view = await viewRun(stored, this.#judge(), this.#settings.payloads);
+    const view = await viewRun(stored, this.#judge(await this.#where()), this.#settings.payloads);
     return options.redact ? redactView(view, this.#redact) : view;
   }
 
@@ -480,7 +495,7 @@ class SteplogEngine implements Engine {
     const stored: RunFilter = {};
     if (wanted) stored.status = wanted.includes("interrupted") && !wanted.includes("running") ? [...wanted, "running"] : wanted;
     if (filter.workflow !== undefined) stored.workflow = filter.workflow;
-    const judge = this.#judge();
+    const judge = this.#judge(await this.#where());
     const summaries = (await this.store.listRuns(stored)).map((listing) => summarize(listing, judge));
     const matching = wanted ? summaries.filter((s) => wanted.includes(s.status)) : summaries;
     return filter.limit === undefined ? matching : matching.slice(0, filter.limit);
@@ -488,7 +503,7 @@ class SteplogEngine implements Engine {
 
   async recover(): Promise<RecoveredRun[]> {
     this.#open();
-    return recoverInterrupted(this.store, this.#judge(), this.#settings.payloads);
+    return recoverInterrupted(this.store, this.#judge(await this.#where()), this.#settings.payloads);
   }
 
   async close(): Promise<void> {

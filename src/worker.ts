@@ -31,7 +31,7 @@ export interface WorkerHost {
   /** The workflows this engine can run: a worker never claims a run of another. */
   workflows(): Array<{ name: string; autoResume: boolean }>;
   /** True when the run's attempt has no ending and its owner is gone (the run reads interrupted). */
-  isInterrupted(listing: RunListing): boolean;
+  isInterrupted(listing: RunListing): Promise<boolean>;
   /** Claim (only if still ready) and run one attempt; undefined when it was not ready after all. */
   claimReady(runId: string): Promise<RunResult | undefined>;
 }
@@ -124,7 +124,8 @@ async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
   // listing them first could hide an old abandoned one behind many live ones.
   for (const workflow of ours.filter((w) => w.autoResume)) {
     const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow: workflow.name });
-    ids.push(...stuck.filter((l) => host.isInterrupted(l)).slice(0, Math.max(limit, 16)).map((l) => l.run.id));
+    const interrupted = await Promise.all(stuck.map((l) => host.isInterrupted(l)));
+    ids.push(...stuck.filter((_, i) => interrupted[i]).slice(0, Math.max(limit, 16)).map((l) => l.run.id));
   }
   return ids;
 }

@@ -222,6 +222,13 @@ export interface Store {
   readonly location: string;
   /** True when records outlive the process. */
   readonly durable: boolean;
+  /**
+   * Optional: a name for the storage itself, the same for every store object that reads and
+   * writes it, however it was spelled (a file reached through a symlink, a server named
+   * `localhost` or `127.0.0.1`). steplog keys the attempts running in this process by it, so
+   * two store objects on one database see each other's live attempts. Without it: `location`.
+   */
+  storageId?(): Promise<string>;
 
   /** Insert a run with its first attempt and lease (epoch 1). Resolves `{ exists }` (writing nothing) when the id is taken. */
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }>;

@@ -39,6 +39,7 @@ import type {
 import { Journal, type Tail } from "./journal.js";
 import { FileLock, MIN_LOCK_STALE_MS } from "./lock.js";
 import { apply, HEADER_LINE, type JournalRecord, type JournalState } from "./records.js";
+import { canonicalPath } from "../canonical-path.js";
 
 export interface JsonlStoreOptions {
   /** The journal file, e.g. `.steplog/steplog.jsonl`. Its folder is created (0700) on the first start. */
@@ -61,6 +62,8 @@ export interface JsonlStoreOptions {
 /** A Store on one JSONL file. */
 export interface JsonlStore extends Store {
   readonly path: string;
+  /** `jsonl:` and the file's path with symlinks resolved. */
+  storageId(): Promise<string>;
 }
 
 export function jsonlStore(options: JsonlStoreOptions): JsonlStore {
@@ -135,6 +138,10 @@ class JsonlStoreImpl implements JsonlStore {
 
   get path(): string {
     return this.#file;
+  }
+
+  async storageId(): Promise<string> {
+    return `jsonl:${canonicalPath(this.#file)}`;
   }
 
   // ---- writes ------------------------------------------------------------------------------

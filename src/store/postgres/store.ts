@@ -40,7 +40,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { Connection, createPool, describeTarget, isConnectionError, redact, type PgClient, type PgPoolLike } from "./connection.js";
+import { Connection, createPool, describeTarget, isConnectionError, isTransient, redact, type PgClient, type PgPoolLike } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
@@ -77,6 +77,8 @@ export interface PostgresStore extends Store {
   readonly schema: string;
   /** Connect, and create or upgrade the schema now rather than at the first write. */
   migrate(): Promise<void>;
+  /** `postgres:`, the server cluster's system identifier, the database and the schema (asks the server once). */
+  storageId(): Promise<string>;
 }
 
 export function postgresStore(options: PostgresStoreOptions = {}): PostgresStore {
@@ -97,6 +99,7 @@ class PostgresStoreImpl implements PostgresStore {
   #pool: Promise<{ pool: PgPoolLike; conn: Connection; queue: WriteQueue }> | undefined;
   #migrated = false;
   #opening: Promise<boolean> | undefined;
+  #storageId: Promise<string> | undefined;
   #closed = false;
 
   constructor(options: PostgresStoreOptions) {
@@ -118,6 +121,31 @@ class PostgresStoreImpl implements PostgresStore {
     this.#secrets = secretsOf(options.connectionString ?? options.pool?.options?.connectionString, (options.pool?.options as { password?: unknown } | undefined)?.password);
     this.location = `postgres store (schema ${this.schema}) at ${describeTarget(options.connectionString, options.pool)}`;
     this.#sql = new Sql(quoteSchema(this.schema));
+  }
+
+  /** The server cluster's own identifier, the database and the schema: the same under any host name or port spelling. */
+  storageId(): Promise<string> {
+    this.#storageId ??= (async () => {
+      const { conn } = await this.#connect();
+      const found = await conn.run(async (client) => {
+        try {
+          const { rows } = await client.query("SELECT (SELECT system_identifier::text FROM pg_control_system()) AS server, current_database() AS db");
+          return rows[0] as { server: string; db: string };
+        } catch (error) {
+          if (isConnectionError(error) || isTransient(error)) throw error;
+          // A role that may not read the cluster's control data: the server's address and port.
+          const { rows } = await client.query(
+            "SELECT coalesce(host(inet_server_addr()), 'local socket') || ':' || coalesce(inet_server_port()::text, '') AS server, current_database() AS db",
+          );
+          return rows[0] as { server: string; db: string };
+        }
+      }, "retry");
+      return `postgres:${found.server}/${found.db}/${this.schema}`;
+    })().catch((error: unknown) => {
+      this.#storageId = undefined;
+      throw this.#readError(error);
+    });
+    return this.#storageId;
   }
 
   // ---- connection, schema, errors ----

@@ -41,6 +41,7 @@ import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import { fault } from "../../faults.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
 import { WriteQueue } from "./write-queue.js";
+import { canonicalPath } from "../canonical-path.js";
 
 export interface SqliteStoreOptions {
   /** The database file. Default `.steplog/steplog.db` under the working directory. */
@@ -75,6 +76,8 @@ export const DEFAULT_SQLITE_PATH = path.join(".steplog", "steplog.db");
 /** A Store on one SQLite file, with a look at the settings of its open connection. */
 export interface SqliteStore extends Store {
   readonly path: string;
+  /** `sqlite:` and the file's path with symlinks resolved. */
+  storageId(): Promise<string>;
   /** The live connection's settings (opening the file if it exists): to check what durability you run with. */
   pragmas(): { journalMode: string; synchronous: number; busyTimeoutMs: number; cacheSize: number } | undefined;
 }
@@ -145,6 +148,10 @@ class SqliteStoreImpl implements SqliteStore {
 
   get path(): string {
     return this.#file;
+  }
+
+  async storageId(): Promise<string> {
+    return `sqlite:${canonicalPath(this.#file)}`;
   }
 
   pragmas() {
