@@ -31,7 +31,7 @@ let created = 0;
 
 export function memoryStore(options: MemoryStoreOptions = {}): Store {
   created++;
-  return new MemoryStore(options.name ?? `memory store #${created}`);
+  return new MemoryStore(options.name ?? `memory store #${created}`, created);
 }
 
 class MemoryStore implements Store {
@@ -39,7 +39,19 @@ class MemoryStore implements Store {
   readonly durable = false;
   readonly #runs = new Map<string, StoredRun>();
 
-  constructor(readonly location: string) {}
+  readonly #serial: number;
+
+  constructor(
+    readonly location: string,
+    serial: number,
+  ) {
+    this.#serial = serial;
+  }
+
+  /** Each memory store is its own storage, whatever its name. */
+  async storageId(): Promise<string> {
+    return `memory:${this.#serial}`;
+  }
 
   async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
     const existing = this.#runs.get(run.id);

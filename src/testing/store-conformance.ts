@@ -281,6 +281,23 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       for (const handle of handles) if (handle !== store) await handle.close();
     }));
 
+    it("storageId, if the store has one: the same for a second handle on the same data", withStore(async (store) => {
+      await created(store, "r");
+      if (!store.storageId) {
+        // Optional: this process's live attempts are then keyed by location, which must name the data.
+        assert.ok(typeof store.location === "string" && store.location.length > 0, "a store without storageId needs a location");
+        return;
+      }
+      const other = options.another ? await options.another(store) : store;
+      try {
+        const id = await store.storageId();
+        assert.equal(typeof id, "string");
+        assert.equal(await other.storageId!(), id, "two handles on the same data must give the same storageId");
+      } finally {
+        if (other !== store) await other.close();
+      }
+    }));
+
     it("updateRun reads and writes one run atomically; an error writes nothing", withStore(async (store) => {
       await created(store, "r");
       const lease = (await store.loadRun("r"))!.lease!;
