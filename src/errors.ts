@@ -210,14 +210,22 @@ export class StoreTooNewError extends SteplogError {
 
 export class StoreWriteFailedError extends SteplogError {
   override name = "StoreWriteFailedError";
-  constructor(location: string, what: string, details: SteplogErrorDetails) {
+  /**
+   * `command`: the write was a run update outside any attempt (send, approve, cancel, resolve,
+   * recover), not an attempt's; `maybeRecorded` when it may have committed all the same (the
+   * connection was lost while it committed, or part of a journal append reached the file).
+   */
+  constructor(location: string, what: string, details: SteplogErrorDetails, command?: { maybeRecorded: boolean }) {
     const reason = details.cause instanceof Error ? details.cause.message : String(details.cause);
-    super(
-      "STORE_WRITE_FAILED",
-      `Could not record ${what} in ${location}: ${reason}. The attempt stopped there; a step whose outcome was not recorded is resolved by its policy on the next continue. ` +
-        `Free space or fix the store, then type engine.continue(${q(details.runId ?? "<id>")}).`,
-      details,
-    );
+    const id = q(details.runId ?? "<id>");
+    const next =
+      command === undefined
+        ? `The attempt stopped there; a step whose outcome was not recorded is resolved by its policy on the next continue. ` +
+          `Free space or fix the store, then type engine.continue(${id}).`
+        : command.maybeRecorded
+          ? `It may have been recorded all the same: look with engine.get(${id}) before doing it again.`
+          : `Nothing was changed: free space or fix the store, then do it again.`;
+    super("STORE_WRITE_FAILED", `Could not record ${what}${details.runId === undefined ? "" : ` of run ${id}`} in ${location}: ${reason}. ${next}`, details);
   }
 }
 

@@ -285,7 +285,7 @@ describe("the intent is durable before the function runs", () => {
       },
     });
     // Bind the memory store's methods so the copy keeps working.
-    for (const key of ["createRun", "claimRun", "updateRun", "loadRun", "listRuns", "writeOutcome", "renewLease", "endAttempt", "close"] as const) {
+    for (const key of ["createRun", "claimRun", "updateRun", "loadRun", "listRuns", "writeOutcome", "renewLease", "endAttempt", "close", "storageId"] as const) {
       (failing as unknown as Record<string, unknown>)[key] = (inner[key] as (...a: unknown[]) => unknown).bind(inner);
     }
     Object.defineProperty(failing, "location", { value: inner.location });

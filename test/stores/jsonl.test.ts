@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import lockfile from "proper-lockfile";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow, isSteplogError } from "../../src/index.js";
 import { jsonlStore, type JsonlStore } from "../../src/jsonl.js";
 import { attemptRow, describeStore, runRow, stepRow } from "../../src/testing.js";
 import type { Lease } from "../../src/store/types.js";
@@ -116,6 +116,24 @@ describe("jsonl store", () => {
     expect((await store.loadRun("r"))!.run.source).toBe("after the lock");
     await store.close();
   });
+
+  it("a run update whose lock never comes free: STORE_WRITE_FAILED naming the run, 'nothing was changed', and nothing was", async () => {
+    const file = tmpJournal();
+    const store = jsonlStore({ path: file, onWarning: quiet, lockStaleMs: 2000 });
+    await createdRun(store, "r");
+    const before = sha(file);
+    const release = lockfile.lockSync(file, { stale: 2000 }); // a live holder: it refreshes the lock every second
+    try {
+      const error = await store.updateRun("r", () => ({ run: { source: "never" }, result: true })).catch((e: unknown) => e);
+      expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
+      expect((error as Error).message).toContain('of run "r"');
+      expect((error as Error).message).toContain("Nothing was changed");
+    } finally {
+      release();
+    }
+    expect(sha(file)).toBe(before);
+    await store.close();
+  }, 15_000);
 
   it("writes of one turn share one commit; a stale fence refuses just its own write", async () => {
     const file = tmpJournal();

@@ -216,6 +216,43 @@ suite("postgres store", () => {
     await real.end();
   });
 
+  it("a command whose COMMIT reply is lost is not run again: STORE_WRITE_FAILED saying it may have been recorded (it was), and to look with engine.get", async () => {
+    const schema = freshSchema();
+    const review = defineWorkflow({ name: "review", run: async (ctx) => ctx.waitForEvent("verdict") });
+    const setup = createEngine({ store: store(schema), workflows: [review] });
+    expect(await setup.start(review, undefined, { id: "parked" })).toMatchObject({ status: "waiting" });
+    await setup.close();
+    const real = new pg.Pool({ connectionString: URL_!, max: 2 });
+    real.on("error", () => {});
+    // The server commits; the reply never arrives.
+    const lossy: PgPoolLike = {
+      options: real.options,
+      end: () => real.end(),
+      async connect() {
+        const client = await real.connect();
+        return {
+          async query(text: string, values?: unknown[]) {
+            const result = await client.query(text, values);
+            if (text === "COMMIT") throw new Error("Connection terminated unexpectedly");
+            return result;
+          },
+          release: (destroy) => client.release(destroy),
+        } satisfies PgClient;
+      },
+    };
+    const engine = createEngine({ store: postgresStore({ pool: lossy, schema }), workflows: [review] });
+    const error = await engine.send("parked", "verdict", "yes").catch((e: unknown) => e);
+    expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
+    expect((error as Error).message).toContain('of run "parked"');
+    expect((error as Error).message).toContain('may have been recorded all the same: look with engine.get("parked")');
+    const reader = store(schema);
+    const stored = (await reader.loadRun("parked"))!;
+    expect(stored.events.map((e) => [e.name, e.payload])).toEqual([["verdict", '"yes"']]);
+    await reader.close();
+    await engine.close();
+    await real.end();
+  });
+
   it("a claim never reports an existing run as missing: a locked run with a live holder is busy at once; a locked free run is waited for, then taken", async () => {
     const schema = freshSchema();
     const s = store(schema);

@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow, isSteplogError } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
 import { LeaseLostError } from "../../src/errors.js";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
@@ -86,6 +86,28 @@ describe("sqlite store", () => {
     expect(await engine.list()).toEqual([]);
     expect(fs.existsSync(file)).toBe(false);
     expect(fs.existsSync(path.dirname(file))).toBe(false);
+  });
+
+  it("a command (send) that cannot be recorded: STORE_WRITE_FAILED naming the run, 'nothing was changed', and nothing was", async () => {
+    const file = tmpDb();
+    const review = defineWorkflow({ name: "review", run: async (ctx) => ctx.waitForEvent("verdict") });
+    const first = createEngine({ store: sqliteStore({ path: file }), workflows: [review] });
+    expect(await first.start(review, undefined, { id: "parked" })).toMatchObject({ status: "waiting" });
+    await first.close();
+    // A full disk: the file may not grow by a single page.
+    const probe = new Database(file);
+    const pages = Number(probe.pragma("page_count", { simple: true }));
+    probe.close();
+    const engine = createEngine({ store: sqliteStore({ path: file, pragmas: { max_page_count: pages } }), workflows: [review] });
+    const error = await engine.send("parked", "verdict", "x".repeat(64 * 1024)).catch((e: unknown) => e);
+    expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
+    const message = (error as Error).message;
+    expect(message).toContain('of run "parked"');
+    expect(message).toContain("Nothing was changed");
+    expect(message).not.toContain("engine.continue");
+    expect(await engine.get("parked")).toMatchObject({ status: "waiting" });
+    expect((await engine.store.loadRun("parked"))!.events).toEqual([]);
+    await engine.close();
   });
 
   it("a file that is not a database: STORE_UNREADABLE, the file untouched, no step run", async () => {

@@ -37,7 +37,7 @@ import type {
   StoredRun,
 } from "../types.js";
 import { Journal, type Tail } from "./journal.js";
-import { FileLock, MIN_LOCK_STALE_MS } from "./lock.js";
+import { FileLock, LockBusyError, MIN_LOCK_STALE_MS } from "./lock.js";
 import { apply, HEADER_LINE, type JournalRecord, type JournalState } from "./records.js";
 import { canonicalPath } from "../canonical-path.js";
 
@@ -82,11 +82,15 @@ type Prepared =
   | { record: JournalRecord; settle: (state: JournalState) => Outcome }
   | Outcome;
 
+const UPDATE = "the run update";
+
 interface Op {
   what: string;
   runId: string;
   /** Only createRun makes a missing file; every other write finds nothing there. */
   creates: boolean;
+  /** A run update outside any attempt (send, cancel, …), for the error's advice. */
+  command?: boolean;
   prepare: (state: JournalState) => Prepared;
   resolve: (value: any) => void;
   reject: (error: unknown) => void;
@@ -177,7 +181,7 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
-    return this.#enqueue("the run update", runId, false, (state) => {
+    return this.#enqueue(UPDATE, runId, false, (state) => {
       const current = state.get(runId);
       if (!current) return { ok: undefined };
       const update = decide(structuredClone(current));
@@ -239,7 +243,7 @@ class JsonlStoreImpl implements JsonlStore {
   #enqueue<T>(what: string, runId: string, creates: boolean, prepare: (state: JournalState) => Prepared): Promise<T> {
     if (this.#closed) return Promise.reject(this.#closedError());
     return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ what, runId, creates, prepare, resolve, reject });
+      this.#pending.push({ what, runId, creates, command: what === UPDATE, prepare, resolve, reject });
       this.#schedule();
     });
   }
@@ -396,7 +400,10 @@ class JsonlStoreImpl implements JsonlStore {
     if (NOT_WRITABLE_CODES.has(code)) {
       return new StoreReadOnlyError(this.location, `${code}: the file, its folder or its lock is not writable by this user`, op.runId);
     }
-    return new StoreWriteFailedError(this.location, op.what, { cause: error instanceof Error ? error : new Error(String(error)), runId: op.runId });
+    // A command's line may have reached the file before the failure (a full disk mid-append, a
+    // failed fsync): unless the lock was never taken, it may have been recorded.
+    const command = op.command ? { maybeRecorded: !(error instanceof LockBusyError) } : undefined;
+    return new StoreWriteFailedError(this.location, op.what, { cause: error instanceof Error ? error : new Error(String(error)), runId: op.runId }, command);
   }
 
   // ---- reads -------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { Connection, createPool, describeTarget, isConnectionError, isTransient, redact, type PgClient, type PgPoolLike } from "./connection.js";
+import { CommitUnknownError, Connection, createPool, describeTarget, isConnectionError, isTransient, redact, type PgClient, type PgPoolLike } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
@@ -219,13 +219,13 @@ class PostgresStoreImpl implements PostgresStore {
     return new StoreUnreadableError(this.location, reason, this.#cause(error));
   }
 
-  #writeError(error: unknown, what: string, runId: string | undefined): Error {
+  #writeError(error: unknown, what: string, runId: string | undefined, command?: { maybeRecorded: boolean }): Error {
     if (error instanceof SteplogError) return error;
     const code = (error as { code?: unknown }).code;
     if (code === "42501" || code === "25006") {
       return new StoreReadOnlyError(this.location, `${this.#reason(error)}: this role may not write here, or the server is a read-only standby`, runId);
     }
-    return new StoreWriteFailedError(this.location, what, { cause: this.#cause(error), ...(runId === undefined ? {} : { runId }) });
+    return new StoreWriteFailedError(this.location, what, { cause: this.#cause(error), ...(runId === undefined ? {} : { runId }) }, command);
   }
 
   /** A read: absent schema → `absent`; errors → STORE_UNREADABLE. Waits for this process's queued writes first. */
@@ -249,7 +249,9 @@ class PostgresStoreImpl implements PostgresStore {
     try {
       result = await conn.run(fn, ambiguous);
     } catch (error) {
-      throw this.#writeError(error, what, runId);
+      // Not run again after a COMMIT that got no reply (an update cannot tell its own effect
+      // from another's), so the message says it may have been recorded.
+      throw this.#writeError(error, what, runId, ambiguous === "fail" ? { maybeRecorded: error instanceof CommitUnknownError } : undefined);
     }
     if (isRefused(result)) throw result.refused;
     return result;

@@ -252,14 +252,14 @@ class SqliteStoreImpl implements SqliteStore {
     return new StoreUnreadableError(this.location, UNREADABLE_CODES.has(code) ? `${code}: ${reason}` : reason, error);
   }
 
-  #writeFailed(error: unknown, what: string, runId: string | undefined): SteplogError {
+  #writeFailed(error: unknown, what: string, runId: string | undefined, command?: { maybeRecorded: boolean }): SteplogError {
     if (error instanceof SteplogError) return error;
     const code = (error as { code?: string }).code ?? "";
     if (UNREADABLE_CODES.has(code)) return this.#unreadable(error);
     if (code.startsWith("SQLITE_READONLY")) {
       return new StoreReadOnlyError(this.location, `${code}: the file or its folder is not writable by this user`, runId);
     }
-    return new StoreWriteFailedError(this.location, what, { cause: error, ...(runId === undefined ? {} : { runId }) });
+    return new StoreWriteFailedError(this.location, what, { cause: error, ...(runId === undefined ? {} : { runId }) }, command);
   }
 
   #read<T>(fn: () => T): T {
@@ -278,7 +278,7 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   /** A synchronous write transaction, after any queued attempt writes (so order is kept). */
-  #transact<T>(create: boolean, what: string, runId: string, fn: (db: Db) => T): T | undefined {
+  #transact<T>(create: boolean, what: string, runId: string, fn: (db: Db) => T, command = false): T | undefined {
     const db = this.#open(create);
     if (!db) return undefined;
     this.#writable(db, runId);
@@ -286,7 +286,8 @@ class SqliteStoreImpl implements SqliteStore {
     try {
       return db.transaction(() => fn(db)).immediate();
     } catch (error) {
-      throw this.#writeFailed(error, what, runId);
+      // SQLite rolled the transaction back: nothing of it was recorded.
+      throw this.#writeFailed(error, what, runId, command ? { maybeRecorded: false } : undefined);
     }
   }
 
@@ -417,7 +418,7 @@ class SqliteStoreImpl implements SqliteStore {
       for (const event of update.appendEvents ?? []) this.#stmts!.insertEvent.run(event);
       if (update.fenceOut) this.#stmts!.fenceOut.run({ runId, heartbeatAt: update.fenceOut.now });
       return update.result;
-    });
+    }, true);
     if (refusal) throw refusal;
     return result;
   }
