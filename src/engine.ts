@@ -157,8 +157,6 @@ class SteplogEngine implements Engine {
   readonly #workflows = new Map<string, Workflow>();
   readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
   #closed = false;
-  /** See #where. */
-  #storage: Promise<string> | undefined;
   readonly #signals: SignalHandlers | undefined;
   readonly #workers = new Set<AbortController>();
   readonly #workerRuns = new Set<Promise<WorkSummary>>();
@@ -212,13 +210,10 @@ class SteplogEngine implements Engine {
    * The store's storage as this process's live attempts are keyed: the same for every store
    * object on it, however its path or server was spelled (Store.storageId; else its location).
    */
-  #where(): Promise<string> {
-    if (!this.store.storageId) return Promise.resolve(this.store.location);
-    this.#storage ??= this.store.storageId().catch((error: unknown) => {
-      this.#storage = undefined;
-      throw error;
-    });
-    return this.#storage;
+  async #where(): Promise<string> {
+    // Asked each time (the stores keep it once it cannot change): a file's id may still change
+    // when the file is created. A plain string from a custom store is fine too.
+    return this.store.storageId ? String(await this.store.storageId()) : this.store.location;
   }
 
   #judge(where: string): Judge {

@@ -188,11 +188,14 @@ export class ArgsRejectedError extends SteplogError {
 
 export class StoreUnreadableError extends SteplogError {
   override name = "StoreUnreadableError";
-  constructor(location: string, reason: string, cause?: unknown) {
+  /** `unreachable`: a server that could not be reached, not a store that is broken. */
+  constructor(location: string, reason: string, cause?: unknown, unreachable = false) {
     super(
       "STORE_UNREADABLE",
-      `The ${location} is not a readable steplog store (${reason}). It was left untouched. ` +
-        `Point the engine at the right file, or restore it from a backup; steplog never overwrites it.`,
+      unreachable
+        ? `The ${location} could not be read (${reason}). Nothing was written. Check that the server is up and the connection settings are right, then try again.`
+        : `The ${location} is not a readable steplog store (${reason}). It was left untouched. ` +
+            `Point the engine at the right file, or restore it from a backup; steplog never overwrites it.`,
       { cause },
     );
   }

@@ -4,6 +4,7 @@
  * (RUN_NOT_FOUND), never an empty run.
  */
 
+import { randomUUID } from "node:crypto";
 import { LeaseLostError } from "../errors.js";
 import type {
   AttemptEnd,
@@ -31,7 +32,7 @@ let created = 0;
 
 export function memoryStore(options: MemoryStoreOptions = {}): Store {
   created++;
-  return new MemoryStore(options.name ?? `memory store #${created}`, created);
+  return new MemoryStore(options.name ?? `memory store #${created}`);
 }
 
 class MemoryStore implements Store {
@@ -39,18 +40,13 @@ class MemoryStore implements Store {
   readonly durable = false;
   readonly #runs = new Map<string, StoredRun>();
 
-  readonly #serial: number;
+  /** Each memory store is its own storage, whatever its name (random: the ESM and CJS builds count apart). */
+  readonly #id = `memory:${randomUUID()}`;
 
-  constructor(
-    readonly location: string,
-    serial: number,
-  ) {
-    this.#serial = serial;
-  }
+  constructor(readonly location: string) {}
 
-  /** Each memory store is its own storage, whatever its name. */
   async storageId(): Promise<string> {
-    return `memory:${this.#serial}`;
+    return this.#id;
   }
 
   async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {

@@ -227,8 +227,9 @@ export interface Store {
    * writes it, however it was spelled (a file reached through a symlink, a server named
    * `localhost` or `127.0.0.1`). steplog keys the attempts running in this process by it, so
    * two store objects on one database see each other's live attempts. Without it: `location`.
+   * A store that wraps another must pass it on.
    */
-  storageId?(): Promise<string>;
+  storageId?(): Promise<string> | string;
 
   /** Insert a run with its first attempt and lease (epoch 1). Resolves `{ exists }` (writing nothing) when the id is taken. */
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }>;

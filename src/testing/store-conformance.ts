@@ -281,7 +281,7 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       for (const handle of handles) if (handle !== store) await handle.close();
     }));
 
-    it("storageId, if the store has one: the same for a second handle on the same data", withStore(async (store) => {
+    it("storageId, if the store has one: the same for a second handle on the same data, another for other data", withStore(async (store) => {
       await created(store, "r");
       if (!store.storageId) {
         // Optional: this process's live attempts are then keyed by location, which must name the data.
@@ -293,6 +293,12 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
         const id = await store.storageId();
         assert.equal(typeof id, "string");
         assert.equal(await other.storageId!(), id, "two handles on the same data must give the same storageId");
+        const elsewhere = await options.create();
+        try {
+          assert.notEqual(await elsewhere.storageId?.(), id, "a store on other data must give another storageId");
+        } finally {
+          await elsewhere.close();
+        }
       } finally {
         if (other !== store) await other.close();
       }

@@ -110,6 +110,25 @@ describe("sqlite store", () => {
     await engine.close();
   });
 
+  it("a new run that cannot be recorded: STORE_WRITE_FAILED saying nothing was changed (not to continue it), and there is no run", async () => {
+    const file = tmpDb();
+    const echo = defineWorkflow({ name: "echo", run: async (_ctx, text: string) => text });
+    const first = createEngine({ store: sqliteStore({ path: file }), workflows: [echo] });
+    await first.start(echo, "small");
+    await first.close();
+    const probe = new Database(file);
+    const pages = Number(probe.pragma("page_count", { simple: true }));
+    probe.close();
+    const engine = createEngine({ store: sqliteStore({ path: file, pragmas: { max_page_count: pages } }), workflows: [echo] });
+    const error = await engine.start(echo, "x".repeat(64 * 1024), { id: "big" }).catch((e: unknown) => e);
+    expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
+    expect((error as Error).message).toContain('the new run of run "big"');
+    expect((error as Error).message).toContain("Nothing was changed");
+    expect((error as Error).message).not.toContain("engine.continue");
+    await expect(engine.get("big")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+    await engine.close();
+  });
+
   it("a file that is not a database: STORE_UNREADABLE, the file untouched, no step run", async () => {
     const file = tmpDb();
     fs.writeFileSync(file, crypto.randomBytes(8192));

@@ -37,7 +37,7 @@ import type {
   StoredRun,
 } from "../types.js";
 import { Journal, type Tail } from "./journal.js";
-import { FileLock, LockBusyError, MIN_LOCK_STALE_MS } from "./lock.js";
+import { FileLock, MIN_LOCK_STALE_MS } from "./lock.js";
 import { apply, HEADER_LINE, type JournalRecord, type JournalState } from "./records.js";
 import { canonicalPath } from "../canonical-path.js";
 
@@ -89,8 +89,10 @@ interface Op {
   runId: string;
   /** Only createRun makes a missing file; every other write finds nothing there. */
   creates: boolean;
-  /** A run update outside any attempt (send, cancel, …), for the error's advice. */
+  /** A new run, or a run update outside any attempt (send, cancel, …): for the error's advice. */
   command?: boolean;
+  /** Set once its batch's lines began to be written: from then on a failure may have recorded it. */
+  appendStarted?: boolean;
   prepare: (state: JournalState) => Prepared;
   resolve: (value: any) => void;
   reject: (error: unknown) => void;
@@ -101,6 +103,7 @@ class JsonlStoreImpl implements JsonlStore {
   readonly durable = true;
   readonly location: string;
   readonly #file: string;
+  #storageId: string | undefined;
   readonly #durability: "power" | "process";
   readonly #lockWaitMs: number;
   readonly #warn: (message: string) => void;
@@ -145,7 +148,11 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   async storageId(): Promise<string> {
-    return `jsonl:${canonicalPath(this.#file)}`;
+    if (this.#storageId) return this.#storageId;
+    const id = `jsonl:${canonicalPath(this.#file)}`;
+    // Kept once the file exists: until then a folder on the way may still be created.
+    if (fs.existsSync(this.#file)) this.#storageId = id;
+    return id;
   }
 
   // ---- writes ------------------------------------------------------------------------------
@@ -243,7 +250,7 @@ class JsonlStoreImpl implements JsonlStore {
   #enqueue<T>(what: string, runId: string, creates: boolean, prepare: (state: JournalState) => Prepared): Promise<T> {
     if (this.#closed) return Promise.reject(this.#closedError());
     return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ what, runId, creates, command: what === UPDATE, prepare, resolve, reject });
+      this.#pending.push({ what, runId, creates, command: what === UPDATE || creates, prepare, resolve, reject });
       this.#schedule();
     });
   }
@@ -338,6 +345,7 @@ class JsonlStoreImpl implements JsonlStore {
         const start = tail ? tail.offset : size;
         if (tail) fs.ftruncateSync(fd, start);
         const data = Buffer.from(lines.join("\n") + "\n");
+        for (const op of batch) op.appendStarted = true;
         this.#append(fd, data, start);
         if (fs.fstatSync(fd).size !== start + data.length) throw this.#failClosed("another process appended while this one held the lock");
         if (this.#durability === "power") fs.fsyncSync(fd);
@@ -400,9 +408,9 @@ class JsonlStoreImpl implements JsonlStore {
     if (NOT_WRITABLE_CODES.has(code)) {
       return new StoreReadOnlyError(this.location, `${code}: the file, its folder or its lock is not writable by this user`, op.runId);
     }
-    // A command's line may have reached the file before the failure (a full disk mid-append, a
-    // failed fsync): unless the lock was never taken, it may have been recorded.
-    const command = op.command ? { maybeRecorded: !(error instanceof LockBusyError) } : undefined;
+    // Once the batch's lines began to be written (a full disk mid-append, a failed fsync), a
+    // command's line may be in the file all the same.
+    const command = op.command ? { maybeRecorded: op.appendStarted === true } : undefined;
     return new StoreWriteFailedError(this.location, op.what, { cause: error instanceof Error ? error : new Error(String(error)), runId: op.runId }, command);
   }
 

@@ -77,7 +77,7 @@ export interface PostgresStore extends Store {
   readonly schema: string;
   /** Connect, and create or upgrade the schema now rather than at the first write. */
   migrate(): Promise<void>;
-  /** `postgres:`, the server cluster's system identifier, the database and the schema (asks the server once). */
+  /** `postgres:`, the server cluster's system identifier (else the database's oid), the database and the schema (asks the server once). */
   storageId(): Promise<string>;
 }
 
@@ -86,6 +86,8 @@ export function postgresStore(options: PostgresStoreOptions = {}): PostgresStore
 }
 
 type Refused = { refused: Error };
+
+const NEW_RUN = "the new run";
 const isRefused = (value: unknown): value is Refused => typeof value === "object" && value !== null && "refused" in value;
 
 class PostgresStoreImpl implements PostgresStore {
@@ -133,9 +135,11 @@ class PostgresStoreImpl implements PostgresStore {
           return rows[0] as { server: string; db: string };
         } catch (error) {
           if (isConnectionError(error) || isTransient(error)) throw error;
-          // A role that may not read the cluster's control data: the server's address and port.
+          // A role that may not read the cluster's control data: the database's oid, which no
+          // spelling of the server changes (another cluster's database could share it; then
+          // a run id live here on both would be judged live on each: refused, never doubled).
           const { rows } = await client.query(
-            "SELECT coalesce(host(inet_server_addr()), 'local socket') || ':' || coalesce(inet_server_port()::text, '') AS server, current_database() AS db",
+            "SELECT 'database oid ' || (SELECT oid::text FROM pg_database WHERE datname = current_database()) AS server, current_database() AS db",
           );
           return rows[0] as { server: string; db: string };
         }
@@ -215,8 +219,9 @@ class PostgresStoreImpl implements PostgresStore {
 
   #readError(error: unknown): Error {
     if (error instanceof SteplogError) return error;
-    const reason = isConnectionError(error) ? `could not reach the server: ${this.#reason(error)}` : this.#reason(error);
-    return new StoreUnreadableError(this.location, reason, this.#cause(error));
+    const unreachable = isConnectionError(error);
+    const reason = unreachable ? `could not reach the server: ${this.#reason(error)}` : this.#reason(error);
+    return new StoreUnreadableError(this.location, reason, this.#cause(error), unreachable);
   }
 
   #writeError(error: unknown, what: string, runId: string | undefined, command?: { maybeRecorded: boolean }): Error {
@@ -249,9 +254,12 @@ class PostgresStoreImpl implements PostgresStore {
     try {
       result = await conn.run(fn, ambiguous);
     } catch (error) {
-      // Not run again after a COMMIT that got no reply (an update cannot tell its own effect
-      // from another's), so the message says it may have been recorded.
-      throw this.#writeError(error, what, runId, ambiguous === "fail" ? { maybeRecorded: error instanceof CommitUnknownError } : undefined);
+      // A run update is not run again after a COMMIT that got no reply (it cannot tell its own
+      // effect from another's); a new run is, until the server stays out of reach. Either may
+      // then have been recorded, and the message says so.
+      const command =
+        ambiguous === "fail" ? { maybeRecorded: error instanceof CommitUnknownError } : what === NEW_RUN ? { maybeRecorded: isConnectionError(error) } : undefined;
+      throw this.#writeError(error, what, runId, command);
     }
     if (isRefused(result)) throw result.refused;
     return result;
@@ -273,7 +281,7 @@ class PostgresStoreImpl implements PostgresStore {
   async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
     const s = this.#sql.s;
     const ours: Lease = { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
-    return (await this.#transact(true, "the new run", run.id, "retry", async (client, tx) => {
+    return (await this.#transact(true, NEW_RUN, run.id, "retry", async (client, tx) => {
       const conn = (await this.#connect()).conn;
       await conn.begin(client);
       const inserted = await client.query(

@@ -71,6 +71,8 @@ const DEFAULT_CACHE_SIZE = -2000;
 
 const RESERVED_PRAGMAS = new Set(["journal_mode", "synchronous", "busy_timeout", "locking_mode"]);
 
+const NEW_RUN = "the new run";
+
 export const DEFAULT_SQLITE_PATH = path.join(".steplog", "steplog.db");
 
 /** A Store on one SQLite file, with a look at the settings of its open connection. */
@@ -109,6 +111,7 @@ class SqliteStoreImpl implements SqliteStore {
   readonly durable = true;
   readonly location: string;
   readonly #file: string;
+  #storageId: string | undefined;
   readonly #durability: "power" | "process";
   readonly #busyTimeoutMs: number;
   readonly #readonly: boolean;
@@ -151,7 +154,11 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   async storageId(): Promise<string> {
-    return `sqlite:${canonicalPath(this.#file)}`;
+    if (this.#storageId) return this.#storageId;
+    const id = `sqlite:${canonicalPath(this.#file)}`;
+    // Kept once the file exists: until then a folder on the way may still be created.
+    if (fs.existsSync(this.#file)) this.#storageId = id;
+    return id;
   }
 
   pragmas() {
@@ -253,6 +260,8 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   #writeFailed(error: unknown, what: string, runId: string | undefined, command?: { maybeRecorded: boolean }): SteplogError {
+    // A new run that could not be inserted: rolled back with its batch or its savepoint.
+    if (what === NEW_RUN) command = { maybeRecorded: false };
     if (error instanceof SteplogError) return error;
     const code = (error as { code?: string }).code ?? "";
     if (UNREADABLE_CODES.has(code)) return this.#unreadable(error);
@@ -352,14 +361,14 @@ class SqliteStoreImpl implements SqliteStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#queue!.enqueue("the new run", run.id, (): Lease | { exists: RunRow } => {
+    return this.#queue!.enqueue(NEW_RUN, run.id, (): Lease | { exists: RunRow } => {
       // In a savepoint of the batch's transaction: a run that cannot be inserted fails alone,
       // not the other runs' writes that share the commit.
       try {
         return this.#insertNewRun!(run, attempt, lease);
       } catch (error) {
         if (!this.#db!.inTransaction) throw error; // SQLite rolled the whole batch back: it fails as one
-        throw this.#writeFailed(error, "the new run", run.id);
+        throw this.#writeFailed(error, NEW_RUN, run.id);
       }
     });
   }
