@@ -214,9 +214,10 @@ export class StoreTooNewError extends SteplogError {
 export class StoreWriteFailedError extends SteplogError {
   override name = "StoreWriteFailedError";
   /**
-   * `command`: the write was a run update outside any attempt (send, approve, cancel, resolve,
-   * recover), not an attempt's; `maybeRecorded` when it may have committed all the same (the
-   * connection was lost while it committed, or part of a journal append reached the file).
+   * `command`: the write was not an attempt's (a new run, the store's schema, a run update by
+   * send, approve, cancel, resolve or recover), so a continue is not the way on; `maybeRecorded`
+   * when it may have committed all the same (a COMMIT got no reply, or a journal line began to
+   * be written).
    */
   constructor(location: string, what: string, details: SteplogErrorDetails, command?: { maybeRecorded: boolean }) {
     const reason = details.cause instanceof Error ? details.cause.message : String(details.cause);

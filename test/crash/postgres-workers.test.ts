@@ -130,14 +130,25 @@ suite("postgres: many worker processes on one database", () => {
       // Freeze another one, and keep it frozen until every run it held was taken over (its leases
       // expire after LEASE_MS; a transaction it froze inside is ended by the server after 5 s).
       await until(() => readLedger(ledgerDir).length >= 300, 30_000, "300 step calls");
-      stopped.child.kill("SIGSTOP");
-      const stoppedAt = Date.now();
+      // Frozen while it holds a run (else the test would prove nothing): a worker may finish the
+      // run it held between the check and the signal, so it is let go and frozen again until it
+      // is caught holding one.
+      const heldBy = (pid: number | undefined) =>
+        q<{ run_id: string; epoch: string }>(
+          `SELECT l.run_id, l.epoch FROM ${s}.leases l JOIN ${s}.attempts a ON a.run_id = l.run_id AND a.number = l.attempt WHERE a.pid = $1`,
+          [pid],
+        );
+      let frozen: Array<{ run_id: string; epoch: string }> = [];
+      let stoppedAt = 0;
+      for (let tries = 0; frozen.length === 0 && tries < 50; tries++) {
+        if (tries > 0) stopped.child.kill("SIGCONT");
+        await until(async () => (await heldBy(stopped.child.pid)).length > 0, 30_000, "the worker to be frozen to hold a run");
+        stopped.child.kill("SIGSTOP");
+        stoppedAt = Date.now();
+        await new Promise((resolve) => setTimeout(resolve, 100)); // statements it had sent already finish
+        frozen = await heldBy(stopped.child.pid);
+      }
       phase("stopped");
-      await new Promise((resolve) => setTimeout(resolve, 100)); // statements it had sent already finish
-      const frozen = await q<{ run_id: string; epoch: string }>(
-        `SELECT l.run_id, l.epoch FROM ${s}.leases l JOIN ${s}.attempts a ON a.run_id = l.run_id AND a.number = l.attempt WHERE a.pid = $1`,
-        [stopped.child.pid],
-      );
       expect(frozen.length, "the frozen worker held runs").toBeGreaterThan(0);
       await until(
         async () => {

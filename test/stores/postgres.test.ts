@@ -253,6 +253,39 @@ suite("postgres store", () => {
     await real.end();
   });
 
+  it("a new run whose COMMIT reply is lost past retryForMs: STORE_WRITE_FAILED saying it may have been recorded (it was), not to continue", async () => {
+    const schema = freshSchema();
+    await store(schema).migrate().then(() => undefined);
+    const real = new pg.Pool({ connectionString: URL_!, max: 2 });
+    real.on("error", () => {});
+    const lossy: PgPoolLike = {
+      options: real.options,
+      end: () => real.end(),
+      async connect() {
+        const client = await real.connect();
+        return {
+          async query(text: string, values?: unknown[]) {
+            const result = await client.query(text, values);
+            if (text === "COMMIT") throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+            return result;
+          },
+          release: (destroy) => client.release(destroy),
+        } satisfies PgClient;
+      },
+    };
+    const echo = defineWorkflow({ name: "echo", run: async (_ctx, text: string) => text });
+    const engine = createEngine({ store: postgresStore({ pool: lossy, schema, retryForMs: 0 }), workflows: [echo] });
+    const error = await engine.start(echo, "hi", { id: "lost-reply" }).catch((e: unknown) => e);
+    expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
+    expect((error as Error).message).toContain('the new run of run "lost-reply"');
+    expect((error as Error).message).toContain("may have been recorded all the same");
+    const reader = store(schema);
+    expect((await reader.loadRun("lost-reply"))?.run.id).toBe("lost-reply");
+    await reader.close();
+    await engine.close();
+    await real.end();
+  });
+
   it("a claim never reports an existing run as missing: a locked run with a live holder is busy at once; a locked free run is waited for, then taken", async () => {
     const schema = freshSchema();
     const s = store(schema);
@@ -348,8 +381,10 @@ suite("postgres store", () => {
     const read = await s.loadRun("x").catch((e) => e);
     expect(isSteplogError(read, "STORE_UNREADABLE")).toBe(true);
     expect(read.message).toMatch(/could not reach the server/);
+    expect(read.message).toContain("Nothing was written. Check that the server is up");
     const write = await s.createRun(runRow("x"), attemptRow("x", 1), { expiresAt: NOW, now: NOW }).catch((e) => e);
     expect(isSteplogError(write, "STORE_WRITE_FAILED")).toBe(true);
+    expect(write.message).toContain("Nothing was changed"); // no COMMIT was ever sent
     for (const error of [read, write]) {
       const everything = JSON.stringify({ message: error.message, cause: String(error.cause?.message), stack: error.stack });
       expect(everything).not.toContain("s3cret-Pa55");

@@ -91,7 +91,9 @@ interface Op {
   creates: boolean;
   /** A new run, or a run update outside any attempt (send, cancel, …): for the error's advice. */
   command?: boolean;
-  /** Set once its batch's lines began to be written: from then on a failure may have recorded it. */
+  /** Its write is a line of the batch being committed. */
+  hasLine?: boolean;
+  /** Set once that line began to be written: from then on a failure may have recorded it. */
   appendStarted?: boolean;
   prepare: (state: JournalState) => Prepared;
   resolve: (value: any) => void;
@@ -322,6 +324,7 @@ class JsonlStoreImpl implements JsonlStore {
       const refused = apply(state, JSON.parse(line) as JournalRecord);
       if (refused) return { error: refused };
       lines.push(line);
+      op.hasLine = true;
       return prepared.settle(state);
     });
     return { outcomes, lines };
@@ -345,7 +348,7 @@ class JsonlStoreImpl implements JsonlStore {
         const start = tail ? tail.offset : size;
         if (tail) fs.ftruncateSync(fd, start);
         const data = Buffer.from(lines.join("\n") + "\n");
-        for (const op of batch) op.appendStarted = true;
+        for (const op of batch) op.appendStarted = op.hasLine === true;
         this.#append(fd, data, start);
         if (fs.fstatSync(fd).size !== start + data.length) throw this.#failClosed("another process appended while this one held the lock");
         if (this.#durability === "power") fs.fsyncSync(fd);

@@ -40,7 +40,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { CommitUnknownError, Connection, createPool, describeTarget, isConnectionError, isTransient, redact, type PgClient, type PgPoolLike } from "./connection.js";
+import { CommitUnknownError, Connection, createPool, describeTarget, isConnectionError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
@@ -125,26 +125,20 @@ class PostgresStoreImpl implements PostgresStore {
     this.#sql = new Sql(quoteSchema(this.schema));
   }
 
-  /** The server cluster's own identifier, the database and the schema: the same under any host name or port spelling. */
+  /**
+   * The database's oid and name, and the schema: the same under any spelling of the server (host
+   * name, address, Unix socket) and for any role. (A database on another cluster may share the
+   * oid and name; then one run id live in this process on both would be judged live on each:
+   * a continue refused, never a step run twice.)
+   */
   storageId(): Promise<string> {
     this.#storageId ??= (async () => {
       const { conn } = await this.#connect();
       const found = await conn.run(async (client) => {
-        try {
-          const { rows } = await client.query("SELECT (SELECT system_identifier::text FROM pg_control_system()) AS server, current_database() AS db");
-          return rows[0] as { server: string; db: string };
-        } catch (error) {
-          if (isConnectionError(error) || isTransient(error)) throw error;
-          // A role that may not read the cluster's control data: the database's oid, which no
-          // spelling of the server changes (another cluster's database could share it; then
-          // a run id live here on both would be judged live on each: refused, never doubled).
-          const { rows } = await client.query(
-            "SELECT 'database oid ' || (SELECT oid::text FROM pg_database WHERE datname = current_database()) AS server, current_database() AS db",
-          );
-          return rows[0] as { server: string; db: string };
-        }
+        const { rows } = await client.query("SELECT oid::text AS oid, datname AS db FROM pg_database WHERE datname = current_database()");
+        return rows[0] as { oid: string; db: string };
       }, "retry");
-      return `postgres:${found.server}/${found.db}/${this.schema}`;
+      return `postgres:${found.oid}/${found.db}/${this.schema}`;
     })().catch((error: unknown) => {
       this.#storageId = undefined;
       throw this.#readError(error);
@@ -199,7 +193,7 @@ class PostgresStoreImpl implements PostgresStore {
       return (this.#migrated = true);
     } catch (error) {
       if (error instanceof SteplogError) throw error;
-      throw create ? this.#writeError(error, "the store's schema", undefined) : this.#readError(error);
+      throw create ? this.#writeError(error, "the store's schema", undefined, { maybeRecorded: false }) : this.#readError(error);
     }
   }
 
@@ -251,15 +245,14 @@ class PostgresStoreImpl implements PostgresStore {
     if (!(await this.#ready(create))) return undefined;
     await queue.settled();
     let result: T;
+    let tx: TxState | undefined;
     try {
-      result = await conn.run(fn, ambiguous);
+      result = await conn.run((client, state) => fn(client, (tx = state)), ambiguous);
     } catch (error) {
-      // A run update is not run again after a COMMIT that got no reply (it cannot tell its own
-      // effect from another's); a new run is, until the server stays out of reach. Either may
-      // then have been recorded, and the message says so.
-      const command =
-        ambiguous === "fail" ? { maybeRecorded: error instanceof CommitUnknownError } : what === NEW_RUN ? { maybeRecorded: isConnectionError(error) } : undefined;
-      throw this.#writeError(error, what, runId, command);
+      // A COMMIT sent without a reply, in this try or an earlier one, may have been carried out
+      // (a run update is not run again then: it cannot tell its own effect from another's).
+      const maybeRecorded = error instanceof CommitUnknownError || tx?.commitSent === true || tx?.maybeCommitted === true;
+      throw this.#writeError(error, what, runId, ambiguous === "fail" || what === NEW_RUN ? { maybeRecorded } : undefined);
     }
     if (isRefused(result)) throw result.refused;
     return result;

@@ -206,7 +206,7 @@ class SqliteStoreImpl implements SqliteStore {
       db.close();
       const code = (error as { code?: string }).code ?? "";
       if (error instanceof SteplogError || UNREADABLE_CODES.has(code)) throw error instanceof SteplogError ? error : this.#unreadable(error);
-      throw this.#writeFailed(error, "the store's schema", undefined);
+      throw this.#writeFailed(error, "the store's schema", undefined, { maybeRecorded: false });
     }
     this.#db = db;
     this.#stmts = prepare(db);
