@@ -1,8 +1,9 @@
 /**
  * One spelling for a store file's path, whichever path reached it: symlinks resolved (and, where
  * the filesystem ignores case, the case it stores). The file and its folder may not exist yet:
- * then the nearest folder that does is resolved and the rest appended as given (a path part that
- * does not exist cannot be a symlink, so the answer stays the same once it is created).
+ * then the nearest folder that does is resolved and the rest appended as given. That rest may
+ * still come to differ (created in another case, or as a symlink), so the stores keep the answer
+ * only once the file exists.
  */
 
 import fs from "node:fs";
