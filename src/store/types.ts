@@ -227,8 +227,9 @@ export interface Store {
    * writes it, however it was spelled (a file reached through a symlink, a server named
    * `localhost` or `127.0.0.1`). steplog keys the attempts running in this process by it, so
    * two store objects on one database see each other's live attempts. Without it: `location`.
-   * A store that wraps another must pass it on. Asked at every start, continue, get and list:
-   * keep it cheap (remember it once it cannot change).
+   * A store that wraps another must pass it on. Asked at every start, continue, get, list,
+   * recover and resolve, and for each run a worker looks at: keep it cheap (remember it once it
+   * cannot change).
    */
   storageId?(): Promise<string> | string;
 

@@ -253,6 +253,41 @@ suite("postgres store", () => {
     await real.end();
   });
 
+  it("a command whose COMMIT the server refuses: STORE_WRITE_FAILED saying nothing was changed (nothing was)", async () => {
+    const schema = freshSchema();
+    const review = defineWorkflow({ name: "review", run: async (ctx) => ctx.waitForEvent("verdict") });
+    const setup = createEngine({ store: store(schema), workflows: [review] });
+    expect(await setup.start(review, undefined, { id: "parked" })).toMatchObject({ status: "waiting" });
+    await setup.close();
+    const real = new pg.Pool({ connectionString: URL_!, max: 2 });
+    real.on("error", () => {});
+    // The server answers COMMIT with an error (as a deferred constraint would): rolled back.
+    const refusing: PgPoolLike = {
+      options: real.options,
+      end: () => real.end(),
+      async connect() {
+        const client = await real.connect();
+        return {
+          async query(text: string, values?: unknown[]) {
+            if (text !== "COMMIT") return client.query(text, values);
+            await client.query("ROLLBACK");
+            throw Object.assign(new Error("the server refused the commit"), { code: "23514" });
+          },
+          release: (destroy) => client.release(destroy),
+        } satisfies PgClient;
+      },
+    };
+    const engine = createEngine({ store: postgresStore({ pool: refusing, schema }), workflows: [review] });
+    const error = await engine.send("parked", "verdict", "yes").catch((e: unknown) => e);
+    expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
+    expect((error as Error).message).toContain("Nothing was changed");
+    const reader = store(schema);
+    expect((await reader.loadRun("parked"))!.events).toEqual([]);
+    await reader.close();
+    await engine.close();
+    await real.end();
+  });
+
   it("a new run whose COMMIT reply is lost past retryForMs: STORE_WRITE_FAILED saying it may have been recorded (it was), not to continue", async () => {
     const schema = freshSchema();
     await store(schema).migrate().then(() => undefined);
@@ -390,6 +425,22 @@ suite("postgres store", () => {
       expect(everything).not.toContain("s3cret-Pa55");
     }
     await s.close();
+  });
+
+  it("connection settings that cannot work (no such database, no such host): a start says to check them, not to restore a backup", async () => {
+    const noDb = new URL(URL_!);
+    noDb.pathname = "/steplog_no_such_database";
+    const noHost = new URL(URL_!);
+    noHost.hostname = "steplog-no-such-host.invalid";
+    const echo = defineWorkflow({ name: "echo", run: async (_ctx, text: string) => text });
+    for (const url of [noDb, noHost]) {
+      const engine = createEngine({ store: postgresStore({ connectionString: url.toString(), retryForMs: 200 }), workflows: [echo] });
+      const error = await engine.start(echo, "hi").catch((e: unknown) => e);
+      expect(isSteplogError(error, "STORE_UNREADABLE"), `${url.host}${url.pathname}: ${String(error)}`).toBe(true);
+      expect((error as Error).message).toContain("Nothing was written. Check that the server is up and the connection settings are right");
+      expect((error as Error).message).not.toContain("backup");
+      await engine.close();
+    }
   });
 
   it("without pg installed, the store says to install it (and steplog itself loads)", () => {

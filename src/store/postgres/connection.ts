@@ -110,6 +110,14 @@ export function isConnectionError(error: unknown): boolean {
   return error instanceof Error && !(error instanceof SteplogError) && CONNECTION_MESSAGES.test(error.message);
 }
 
+/** The server is there but these connection settings cannot use it: no such host, database, or role, or a wrong password. */
+export function isConnectionSettingsError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" && SETTINGS_CODES.has(code);
+}
+
+const SETTINGS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "3D000", "28000", "28P01"]);
+
 /** Deadlock or serialization failure: the server rolled the transaction back; run it again. */
 export function isTransient(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
@@ -241,7 +249,14 @@ export class Connection {
 
   async commit(client: PgClient, state: TxState): Promise<void> {
     state.commitSent = true;
-    await client.query("COMMIT");
+    try {
+      await client.query("COMMIT");
+    } catch (error) {
+      // An answer, even a refusal, settles it: the server rolled the transaction back. Only a
+      // lost connection leaves it unknown.
+      if (!isConnectionError(error)) state.commitSent = false;
+      throw error;
+    }
     state.commitSent = false;
   }
 

@@ -40,7 +40,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { CommitUnknownError, Connection, createPool, describeTarget, isConnectionError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
+import { CommitUnknownError, Connection, createPool, describeTarget, isConnectionError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
@@ -77,7 +77,7 @@ export interface PostgresStore extends Store {
   readonly schema: string;
   /** Connect, and create or upgrade the schema now rather than at the first write. */
   migrate(): Promise<void>;
-  /** `postgres:`, the server cluster's system identifier (else the database's oid), the database and the schema (asks the server once). */
+  /** `postgres:`, the database's oid and name, and the schema (asks the server once). */
   storageId(): Promise<string>;
 }
 
@@ -86,6 +86,9 @@ export function postgresStore(options: PostgresStoreOptions = {}): PostgresStore
 }
 
 type Refused = { refused: Error };
+
+/** A COMMIT sent without a reply, in the last try or an earlier one, may have been carried out. */
+const maybeCommitted = (error: unknown, tx: TxState | undefined) => error instanceof CommitUnknownError || tx?.commitSent === true || tx?.maybeCommitted === true;
 
 const NEW_RUN = "the new run";
 const isRefused = (value: unknown): value is Refused => typeof value === "object" && value !== null && "refused" in value;
@@ -181,19 +184,22 @@ class PostgresStoreImpl implements PostgresStore {
 
   async #open(create: boolean): Promise<boolean> {
     const { conn } = await this.#connect();
+    let tx: TxState | undefined;
     try {
       const state = await conn.run((client) => probeSchema(client, this.schema, this.location), "retry");
       if (state.version === SCHEMA_VERSION) return (this.#migrated = true);
       if (state.tables.length === 0 && !create) return false;
-      await conn.run(async (client, tx) => {
+      await conn.run(async (client, state) => {
+        tx = state;
         await conn.begin(client);
         await migrate(client, this.schema, this.location);
-        await conn.commit(client, tx);
+        await conn.commit(client, state);
       }, "retry");
       return (this.#migrated = true);
     } catch (error) {
       if (error instanceof SteplogError) throw error;
-      throw create ? this.#writeError(error, "the store's schema", undefined, { maybeRecorded: false }) : this.#readError(error);
+      if (!create) throw this.#readError(error);
+      throw this.#writeError(error, "the store's schema", undefined, { maybeRecorded: maybeCommitted(error, tx) });
     }
   }
 
@@ -215,7 +221,7 @@ class PostgresStoreImpl implements PostgresStore {
     if (error instanceof SteplogError) return error;
     const unreachable = isConnectionError(error);
     const reason = unreachable ? `could not reach the server: ${this.#reason(error)}` : this.#reason(error);
-    return new StoreUnreadableError(this.location, reason, this.#cause(error), unreachable);
+    return new StoreUnreadableError(this.location, reason, this.#cause(error), unreachable || isConnectionSettingsError(error));
   }
 
   #writeError(error: unknown, what: string, runId: string | undefined, command?: { maybeRecorded: boolean }): Error {
@@ -249,10 +255,9 @@ class PostgresStoreImpl implements PostgresStore {
     try {
       result = await conn.run((client, state) => fn(client, (tx = state)), ambiguous);
     } catch (error) {
-      // A COMMIT sent without a reply, in this try or an earlier one, may have been carried out
-      // (a run update is not run again then: it cannot tell its own effect from another's).
-      const maybeRecorded = error instanceof CommitUnknownError || tx?.commitSent === true || tx?.maybeCommitted === true;
-      throw this.#writeError(error, what, runId, ambiguous === "fail" || what === NEW_RUN ? { maybeRecorded } : undefined);
+      // A run update is not run again after a COMMIT with no reply: it cannot tell its own
+      // effect from another's.
+      throw this.#writeError(error, what, runId, ambiguous === "fail" || what === NEW_RUN ? { maybeRecorded: maybeCommitted(error, tx) } : undefined);
     }
     if (isRefused(result)) throw result.refused;
     return result;
