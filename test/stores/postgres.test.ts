@@ -67,6 +67,35 @@ if (URL_) {
 
 const NOW = Date.UTC(2030, 0, 1);
 
+/**
+ * A pool on the test server whose clients send each query through `query` (to cut a COMMIT's
+ * reply, refuse a COMMIT, …). `end()` ends the real pool; the store never does.
+ */
+function interceptedPool(max: number, query: (client: pg.PoolClient, text: string, values?: unknown[]) => Promise<unknown>): PgPoolLike {
+  const real = new pg.Pool({ connectionString: URL_!, max });
+  real.on("error", () => {});
+  return {
+    options: real.options,
+    end: () => real.end(),
+    async connect() {
+      const client = await real.connect();
+      return {
+        query: (text: string, values?: unknown[]) => query(client, text, values) as ReturnType<PgClient["query"]>,
+        release: (destroy) => client.release(destroy),
+      } satisfies PgClient;
+    },
+  };
+}
+
+/** A run of a workflow that waits for the event "verdict", parked, in `schema`. */
+async function parkedRun(schema: string) {
+  const review = defineWorkflow({ name: "review", run: async (ctx) => ctx.waitForEvent("verdict") });
+  const setup = createEngine({ store: store(schema), workflows: [review] });
+  expect(await setup.start(review, undefined, { id: "parked" })).toMatchObject({ status: "waiting" });
+  await setup.close();
+  return review;
+}
+
 suite("postgres store", () => {
   it("tables in their own schema, queryable with psql; location names host, port, database and schema, never a password", async () => {
     const schema = freshSchema();
@@ -152,30 +181,17 @@ suite("postgres store", () => {
 
   it("a COMMIT whose reply is lost is retried on a new connection and recognised as done: no step lost or repeated, no extra attempt", async () => {
     const schema = freshSchema();
-    const real = new pg.Pool({ connectionString: URL_!, max: 4 });
-    real.on("error", () => {});
     let dropped = 0;
     let toggle = false;
     // Every other COMMIT is carried out by the server, then its connection is cut before the reply is read.
-    const flaky: PgPoolLike = {
-      options: real.options,
-      end: () => real.end(),
-      async connect() {
-        const client = await real.connect();
-        const wrapped: PgClient = {
-          async query(text: string, values?: unknown[]) {
-            const result = await client.query(text, values);
-            if (text === "COMMIT" && (toggle = !toggle)) {
-              dropped++;
-              throw new Error("Connection terminated unexpectedly");
-            }
-            return result;
-          },
-          release: (destroy) => client.release(destroy),
-        };
-        return wrapped;
-      },
-    };
+    const flaky = interceptedPool(4, async (client, text, values) => {
+      const result = await client.query(text, values);
+      if (text === "COMMIT" && (toggle = !toggle)) {
+        dropped++;
+        throw new Error("Connection terminated unexpectedly");
+      }
+      return result;
+    });
     const calls: string[] = [];
     let failOnce = true;
     const flow = defineWorkflow({
@@ -213,33 +229,18 @@ suite("postgres store", () => {
     expect(stored.lease).toMatchObject({ epoch: 2, attempt: null });
     expect(dropped).toBeGreaterThan(5);
     await engine.close();
-    await real.end();
+    await flaky.end();
   });
 
   it("a command whose COMMIT reply is lost is not run again: STORE_WRITE_FAILED saying it may have been recorded (it was), and to look with engine.get", async () => {
     const schema = freshSchema();
-    const review = defineWorkflow({ name: "review", run: async (ctx) => ctx.waitForEvent("verdict") });
-    const setup = createEngine({ store: store(schema), workflows: [review] });
-    expect(await setup.start(review, undefined, { id: "parked" })).toMatchObject({ status: "waiting" });
-    await setup.close();
-    const real = new pg.Pool({ connectionString: URL_!, max: 2 });
-    real.on("error", () => {});
+    const review = await parkedRun(schema);
     // The server commits; the reply never arrives.
-    const lossy: PgPoolLike = {
-      options: real.options,
-      end: () => real.end(),
-      async connect() {
-        const client = await real.connect();
-        return {
-          async query(text: string, values?: unknown[]) {
-            const result = await client.query(text, values);
-            if (text === "COMMIT") throw new Error("Connection terminated unexpectedly");
-            return result;
-          },
-          release: (destroy) => client.release(destroy),
-        } satisfies PgClient;
-      },
-    };
+    const lossy = interceptedPool(2, async (client, text, values) => {
+      const result = await client.query(text, values);
+      if (text === "COMMIT") throw new Error("Connection terminated unexpectedly");
+      return result;
+    });
     const engine = createEngine({ store: postgresStore({ pool: lossy, schema }), workflows: [review] });
     const error = await engine.send("parked", "verdict", "yes").catch((e: unknown) => e);
     expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
@@ -250,33 +251,18 @@ suite("postgres store", () => {
     expect(stored.events.map((e) => [e.name, e.payload])).toEqual([["verdict", '"yes"']]);
     await reader.close();
     await engine.close();
-    await real.end();
+    await lossy.end();
   });
 
   it("a command whose COMMIT the server refuses: STORE_WRITE_FAILED saying nothing was changed (nothing was)", async () => {
     const schema = freshSchema();
-    const review = defineWorkflow({ name: "review", run: async (ctx) => ctx.waitForEvent("verdict") });
-    const setup = createEngine({ store: store(schema), workflows: [review] });
-    expect(await setup.start(review, undefined, { id: "parked" })).toMatchObject({ status: "waiting" });
-    await setup.close();
-    const real = new pg.Pool({ connectionString: URL_!, max: 2 });
-    real.on("error", () => {});
+    const review = await parkedRun(schema);
     // The server answers COMMIT with an error (as a deferred constraint would): rolled back.
-    const refusing: PgPoolLike = {
-      options: real.options,
-      end: () => real.end(),
-      async connect() {
-        const client = await real.connect();
-        return {
-          async query(text: string, values?: unknown[]) {
-            if (text !== "COMMIT") return client.query(text, values);
-            await client.query("ROLLBACK");
-            throw Object.assign(new Error("the server refused the commit"), { code: "23514" });
-          },
-          release: (destroy) => client.release(destroy),
-        } satisfies PgClient;
-      },
-    };
+    const refusing = interceptedPool(2, async (client, text, values) => {
+      if (text !== "COMMIT") return client.query(text, values);
+      await client.query("ROLLBACK");
+      throw Object.assign(new Error("the server refused the commit"), { code: "23514" });
+    });
     const engine = createEngine({ store: postgresStore({ pool: refusing, schema }), workflows: [review] });
     const error = await engine.send("parked", "verdict", "yes").catch((e: unknown) => e);
     expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
@@ -285,29 +271,17 @@ suite("postgres store", () => {
     expect((await reader.loadRun("parked"))!.events).toEqual([]);
     await reader.close();
     await engine.close();
-    await real.end();
+    await refusing.end();
   });
 
   it("a new run whose COMMIT reply is lost past retryForMs: STORE_WRITE_FAILED saying it may have been recorded (it was), not to continue", async () => {
     const schema = freshSchema();
     await store(schema).migrate().then(() => undefined);
-    const real = new pg.Pool({ connectionString: URL_!, max: 2 });
-    real.on("error", () => {});
-    const lossy: PgPoolLike = {
-      options: real.options,
-      end: () => real.end(),
-      async connect() {
-        const client = await real.connect();
-        return {
-          async query(text: string, values?: unknown[]) {
-            const result = await client.query(text, values);
-            if (text === "COMMIT") throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
-            return result;
-          },
-          release: (destroy) => client.release(destroy),
-        } satisfies PgClient;
-      },
-    };
+    const lossy = interceptedPool(2, async (client, text, values) => {
+      const result = await client.query(text, values);
+      if (text === "COMMIT") throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+      return result;
+    });
     const echo = defineWorkflow({ name: "echo", run: async (_ctx, text: string) => text });
     const engine = createEngine({ store: postgresStore({ pool: lossy, schema, retryForMs: 0 }), workflows: [echo] });
     const error = await engine.start(echo, "hi", { id: "lost-reply" }).catch((e: unknown) => e);
@@ -318,7 +292,7 @@ suite("postgres store", () => {
     expect((await reader.loadRun("lost-reply"))?.run.id).toBe("lost-reply");
     await reader.close();
     await engine.close();
-    await real.end();
+    await lossy.end();
   });
 
   it("a claim never reports an existing run as missing: a locked run with a live holder is busy at once; a locked free run is waited for, then taken", async () => {

@@ -90,7 +90,6 @@ type Refused = { refused: Error };
 /** A COMMIT sent without a reply, in the last try or an earlier one, may have been carried out. */
 const maybeCommitted = (error: unknown, tx: TxState | undefined) => error instanceof CommitUnknownError || tx?.commitSent === true || tx?.maybeCommitted === true;
 
-const NEW_RUN = "the new run";
 const isRefused = (value: unknown): value is Refused => typeof value === "object" && value !== null && "refused" in value;
 
 class PostgresStoreImpl implements PostgresStore {
@@ -246,7 +245,18 @@ class PostgresStoreImpl implements PostgresStore {
   }
 
   /** A transaction on one run outside the write queue (after it, so this process's writes keep their order). */
-  async #transact<T>(create: boolean, what: string, runId: string, ambiguous: "retry" | "fail", fn: (client: PgClient, tx: { maybeCommitted: boolean; commitSent: boolean }) => Promise<T>): Promise<T | undefined> {
+  /**
+   * One transaction of its own, after the queued attempt writes. `command`: not an attempt's
+   * write (a new run, a run update), so a failure's advice is not to continue.
+   */
+  async #transact<T>(
+    create: boolean,
+    what: string,
+    runId: string,
+    ambiguous: "retry" | "fail",
+    command: boolean,
+    fn: (client: PgClient, tx: { maybeCommitted: boolean; commitSent: boolean }) => Promise<T>,
+  ): Promise<T | undefined> {
     const { conn, queue } = await this.#connect();
     if (!(await this.#ready(create))) return undefined;
     await queue.settled();
@@ -257,7 +267,7 @@ class PostgresStoreImpl implements PostgresStore {
     } catch (error) {
       // A run update is not run again after a COMMIT with no reply: it cannot tell its own
       // effect from another's.
-      throw this.#writeError(error, what, runId, ambiguous === "fail" || what === NEW_RUN ? { maybeRecorded: maybeCommitted(error, tx) } : undefined);
+      throw this.#writeError(error, what, runId, command ? { maybeRecorded: maybeCommitted(error, tx) } : undefined);
     }
     if (isRefused(result)) throw result.refused;
     return result;
@@ -279,7 +289,7 @@ class PostgresStoreImpl implements PostgresStore {
   async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
     const s = this.#sql.s;
     const ours: Lease = { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
-    return (await this.#transact(true, NEW_RUN, run.id, "retry", async (client, tx) => {
+    return (await this.#transact(true, "the new run", run.id, "retry", true, async (client, tx) => {
       const conn = (await this.#connect()).conn;
       await conn.begin(client);
       const inserted = await client.query(
@@ -308,7 +318,7 @@ class PostgresStoreImpl implements PostgresStore {
 
   async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
     let taken: { attempt: AttemptRow; expiresAt: number } | undefined;
-    const result = await this.#transact<ClaimResult | Refused>(false, "the new attempt", runId, "retry", async (client, tx) => {
+    const result = await this.#transact<ClaimResult | Refused>(false, "the new attempt", runId, "retry", false, async (client, tx) => {
       const { conn } = await this.#connect();
       await conn.begin(client);
       const got = await client.query(this.#sql.lockLeaseSkipLocked, [runId]);
@@ -367,7 +377,7 @@ class PostgresStoreImpl implements PostgresStore {
 
   async updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
     // Not retried after a lost COMMIT reply: an update cannot tell its own effect from another's.
-    const result = await this.#transact<{ value: T | undefined } | Refused>(false, "the run update", runId, "fail", async (client, tx) => {
+    const result = await this.#transact<{ value: T | undefined } | Refused>(false, "the run update", runId, "fail", true, async (client, tx) => {
       const { conn } = await this.#connect();
       await conn.begin(client);
       if (!(await this.#lock(client, runId))) {
