@@ -114,15 +114,31 @@ suite("postgres: many worker processes on one database", () => {
       for (let i = 0; i < RUNS; i += 20) await Promise.all(ids.slice(i, i + 20).map((id) => engine.send(id, "go")));
       phase("go sent");
 
-      // SIGKILL one worker mid-run.
+      // The runs a worker holds; and a way to stop it at a moment it holds one (else the test would
+      // prove nothing). A worker may finish the run it held between the check and the signal, so
+      // it is let go and stopped again until it is caught holding one.
+      const heldBy = (pid: number | undefined) =>
+        q<{ run_id: string; epoch: string }>(
+          `SELECT l.run_id, l.epoch FROM ${s}.leases l JOIN ${s}.attempts a ON a.run_id = l.run_id AND a.number = l.attempt WHERE a.pid = $1`,
+          [pid],
+        );
+      const stopWhileHolding = async (child: ChildRun["child"], who: string) => {
+        for (let tries = 0; tries < 50; tries++) {
+          if (tries > 0) child.kill("SIGCONT");
+          await until(async () => (await heldBy(child.pid)).length > 0, 30_000, `${who} to hold a run`);
+          child.kill("SIGSTOP");
+          const at = Date.now();
+          await new Promise((resolve) => setTimeout(resolve, 100)); // statements it had sent already finish
+          const held = await heldBy(child.pid);
+          if (held.length > 0) return { held, at };
+        }
+        return { held: [], at: Date.now() };
+      };
+
+      // SIGKILL one worker mid-run, while it holds a run (stopped first, so it cannot let go of it
+      // between the check and the kill).
       await until(() => readLedger(ledgerDir).length >= 150, 30_000, "150 step calls");
-      // ...while it holds a run, so the kill cuts an attempt off (else the test would prove nothing).
-      await until(
-        async () =>
-          (await q(`SELECT 1 FROM ${s}.leases l JOIN ${s}.attempts a ON a.run_id = l.run_id AND a.number = l.attempt WHERE a.pid = $1`, [killed.child.pid])).length > 0,
-        30_000,
-        "the worker to be killed to hold a run",
-      );
+      expect((await stopWhileHolding(killed.child, "the worker to be killed")).held.length, "the killed worker held runs").toBeGreaterThan(0);
       const killedAt = Date.now();
       killed.child.kill("SIGKILL");
       phase("killed");
@@ -130,24 +146,7 @@ suite("postgres: many worker processes on one database", () => {
       // Freeze another one, and keep it frozen until every run it held was taken over (its leases
       // expire after LEASE_MS; a transaction it froze inside is ended by the server after 5 s).
       await until(() => readLedger(ledgerDir).length >= 300, 30_000, "300 step calls");
-      // Frozen while it holds a run (else the test would prove nothing): a worker may finish the
-      // run it held between the check and the signal, so it is let go and frozen again until it
-      // is caught holding one.
-      const heldBy = (pid: number | undefined) =>
-        q<{ run_id: string; epoch: string }>(
-          `SELECT l.run_id, l.epoch FROM ${s}.leases l JOIN ${s}.attempts a ON a.run_id = l.run_id AND a.number = l.attempt WHERE a.pid = $1`,
-          [pid],
-        );
-      let frozen: Array<{ run_id: string; epoch: string }> = [];
-      let stoppedAt = 0;
-      for (let tries = 0; frozen.length === 0 && tries < 50; tries++) {
-        if (tries > 0) stopped.child.kill("SIGCONT");
-        await until(async () => (await heldBy(stopped.child.pid)).length > 0, 30_000, "the worker to be frozen to hold a run");
-        stopped.child.kill("SIGSTOP");
-        stoppedAt = Date.now();
-        await new Promise((resolve) => setTimeout(resolve, 100)); // statements it had sent already finish
-        frozen = await heldBy(stopped.child.pid);
-      }
+      const { held: frozen, at: stoppedAt } = await stopWhileHolding(stopped.child, "the worker to be frozen");
       phase("stopped");
       expect(frozen.length, "the frozen worker held runs").toBeGreaterThan(0);
       await until(
