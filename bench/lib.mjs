@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
+import { ulid } from "ulid";
 import { createEngine, defineWorkflow } from "steplog";
 import { sqliteStore } from "steplog/sqlite";
 
@@ -163,6 +164,13 @@ export const syncFor = (durability) => (durability === "power" ? "FULL" : "NORMA
 
 // ---------------------------------------------------------------- raw step log
 
+/**
+ * A run id for a raw baseline, shaped like steplog's own (a 26-character ULID): the run id is in
+ * every step row and its idempotency key, so a shorter one would make the baseline's rows smaller
+ * than the rows it is compared with.
+ */
+export const rawRunId = () => ulid();
+
 // A hand-written log knows its run's number (steplog looks it up in each statement).
 const STEP_INSERT = `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
   VALUES (?, ?, ?, 1, ?, ?, 'intended', 'idempotent', ?, NULL, NULL, NULL, ?, NULL, 0, NULL, NULL)`;
@@ -233,9 +241,9 @@ const HOST = os.hostname();
 const noopStep = async (i) => ({ ok: true, i });
 
 /** Raw group commit: `runs` runs advanced in lockstep, one transaction per round for all of them. */
-export function rawGroupCommit(db, prefix, runs, steps) {
+export function rawGroupCommit(db, runs, steps) {
   const log = new RawStepLog(db);
-  const ids = Array.from({ length: runs }, (_, r) => `${prefix}-${r}`);
+  const ids = Array.from({ length: runs }, rawRunId);
   const t0 = Date.now();
   const nums = db.transaction(() => ids.map((id) => log.startTxn(id, "bench-conc", "100", t0))).immediate();
   const round = db.transaction((i, t) => {

@@ -20,6 +20,7 @@ import {
   now,
   openRaw,
   rawGroupCommit,
+  rawRunId,
   seqWorkflow,
   sqliteStore,
   syncFor,
@@ -135,7 +136,7 @@ if (mode === "count") {
   const lib = await steplogRun(durability);
   await log.run("warm", 10);
   let counts = instrument();
-  await log.run("raw", N);
+  await log.run(rawRunId(), N);
   report("raw", counts, N);
   counts.prepare = counts.transactionWrappers = 0;
   counts.byStatement.clear();
@@ -154,7 +155,7 @@ if (mode === "count") {
   const rows = [];
   for (let rep = 0; rep < 7; rep++) {
     for (const [label, fn] of [
-      ["raw", async () => rawGroupCommit(raw, `g${rep}`, 100, 100)],
+      ["raw", async () => rawGroupCommit(raw, 100, 100)],
       ["steplog", async () => {
         const results = await Promise.all(Array.from({ length: 100 }, () => engine.start(seqWorkflow, 100)));
         for (const r of results) expectStatus(r, "completed", "profile");
@@ -188,7 +189,7 @@ if (mode === "count") {
   const rows = [];
   for (let rep = 0; rep < 5; rep++) {
     for (const [label, fn] of [
-      ["raw", () => log.run(`raw-${rep}`, N)],
+      ["raw", () => log.run(rawRunId(), N)],
       ["steplog", () => lib.go()],
     ]) {
       timer.reset();

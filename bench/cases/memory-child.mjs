@@ -3,7 +3,7 @@
 // ("raw"). Prints one JSON line.
 
 import v8 from "node:v8";
-import { RawStepLog, cleanup, createEngine, createSchemaFile, defineWorkflow, expectStatus, openRaw, sqliteStore } from "../lib.mjs";
+import { RawStepLog, cleanup, createEngine, createSchemaFile, defineWorkflow, expectStatus, openRaw, rawRunId, sqliteStore } from "../lib.mjs";
 
 // The schema probe makes a temp folder of this process's own.
 process.on("exit", cleanup);
@@ -35,9 +35,8 @@ if (mode === "steplog") {
   await createSchemaFile(file);
   const db = openRaw(file, "NORMAL");
   const log = new RawStepLog(db);
-  let k = 0;
   runBatch = async (n) => {
-    for (let i = 0; i < n; i++) await log.run(`raw-${k++}`, 3, "s");
+    for (let i = 0; i < n; i++) await log.run(rawRunId(), 3, "s");
   };
   close = async () => db.close();
 }

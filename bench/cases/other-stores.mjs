@@ -8,7 +8,7 @@
 // own, dropped afterwards.
 
 import fs from "node:fs";
-import { createEngine, expectStatus, interleave, now, seqWorkflow, tmpDir, tmpFile } from "../lib.mjs";
+import { createEngine, expectStatus, interleave, now, rawRunId, seqWorkflow, tmpDir, tmpFile } from "../lib.mjs";
 
 async function importOrNull(specifier) {
   try {
@@ -55,11 +55,10 @@ export async function jsonlCase(durability, n) {
   try {
     await raw.run("warm", 200);
     expectStatus(await engine.start(seqWorkflow, 200), "completed", "case 6 jsonl warm-up");
-    let k = 0;
     const timing = await interleave(
       async () => {
         const t = now();
-        await raw.run(`raw-${k++}`, n);
+        await raw.run(rawRunId(), n);
         return now() - t;
       },
       async () => {
@@ -120,11 +119,10 @@ export async function postgresCase(n) {
     engine = createEngine({ store: mod.postgresStore({ connectionString: url, schema, applicationName: "steplog-bench" }), workflows: [seqWorkflow] });
     await rawRun("warm", 200);
     expectStatus(await engine.start(seqWorkflow, 200), "completed", "case 6 postgres warm-up");
-    let k = 0;
     const timing = await interleave(
       async () => {
         const t = now();
-        await rawRun(`raw-${k++}`, n);
+        await rawRun(rawRunId(), n);
         return now() - t;
       },
       async () => {

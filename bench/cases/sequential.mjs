@@ -11,6 +11,7 @@ import {
   now,
   openRaw,
   rawGroupCommit,
+  rawRunId,
   seqWorkflow,
   sqliteStore,
   syncFor,
@@ -35,11 +36,10 @@ export async function sequentialCase(durability, n) {
   const pragmas = store.pragmas();
   const rawSynchronous = raw.pragma("synchronous", { simple: true });
 
-  let k = 0;
   const timing = await interleave(
     async () => {
       const t = now();
-      await log.run(`raw-${k++}`, n);
+      await log.run(rawRunId(), n);
       return now() - t;
     },
     async () => {
@@ -89,10 +89,9 @@ export async function concurrentCase(runs, steps, seqSteps) {
     for (const r of results) expectStatus(r, "completed", "case 2 concurrent");
     return elapsed;
   };
-  let g = 0;
   const grouped = async () => {
     const t = now();
-    rawGroupCommit(raw, `g${g++}`, runs, steps);
+    rawGroupCommit(raw, runs, steps);
     return now() - t;
   };
 
