@@ -183,10 +183,11 @@ suite("postgres store", () => {
     const schema = freshSchema();
     let dropped = 0;
     let toggle = false;
-    // Every other COMMIT is carried out by the server, then its connection is cut before the reply is read.
+    // Every other COMMIT is carried out by the server, then its connection is cut before the reply is
+    // read: a COMMIT of its own, or the end of a transaction sent in one round trip.
     const flaky = interceptedPool(4, async (client, text, values) => {
       const result = await client.query(text, values);
-      if (text === "COMMIT" && (toggle = !toggle)) {
+      if ((text === "COMMIT" || text.endsWith("; COMMIT")) && (toggle = !toggle)) {
         dropped++;
         throw new Error("Connection terminated unexpectedly");
       }
@@ -342,6 +343,78 @@ suite("postgres store", () => {
     expect((await s.loadRun("a"))!.lease!.expiresAt).toBe(NOW + 90_000);
     expect((await s.loadRun("b"))!.steps).toHaveLength(0);
     await s.close();
+  });
+
+  it("a sequential step is one round trip; values with quotes, backslashes, E'…', $$ and non-ASCII text are stored exactly", async () => {
+    const schema = freshSchema();
+    await store(schema).migrate().then(() => undefined);
+    let queries = 0;
+    const counting = interceptedPool(2, async (client, text, values) => {
+      queries++;
+      return client.query(text, values);
+    });
+    const tricky = ["it's", "back\\slash \\' quote", "E'x'); DROP TABLE runs; --", "$$ $tag$ \n\r\t", "héllo ✓ 🐢 \u2028", "'".repeat(50)];
+    const flow = defineWorkflow({
+      name: "trips",
+      async run(ctx, n: number) {
+        const seen: unknown[] = [];
+        for (let i = 0; i < n; i++) seen.push(await ctx.step(`s'${i % 3}\\`, async () => ({ text: tricky[i % tricky.length], i })));
+        return seen.length;
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: counting, schema }), workflows: [flow] });
+    const roundTrips = async (n: number) => {
+      const before = queries;
+      expect(await engine.start(flow, n)).toMatchObject({ status: "completed", value: n });
+      return queries - before;
+    };
+    await roundTrips(2); // the first run also asks which database this is
+    const short = await roundTrips(2);
+    const long = await roundTrips(22);
+    expect(long - short).toBe(20);
+    const runs = await engine.list({ workflow: "trips" });
+    const stored = (await engine.store.loadRun(runs[0]!.id))!;
+    expect(stored.steps).toHaveLength(22);
+    stored.steps.forEach((step, i) => {
+      expect(step.status).toBe("succeeded");
+      expect(JSON.parse(step.value!)).toEqual({ text: tricky[i % tricky.length], i });
+      expect(step.idempotencyKey).toBe(`${stored.run.id}:${step.key}`);
+    });
+    expect(stored.steps[4]!.key).toBe("s'1\\#2");
+    await engine.close();
+    await counting.end();
+  });
+
+  it("a batch whose one-round-trip transaction fails on the server goes again a statement at a time, and commits", async () => {
+    const schema = freshSchema();
+    let failed = 0;
+    // The first one-round-trip transaction fails part-way on the server (after BEGIN and the lease lock).
+    const failing = interceptedPool(2, async (client, text, values) => {
+      if (failed === 0 && text.endsWith("; COMMIT") && text.includes("INSERT INTO")) {
+        failed++;
+        return client.query(text.replace(/; COMMIT$/, "; SELECT 1 / 0; COMMIT"), values);
+      }
+      return client.query(text, values);
+    });
+    const calls: string[] = [];
+    const flow = defineWorkflow({
+      name: "fallback",
+      async run(ctx) {
+        await ctx.step("a", async () => calls.push("a"));
+        await ctx.step("b", async () => calls.push("b"));
+        return "done";
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: failing, schema }), workflows: [flow] });
+    expect(await engine.start(flow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: "done" });
+    expect(failed).toBe(1);
+    expect(calls).toEqual(["a", "b"]);
+    expect((await engine.store.loadRun("r"))!.steps.map((s) => [s.key, s.status])).toEqual([
+      ["a", "succeeded"],
+      ["b", "succeeded"],
+    ]);
+    await engine.close();
+    await failing.end();
   });
 
   it("concurrent first opens on many connections migrate once; a newer schema is refused with STORE_TOO_NEW and left untouched", async () => {

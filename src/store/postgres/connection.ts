@@ -233,8 +233,7 @@ export class Connection {
   }
 
   async begin(client: PgClient): Promise<void> {
-    // One round trip; SET LOCAL ends with the transaction.
-    await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs}`);
+    await client.query(this.#begin);
   }
 
   /**
@@ -242,9 +241,34 @@ export class Connection {
    * values are quoted with `literal`.
    */
   async beginWith(client: PgClient, text: string): Promise<any[]> {
-    const results = (await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs}; ${text}`)) as unknown;
-    const last = Array.isArray(results) ? (results.at(-1) as PgResult) : (results as PgResult);
-    return last.rows;
+    const results = await client.query(`${this.#begin}; ${text}`);
+    return (results as unknown as PgResult[]).at(-1)!.rows;
+  }
+
+  /**
+   * A whole transaction in one round trip: BEGIN, `text` (statements with no parameters),
+   * COMMIT. The results of `text`'s statements, in order. A statement that fails ends it there,
+   * rolled back (then thrown); a lost connection leaves it maybe committed, as with `commit`.
+   */
+  async transactOnce(client: PgClient, text: string, state: TxState): Promise<PgResult[]> {
+    state.commitSent = true;
+    let results: PgResult[];
+    try {
+      results = (await client.query(`${this.#begin}; ${text}; COMMIT`)) as unknown as PgResult[];
+    } catch (error) {
+      if (isConnectionError(error)) throw error;
+      // The server answered: nothing of it committed, and the rest of the text was not run.
+      state.commitSent = false;
+      await this.rollback(client);
+      throw error;
+    }
+    state.commitSent = false;
+    return results.slice(2, -1);
+  }
+
+  /** BEGIN, with the idle-in-transaction limit for this transaction only (SET LOCAL ends with it). */
+  get #begin(): string {
+    return `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs}`;
   }
 
   async commit(client: PgClient, state: TxState): Promise<void> {
@@ -283,7 +307,8 @@ function pause(tries: number): Promise<void> {
 
 /**
  * A string as an SQL literal: an E'' string, whose backslash escapes mean the same whatever the
- * server's standard_conforming_strings says. For names steplog checked (no control characters).
+ * server's standard_conforming_strings says. Any text but one holding a NUL (which ends a query
+ * string in the protocol; Postgres text cannot hold one either).
  */
 export function literal(text: string): string {
   return `E'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;

@@ -12,6 +12,10 @@
  * in the batch still commit. (Savepoints cost two round trips a write, and writes rarely fail:
  * a batch runs without them first, and again with them only if one of its writes failed.)
  *
+ * The common batch — intents, outcomes of open intents, renewals — goes first in one round trip
+ * (one-trip.ts): each write is a single statement that changes its row only under its live
+ * lease, so a stale write changes nothing while the others commit, as with savepoints.
+ *
  * A batch whose connection died is run again on a new one. If COMMIT had been sent, it may
  * have committed: then each write first looks for its own effect — an intent row exactly
  * like it, an outcome already holding exactly that outcome, its ending already recorded —
@@ -20,7 +24,8 @@
 
 import { LeaseLostError, SteplogError } from "../../errors.js";
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
-import { isConnectionError, isTransient, literal, type Connection, type PgClient } from "./connection.js";
+import { isConnectionError, isTransient, literal, type Connection, type PgClient, type PgResult, type TxState } from "./connection.js";
+import { oneTripStatement } from "./one-trip.js";
 import { num, type Sql } from "./sql.js";
 
 export type AttemptWrite =
@@ -101,7 +106,12 @@ export class WriteQueue {
     });
   }
 
-  async #transaction(client: PgClient, batch: Pending[], retrying: boolean, state: Parameters<Connection["commit"]>[1]): Promise<Array<unknown | undefined>> {
+  async #transaction(client: PgClient, batch: Pending[], retrying: boolean, state: TxState): Promise<Array<unknown | undefined>> {
+    // A retry after a COMMIT with no reply goes the usual way: its writes look for their own effect.
+    if (!retrying) {
+      const results = await this.#oneTrip(client, batch, state);
+      if (results) return results;
+    }
     // First without savepoints (two round trips less per write). A write that fails — rare: a
     // lost lease, a conflict — rolls that pass back, and the batch runs again with a savepoint
     // around each write, so that write fails alone and the others commit.
@@ -143,14 +153,58 @@ export class WriteQueue {
     return results;
   }
 
-  /** Begin, and lock the batch's lease rows (sorted by run id, so two batches never deadlock), in one round trip. */
-  async #lockLeases(client: PgClient, batch: Pending[]): Promise<Map<string, LeaseState>> {
+  /**
+   * The whole batch in one round trip, when each of its writes is one statement that applies only
+   * under its live lease (see one-trip.ts): the common case, a step's outcome and the next
+   * intent. Each write that changed no row is then told why, as the usual way would: its lease
+   * is gone, or (never in practice) its row was not as expected; the others are committed, as
+   * with savepoints. Undefined when the batch must go the usual way: another kind of write, or a
+   * statement failed (all rolled back; the usual way finds which write it was).
+   */
+  async #oneTrip(client: PgClient, batch: Pending[], state: TxState): Promise<Array<unknown | undefined> | undefined> {
+    const statements: string[] = [];
+    for (const p of batch) {
+      const statement = oneTripStatement(this.sql.s, p.write);
+      if (statement === undefined) return undefined;
+      statements.push(statement);
+    }
+    let results: PgResult[];
+    try {
+      results = await this.conn.transactOnce(client, `${this.#lockText(batch)}; ${statements.join("; ")}`, state);
+    } catch (error) {
+      if (isConnectionError(error)) throw error;
+      return undefined;
+    }
+    const leases = leaseMap(results[0]!.rows);
+    const outcomes: Array<unknown | undefined> = [];
+    for (const [i, p] of batch.entries()) {
+      outcomes.push(results[i + 1]!.rowCount === 1 ? undefined : await this.#notApplied(client, p.write, leases));
+    }
+    return outcomes;
+  }
+
+  /** Why a one-round-trip write changed no row. */
+  async #notApplied(client: PgClient, write: AttemptWrite, leases: Map<string, LeaseState>): Promise<unknown> {
+    const { runId, epoch } = write.fence;
+    const lease = leases.get(runId);
+    if (lease === undefined || lease.epoch !== epoch || lease.attempt === null) return leaseLost(write);
+    if (write.kind === "intent") {
+      // Only a retried write finds its own row; anything else at this seq is a real conflict.
+      return (await this.#sameStep(client, write.step)) ? undefined : intentConflict(write.step);
+    }
+    if (write.kind === "outcome") return noOpenIntent(runId, write.outcome.seq);
+    return leaseLost(write);
+  }
+
+  /** The statement that locks the batch's lease rows (sorted by run id, so two batches never deadlock). */
+  #lockText(batch: Pending[]): string {
     const runIds = [...new Set(batch.map((p) => p.write.fence.runId))].sort();
-    const rows = await this.conn.beginWith(
-      client,
-      `SELECT run_id, epoch, attempt FROM ${this.sql.s}.leases WHERE run_id IN (${runIds.map(literal).join(", ")}) ORDER BY run_id FOR UPDATE`,
-    );
-    return new Map<string, LeaseState>(rows.map((r: { run_id: string; epoch: unknown; attempt: number | null }) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
+    return `SELECT run_id, epoch, attempt FROM ${this.sql.s}.leases WHERE run_id IN (${runIds.map(literal).join(", ")}) ORDER BY run_id FOR UPDATE`;
+  }
+
+  /** Begin, and lock the batch's lease rows, in one round trip. */
+  async #lockLeases(client: PgClient, batch: Pending[]): Promise<Map<string, LeaseState>> {
+    return leaseMap(await this.conn.beginWith(client, this.#lockText(batch)));
   }
 
   async #apply(client: PgClient, write: AttemptWrite, leases: Map<string, LeaseState>, retrying: boolean): Promise<void> {
@@ -158,19 +212,18 @@ export class WriteQueue {
     const lease = leases.get(runId);
     const live = lease !== undefined && lease.epoch === epoch && lease.attempt !== null;
     const s = this.sql.s;
-    const lost = (what: string) => new LeaseLostError(runId, undefined, `${what} refused: the lease epoch is no longer ${epoch}`);
 
     switch (write.kind) {
       case "intent": {
         const { step } = write;
         if (!live) {
           if (retrying && (await this.#sameStep(client, step))) return;
-          throw lost("intent");
+          throw leaseLost(write);
         }
         if (await this.sql.insertStep(client, step, epoch, true)) return;
         // Only a retried write finds its own row; anything else at this seq is a real conflict.
         if (await this.#sameStep(client, step)) return;
-        throw new Error(`steplog internal: step seq ${step.seq} of run ${runId} was written already by another intent`);
+        throw intentConflict(step);
       }
       case "outcome": {
         const { consumes, ...fields } = write.outcome;
@@ -204,11 +257,11 @@ export class WriteQueue {
           (consumes === undefined || row.consumed_by === consumes.by);
         if (!live) {
           if (already()) return;
-          throw lost("outcome");
+          throw leaseLost(write);
         }
         if (row?.status !== "intended") {
           if (already()) return;
-          throw new Error(`steplog internal: outcome for seq ${fields.seq} of run ${runId} has no open intent`);
+          throw noOpenIntent(runId, fields.seq);
         }
         if (consumes) {
           const taken = await client.query(`UPDATE ${s}.events SET consumed_by = $3 WHERE run_id = $1 AND seq = $2 AND consumed_by IS NULL`, [
@@ -230,7 +283,7 @@ export class WriteQueue {
         if (!live) {
           // A retried renewal whose first try committed (or whose own ending released the lease since) did its job.
           if (retrying && lease?.epoch === epoch) return;
-          throw lost("lease renewal");
+          throw leaseLost(write);
         }
         await client.query(`UPDATE ${s}.leases SET expires_at = $2, heartbeat_at = $3 WHERE run_id = $1`, [runId, write.expiresAt, write.now]);
         return;
@@ -243,7 +296,7 @@ export class WriteQueue {
             const row = a.rows[0] as { ending: string | null; ended_at: unknown } | undefined;
             if (row && row.ending === end.ending && num(row.ended_at) === end.endedAt) return;
           }
-          throw lost("attempt ending");
+          throw leaseLost(write);
         }
         await client.query(`UPDATE ${s}.attempts SET ending = $3, ended_at = $4, error = $5, reused = $6 WHERE run_id = $1 AND number = $2`, [
           runId,
@@ -279,6 +332,26 @@ export class WriteQueue {
     if (!found) return false;
     return Object.entries(step).every(([k, v]) => found[k] === v);
   }
+}
+
+const WRITE_NAMES: Record<AttemptWrite["kind"], string> = { intent: "intent", outcome: "outcome", renew: "lease renewal", end: "attempt ending" };
+
+/** A write refused because its attempt no longer holds the run's lease. */
+function leaseLost(write: AttemptWrite): LeaseLostError {
+  const { runId, epoch } = write.fence;
+  return new LeaseLostError(runId, undefined, `${WRITE_NAMES[write.kind]} refused: the lease epoch is no longer ${epoch}`);
+}
+
+function intentConflict(step: StepRow): Error {
+  return new Error(`steplog internal: step seq ${step.seq} of run ${step.runId} was written already by another intent`);
+}
+
+function noOpenIntent(runId: string, seq: number): Error {
+  return new Error(`steplog internal: outcome for seq ${seq} of run ${runId} has no open intent`);
+}
+
+function leaseMap(rows: Array<{ run_id: string; epoch: unknown; attempt: number | null }>): Map<string, LeaseState> {
+  return new Map(rows.map((r) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
 }
 
 /** An error the server raised for one statement (it has a SQLSTATE), as opposed to a refusal we raised. */

@@ -1,0 +1,57 @@
+// Which writes the Postgres store sends in one round trip (see src/store/postgres/one-trip.ts),
+// and how their values become literals. No server needed: the statements are text.
+import { describe, expect, it } from "vitest";
+import { oneTripStatement } from "../../src/store/postgres/one-trip.js";
+import type { AttemptWrite } from "../../src/store/postgres/write-queue.js";
+import type { StepRow } from "../../src/store/types.js";
+
+const fence = { runId: "run-1", epoch: 3 };
+const step: StepRow = {
+  runId: "run-1",
+  seq: 2,
+  attempt: 1,
+  key: "charge",
+  name: "charge",
+  status: "intended",
+  effect: "idempotent",
+  idempotencyKey: "run-1:charge",
+  value: null,
+  error: null,
+  version: null,
+  intendedAt: 1_700_000_000_000,
+  endedAt: null,
+  calls: 0,
+  resolution: null,
+  usage: null,
+};
+const outcome = { seq: 2, status: "succeeded" as const, value: '"ok"', error: null, endedAt: 1_700_000_000_001, calls: 1, resolution: null, usage: null };
+
+describe("postgres one-round-trip statements", () => {
+  it("an intent, an outcome and a renewal each write only under the lease they were made with", () => {
+    for (const write of [
+      { kind: "intent", fence, step },
+      { kind: "outcome", fence, outcome },
+    ] satisfies AttemptWrite[]) {
+      expect(oneTripStatement("s", write)).toContain("EXISTS (SELECT 1 FROM s.leases WHERE run_id = E'run-1' AND epoch = 3 AND attempt IS NOT NULL)");
+    }
+    expect(oneTripStatement("s", { kind: "renew", fence, expiresAt: 10, now: 5 })).toMatch(/WHERE run_id = E'run-1' AND epoch = 3 AND attempt IS NOT NULL$/);
+  });
+
+  it("strings become E'' literals with quotes and backslashes escaped; a null has its column's type", () => {
+    const text = oneTripStatement("s", { kind: "outcome", fence, outcome: { ...outcome, value: `"it's \\ here"` } })!;
+    expect(text).toContain(`value = E'"it\\'s \\\\ here"'`);
+    expect(text).toContain("error = NULL::text");
+    const intent = oneTripStatement("s", { kind: "intent", fence, step })!;
+    expect(intent).toContain("NULL::bigint"); // ended_at
+  });
+
+  it("goes the usual way for an ending, an outcome that consumes an event, a NUL in any text, or a number that is not a safe integer", () => {
+    const end = { attempt: 1, ending: "completed" as const, endedAt: 1, error: null, run: { status: "completed" as const } };
+    expect(oneTripStatement("s", { kind: "end", fence, end })).toBeUndefined();
+    expect(oneTripStatement("s", { kind: "outcome", fence, outcome: { ...outcome, consumes: { eventSeq: 1, by: "x" } } })).toBeUndefined();
+    expect(oneTripStatement("s", { kind: "outcome", fence, outcome: { ...outcome, value: "a\u0000b" } })).toBeUndefined();
+    expect(oneTripStatement("s", { kind: "intent", fence, step: { ...step, usage: "\u0000" } })).toBeUndefined();
+    expect(oneTripStatement("s", { kind: "intent", fence, step: { ...step, intendedAt: 1.5 } })).toBeUndefined();
+    expect(oneTripStatement("s", { kind: "renew", fence: { ...fence, epoch: Number.NaN }, expiresAt: 1, now: 1 })).toBeUndefined();
+  });
+});
