@@ -1,7 +1,7 @@
 // Which writes the Postgres store sends in one round trip (see src/store/postgres/one-trip.ts),
 // and how their values become literals. No server needed: the statements are text.
 import { describe, expect, it } from "vitest";
-import { oneTripStatement } from "../../src/store/postgres/one-trip.js";
+import { oneTripStatements } from "../../src/store/postgres/one-trip.js";
 import type { AttemptWrite } from "../../src/store/postgres/write-queue.js";
 import type { StepRow } from "../../src/store/types.js";
 
@@ -24,6 +24,8 @@ const step: StepRow = {
   resolution: null,
   usage: null,
 };
+/** The write's statements as one text (undefined when it goes the usual way). */
+const oneTripStatement = (s: string, write: AttemptWrite) => oneTripStatements(s, write)?.join(";\n");
 const outcome = { seq: 2, status: "succeeded" as const, value: '"ok"', error: null, endedAt: 1_700_000_000_001, calls: 1, resolution: null, usage: null };
 
 describe("postgres one-round-trip statements", () => {
@@ -45,13 +47,23 @@ describe("postgres one-round-trip statements", () => {
     expect(intent).toContain("NULL::bigint"); // ended_at
   });
 
-  it("goes the usual way for an ending, an outcome that consumes an event, a NUL in any text, or a number that is not a safe integer", () => {
-    const end = { attempt: 1, ending: "completed" as const, endedAt: 1, error: null, run: { status: "completed" as const } };
-    expect(oneTripStatement("s", { kind: "end", fence, end })).toBeUndefined();
+  it("an ending updates the attempt and the run under the live lease and releases the lease last", () => {
+    const end = { attempt: 1, ending: "waiting" as const, endedAt: 7, error: null, run: { status: "waiting" as const, wakeAt: null, updatedAt: 7 }, wakeOnEvent: "verdict", reused: ["a"] };
+    const statements = oneTripStatements("s", { kind: "end", fence, end })!;
+    expect(statements.map((t) => t.split(" ").slice(0, 2).join(" "))).toEqual(["UPDATE s.attempts", "UPDATE s.runs", "UPDATE s.runs", "UPDATE s.leases"]);
+    for (const t of statements.slice(0, -1)) expect(t).toContain("epoch = 3 AND attempt IS NOT NULL");
+    expect(statements[1]).toContain("status = E'waiting', wake_at = NULL, updated_at = 7");
+    expect(statements[2]).toContain("name = E'verdict' AND consumed_by IS NULL");
+    expect(statements[3]).toMatch(/^UPDATE s.leases SET attempt = NULL, .* WHERE run_id = E'run-1' AND epoch = 3 AND attempt IS NOT NULL$/s);
+  });
+
+  it("goes the usual way for an outcome that consumes an event, a NUL in any text, or a number that is not a safe integer", () => {
     expect(oneTripStatement("s", { kind: "outcome", fence, outcome: { ...outcome, consumes: { eventSeq: 1, by: "x" } } })).toBeUndefined();
     expect(oneTripStatement("s", { kind: "outcome", fence, outcome: { ...outcome, value: "a\u0000b" } })).toBeUndefined();
     expect(oneTripStatement("s", { kind: "intent", fence, step: { ...step, usage: "\u0000" } })).toBeUndefined();
     expect(oneTripStatement("s", { kind: "intent", fence, step: { ...step, intendedAt: 1.5 } })).toBeUndefined();
     expect(oneTripStatement("s", { kind: "renew", fence: { ...fence, epoch: Number.NaN }, expiresAt: 1, now: 1 })).toBeUndefined();
+    const end = { attempt: 1, ending: "failed" as const, endedAt: 1, error: "bad\u0000", run: { status: "failed" as const } };
+    expect(oneTripStatement("s", { kind: "end", fence, end })).toBeUndefined();
   });
 });

@@ -345,12 +345,14 @@ suite("postgres store", () => {
     await s.close();
   });
 
-  it("a sequential step is one round trip; values with quotes, backslashes, E'…', $$ and non-ASCII text are stored exactly", async () => {
+  it("a sequential step is one round trip, and so is an attempt's ending; values with quotes, backslashes, E'…', $$ and non-ASCII text are stored exactly", async () => {
     const schema = freshSchema();
     await store(schema).migrate().then(() => undefined);
     let queries = 0;
+    const endings: string[] = [];
     const counting = interceptedPool(2, async (client, text, values) => {
       queries++;
+      if (text.includes("SET attempt = NULL")) endings.push(text);
       return client.query(text, values);
     });
     const tricky = ["it's", "back\\slash \\' quote", "E'x'); DROP TABLE runs; --", "$$ $tag$ \n\r\t", "héllo ✓ 🐢 \u2028", "'".repeat(50)];
@@ -372,6 +374,8 @@ suite("postgres store", () => {
     const short = await roundTrips(2);
     const long = await roundTrips(22);
     expect(long - short).toBe(20);
+    expect(endings).toHaveLength(3);
+    for (const text of endings) expect(text).toMatch(/^BEGIN; .*; COMMIT$/s);
     const runs = await engine.list({ workflow: "trips" });
     const stored = (await engine.store.loadRun(runs[0]!.id))!;
     expect(stored.steps).toHaveLength(22);

@@ -12,7 +12,8 @@
  */
 
 import { literal } from "./connection.js";
-import { STEP_INSERT_COLUMNS } from "./sql.js";
+import { RUN_FIELDS, STEP_INSERT_COLUMNS } from "./sql.js";
+import type { AttemptEnd, Fence, RunPatch } from "../types.js";
 import type { AttemptWrite } from "./write-queue.js";
 
 /** A value as an SQL literal, or undefined when it cannot be written as one. */
@@ -39,11 +40,11 @@ function live(s: string, runId: string, epoch: number): string {
 }
 
 /**
- * The write as one statement that affects exactly one row when it applies, or undefined when it
- * cannot go in a one-round-trip batch (an ending, an outcome that consumes an event, a value that
- * cannot be a literal).
+ * The write as statements that change rows only while the write's lease is live, the last of
+ * which changes exactly one row when the write applied; or undefined when it cannot go in a
+ * one-round-trip batch (an outcome that consumes an event, a value that cannot be a literal).
  */
-export function oneTripStatement(s: string, write: AttemptWrite): string | undefined {
+export function oneTripStatements(s: string, write: AttemptWrite): string[] | undefined {
   const { runId, epoch } = write.fence;
   if (!Number.isSafeInteger(epoch) || runId.includes("\0")) return undefined;
   switch (write.kind) {
@@ -69,8 +70,10 @@ export function oneTripStatement(s: string, write: AttemptWrite): string | undef
         [epoch, "bigint"],
       ]);
       if (values === undefined || t.runId !== runId) return undefined;
-      return `INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
-        SELECT ${values.join(", ")} WHERE ${live(s, runId, epoch)} ON CONFLICT (run_id, seq) DO NOTHING`;
+      return [
+        `INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
+        SELECT ${values.join(", ")} WHERE ${live(s, runId, epoch)} ON CONFLICT (run_id, seq) DO NOTHING`,
+      ];
     }
     case "outcome": {
       const o = write.outcome;
@@ -86,15 +89,65 @@ export function oneTripStatement(s: string, write: AttemptWrite): string | undef
         [o.seq, "integer"],
       ]);
       if (v === undefined) return undefined;
-      return `UPDATE ${s}.steps SET status = ${v[0]}, value = ${v[1]}, error = ${v[2]}, ended_at = ${v[3]}, calls = ${v[4]}, resolution = ${v[5]},
+      return [
+        `UPDATE ${s}.steps SET status = ${v[0]}, value = ${v[1]}, error = ${v[2]}, ended_at = ${v[3]}, calls = ${v[4]}, resolution = ${v[5]},
         usage = ${v[6]}, written_epoch = ${epoch}, written_at = clock_timestamp()
-        WHERE run_id = ${literal(runId)} AND seq = ${v[7]} AND status = 'intended' AND ${live(s, runId, epoch)}`;
+        WHERE run_id = ${literal(runId)} AND seq = ${v[7]} AND status = 'intended' AND ${live(s, runId, epoch)}`,
+      ];
     }
     case "renew":
       if (!Number.isSafeInteger(write.expiresAt) || !Number.isSafeInteger(write.now)) return undefined;
-      return `UPDATE ${s}.leases SET expires_at = ${write.expiresAt}, heartbeat_at = ${write.now}
-        WHERE run_id = ${literal(runId)} AND epoch = ${epoch} AND attempt IS NOT NULL`;
+      return [
+        `UPDATE ${s}.leases SET expires_at = ${write.expiresAt}, heartbeat_at = ${write.now}
+        WHERE run_id = ${literal(runId)} AND epoch = ${epoch} AND attempt IS NOT NULL`,
+      ];
     case "end":
-      return undefined;
+      return endStatements(s, write.fence, write.end);
   }
+}
+
+/**
+ * An attempt's ending: its row, the run's, the wake-up if its event is there, and last the
+ * lease's release (so the others still find the lease live; a later write of the attempt in the
+ * same batch finds it released and changes nothing).
+ */
+function endStatements(s: string, fence: Fence, end: AttemptEnd): string[] | undefined {
+  const { runId, epoch } = fence;
+  const id = literal(runId);
+  const where = live(s, runId, epoch);
+  const v = sqlValues([
+    [end.attempt, "integer"],
+    [end.ending, "text"],
+    [end.endedAt, "bigint"],
+    [end.error, "text"],
+    [end.reused ? JSON.stringify(end.reused) : null, "text"],
+  ]);
+  const sets = runSets(end.run);
+  if (v === undefined || sets === undefined) return undefined;
+  const statements = [`UPDATE ${s}.attempts SET ending = ${v[1]}, ended_at = ${v[2]}, error = ${v[3]}, reused = ${v[4]} WHERE run_id = ${id} AND number = ${v[0]} AND ${where}`];
+  if (sets.length > 0) statements.push(`UPDATE ${s}.runs SET ${sets.join(", ")} WHERE id = ${id} AND ${where}`);
+  if (end.wakeOnEvent !== undefined) {
+    const name = sqlValue(end.wakeOnEvent, "text");
+    if (name === undefined) return undefined;
+    statements.push(
+      `UPDATE ${s}.runs SET wake_at = ${v[2]} WHERE id = ${id} AND ${where}
+        AND EXISTS (SELECT 1 FROM ${s}.events WHERE run_id = ${id} AND name = ${name} AND consumed_by IS NULL)`,
+    );
+  }
+  statements.push(`UPDATE ${s}.leases SET attempt = NULL, expires_at = 0, heartbeat_at = ${v[2]} WHERE run_id = ${id} AND epoch = ${epoch} AND attempt IS NOT NULL`);
+  return statements;
+}
+
+/** `column = literal` for each field the patch sets (as the store's patchRun does), or undefined if a value cannot be a literal. */
+function runSets(patch: RunPatch): string[] | undefined {
+  const sets: string[] = [];
+  for (const [field, value] of Object.entries(patch)) {
+    const column = RUN_FIELDS[field];
+    if (value === undefined || column === undefined) continue;
+    if (value !== null && typeof value !== "string" && typeof value !== "number") return undefined;
+    const text = value === null ? "NULL" : sqlValue(value, typeof value === "number" ? "bigint" : "text");
+    if (text === undefined) return undefined;
+    sets.push(`${column} = ${text}`);
+  }
+  return sets;
 }

@@ -17,7 +17,7 @@ const STEP_COLUMNS = `run_id AS "runId", seq, attempt, key, name, status, effect
   version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage`;
 const EVENT_COLUMNS = `run_id AS "runId", seq, name, payload, sent_at AS "sentAt", consumed_by AS "consumedBy"`;
 
-const RUN_FIELDS: Record<string, string> = {
+export const RUN_FIELDS: Record<string, string> = {
   workflow: "workflow",
   version: "version",
   args: "args",

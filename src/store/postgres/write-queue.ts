@@ -12,9 +12,9 @@
  * in the batch still commit. (Savepoints cost two round trips a write, and writes rarely fail:
  * a batch runs without them first, and again with them only if one of its writes failed.)
  *
- * The common batch — intents, outcomes of open intents, renewals — goes first in one round trip
- * (one-trip.ts): each write is a single statement that changes its row only under its live
- * lease, so a stale write changes nothing while the others commit, as with savepoints.
+ * The common batch — intents, outcomes of open intents, renewals, endings — goes first in one
+ * round trip (one-trip.ts): each write is statements that change rows only under its live lease,
+ * so a stale write changes nothing while the others commit, as with savepoints.
  *
  * A batch whose connection died is run again on a new one. If COMMIT had been sent, it may
  * have committed: then each write first looks for its own effect — an intent row exactly
@@ -25,7 +25,7 @@
 import { LeaseLostError, SteplogError } from "../../errors.js";
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
 import { isConnectionError, isTransient, literal, type Connection, type PgClient, type PgResult, type TxState } from "./connection.js";
-import { oneTripStatement } from "./one-trip.js";
+import { oneTripStatements } from "./one-trip.js";
 import { num, type Sql } from "./sql.js";
 
 export type AttemptWrite =
@@ -154,19 +154,23 @@ export class WriteQueue {
   }
 
   /**
-   * The whole batch in one round trip, when each of its writes is one statement that applies only
-   * under its live lease (see one-trip.ts): the common case, a step's outcome and the next
-   * intent. Each write that changed no row is then told why, as the usual way would: its lease
-   * is gone, or (never in practice) its row was not as expected; the others are committed, as
-   * with savepoints. Undefined when the batch must go the usual way: another kind of write, or a
-   * statement failed (all rolled back; the usual way finds which write it was).
+   * The whole batch in one round trip, when each of its writes can be sent as statements that
+   * change rows only under its live lease (see one-trip.ts): the common case, a step's outcome
+   * and the next intent, or an attempt's last outcome and its ending. Each write that changed
+   * nothing is then told why, as the usual way would: its lease is gone, or (never in practice)
+   * its row was not as expected; the others are committed, as with savepoints. Undefined when
+   * the batch must go the usual way: a write that cannot be sent so, or a statement failed (all
+   * rolled back; the usual way finds which write it was).
    */
   async #oneTrip(client: PgClient, batch: Pending[], state: TxState): Promise<Array<unknown | undefined> | undefined> {
     const statements: string[] = [];
+    /** Per write, the index of its last statement: the one that tells whether it applied. */
+    const decisive: number[] = [];
     for (const p of batch) {
-      const statement = oneTripStatement(this.sql.s, p.write);
-      if (statement === undefined) return undefined;
-      statements.push(statement);
+      const its = oneTripStatements(this.sql.s, p.write);
+      if (its === undefined) return undefined;
+      statements.push(...its);
+      decisive.push(statements.length);
     }
     let results: PgResult[];
     try {
@@ -178,7 +182,13 @@ export class WriteQueue {
     const leases = leaseMap(results[0]!.rows);
     const outcomes: Array<unknown | undefined> = [];
     for (const [i, p] of batch.entries()) {
-      outcomes.push(results[i + 1]!.rowCount === 1 ? undefined : await this.#notApplied(client, p.write, leases));
+      if (results[decisive[i]!]!.rowCount !== 1) {
+        outcomes.push(await this.#notApplied(client, p.write, leases));
+        continue;
+      }
+      outcomes.push(undefined);
+      // The ending released the lease: a later write of that attempt in this batch changed nothing.
+      if (p.write.kind === "end") leases.get(p.write.fence.runId)!.attempt = null;
     }
     return outcomes;
   }
