@@ -4,14 +4,21 @@
  *
  * An owner is gone when
  * - its lease has expired (any host; the epoch, not the clock, keeps a late writer out), or
- * - it ran on this machine (same host and boot) and its pid is dead, or now belongs to a
- *   process with another start time, or
- * - it is this very process and no attempt in it holds the run any more.
- * A live pid whose start time cannot be read counts as alive until the lease expires.
+ * - it ran in this pid space (same host, boot and pid namespace) and its pid is dead, or now
+ *   belongs to a process with another start time, or
+ * - it is this very thread of this process and no attempt in it holds the run any more.
+ * A live pid whose start time cannot be read counts as alive until the lease expires, and so
+ * does another worker thread of this process (its attempts are in its own registry).
+ *
+ * The recorded `bootId` says where a pid means something: the kernel's boot id, then
+ * ` pidns:<inode>` (two containers on one kernel with one host name see different processes
+ * behind one pid), then ` thread:<id>` for a worker thread. Rows written before either suffix
+ * compare as another pid space: their owners are judged by their leases alone.
  */
 
 import fs from "node:fs";
 import os from "node:os";
+import { threadId } from "node:worker_threads";
 import type { LeaseRow, OwnerRow } from "./store/types.js";
 
 function readBootId(): string | null {
@@ -40,15 +47,40 @@ function readProcStat(pid: number): ProcStat | null {
   }
 }
 
+/** The pid namespace's inode, where /proc says it. */
+function readPidNamespace(): string | null {
+  try {
+    return /\[(\d+)\]/.exec(fs.readlinkSync("/proc/self/ns/pid"))?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Where this process's pids mean something, and which thread it is (see the top of this file). */
+function ownerScope(): string | null {
+  const boot = readBootId();
+  if (boot === null) return null;
+  const ns = readPidNamespace();
+  return `${boot}${ns === null ? "" : ` pidns:${ns}`}${threadId === 0 ? "" : ` thread:${threadId}`}`;
+}
+
+/** A recorded bootId split into its pid space and its thread (0: the main thread). */
+export function parseScope(bootId: string | null): { space: string | null; thread: number } {
+  if (bootId === null) return { space: null, thread: 0 };
+  const at = bootId.lastIndexOf(" thread:");
+  if (at === -1) return { space: bootId, thread: 0 };
+  return { space: bootId.slice(0, at), thread: Number(bootId.slice(at + " thread:".length)) };
+}
+
 let self: OwnerRow | undefined;
 
-/** This process, as an attempt's owner. */
+/** This process (and thread), as an attempt's owner. */
 export function currentOwner(): OwnerRow {
   if (!self) {
     const stat = readProcStat(process.pid);
     self = {
       host: os.hostname(),
-      bootId: readBootId(),
+      bootId: ownerScope(),
       pid: process.pid,
       processStart: stat && Number.isFinite(stat.startTime) ? stat.startTime : null,
     };
@@ -84,13 +116,20 @@ export interface OwnerVerdict {
 export function judgeOwner(owner: OwnerRow, lease: LeaseRow, now: number, isHeldHere: () => boolean): OwnerVerdict {
   if (lease.attempt === null) return { gone: true, why: "the lease was released" };
   const me = currentOwner();
-  const sameMachine = owner.host === me.host && owner.bootId === me.bootId;
-  if (sameMachine && owner.pid === me.pid && owner.processStart === me.processStart) {
+  const theirs = parseScope(owner.bootId);
+  const mine = parseScope(me.bootId);
+  const samePidSpace = owner.host === me.host && theirs.space === mine.space;
+  const sameProcess = samePidSpace && owner.pid === me.pid && owner.processStart === me.processStart;
+  if (sameProcess && theirs.thread === mine.thread) {
     if (!isHeldHere()) return { gone: true, why: `no attempt in this process (pid ${me.pid}) holds it any more` };
     return { gone: false, why: `an attempt in this process (pid ${me.pid}) holds it` };
   }
   if (lease.expiresAt <= now) return { gone: true, why: `its lease expired at ${new Date(lease.expiresAt).toISOString()}` };
-  if (!sameMachine) return { gone: false, why: `another machine (${owner.host}) holds a live lease` };
+  if (sameProcess) return { gone: false, why: `worker thread ${theirs.thread} of this process (pid ${me.pid}) holds a live lease` };
+  if (!samePidSpace) {
+    const where = owner.host === me.host ? `another boot or pid namespace (container) on ${owner.host}` : `another machine (${owner.host})`;
+    return { gone: false, why: `${where} holds a live lease` };
+  }
   switch (pidLiveness(owner.pid, owner.processStart)) {
     case "dead":
       return { gone: true, why: `process ${owner.pid} on ${owner.host} is gone` };

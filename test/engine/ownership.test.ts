@@ -86,6 +86,32 @@ describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
     expect(await engine.continue("mine")).toMatchObject({ status: "completed" });
   });
 
+  it("another pid namespace on the same host and boot (a container sharing the host name) is judged by lease expiry only", async () => {
+    const store = makeStore();
+    const kernelBoot = me.bootId!.split(" ")[0]!;
+    // A live lease held from another pid namespace: its pid means nothing here (this one is dead here).
+    const container = { ...me, bootId: `${kernelBoot} pidns:1`, pid: 2 ** 22 + 9 };
+    await leftBy(store, "ns-live", container, Date.now() + hour);
+    await leftBy(store, "ns-expired", container, Date.now() - 1);
+    // The same pid as this process, seen from another namespace, is another process too.
+    await leftBy(store, "ns-same-pid", { ...container, pid: me.pid, processStart: me.processStart }, Date.now() + hour);
+    const engine = createEngine({ store, workflows: [noop] });
+    expect((await engine.recover()).map((r) => r.id)).toEqual(["ns-expired"]);
+    await expect(engine.continue("ns-live")).rejects.toMatchObject({ code: "RUN_BUSY" });
+    await expect(engine.continue("ns-same-pid")).rejects.toMatchObject({ code: "RUN_BUSY" });
+  });
+
+  it("another worker thread of this very process is alive while its lease is, and gone once it expires", async () => {
+    const store = makeStore();
+    const otherThread = { ...me, bootId: `${me.bootId} thread:4242` };
+    await leftBy(store, "thread-live", otherThread, Date.now() + hour);
+    await leftBy(store, "thread-expired", otherThread, Date.now() - 1);
+    const engine = createEngine({ store, workflows: [noop] });
+    expect((await engine.get("thread-live")).status).toBe("running");
+    await expect(engine.continue("thread-live")).rejects.toMatchObject({ code: "RUN_BUSY" });
+    expect(await engine.continue("thread-expired")).toMatchObject({ status: "completed", attempt: 2 });
+  });
+
   it("another boot on the same host is judged by lease expiry only", async () => {
     const store = makeStore();
     await leftBy(store, "old-boot-live", { ...me, bootId: "some-other-boot", pid: 2 ** 22 + 5 }, Date.now() + hour);

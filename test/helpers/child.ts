@@ -37,11 +37,14 @@ export interface ChildOptions {
   cwd?: string;
   /** Told of every piece of stdout, with all of it so far. */
   onStdout?: (stdout: string, child: ChildProcess) => void;
+  /** A command to run Node under, e.g. ["unshare", "--pid", "--fork"]. */
+  under?: string[];
 }
 
 export function spawnNode(script: string, args: string[] = [], options: ChildOptions = {}): ChildRun {
   const started = Date.now();
-  const child = spawn(process.execPath, [script, ...args], {
+  const [command, ...commandArgs] = [...(options.under ?? []), process.execPath, script, ...args];
+  const child = spawn(command!, commandArgs, {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
