@@ -28,7 +28,7 @@ import { validate } from "./schema.js";
 import type { Effect, StepRow } from "./store/types.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
-import { resolveUnknownOutcome } from "./unknown-outcome.js";
+import { owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
 import { decodeValue } from "./values.js";
 import { isBreakingChange } from "./versions.js";
 
@@ -86,7 +86,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   if (record && record.status === "intended" && record.attempt !== attempt.number) {
     return resolveUnknownOutcome(attempt, key, record, call);
   }
-  return execute(attempt, key, call, { idempotencyKey: idempotencyKeyFor(attempt, key) });
+  return execute(attempt, key, call, owedRedrive(record) ?? { idempotencyKey: idempotencyKeyFor(attempt, key) });
 }
 
 function checkOptions(attempt: Attempt, call: StepCall): void {

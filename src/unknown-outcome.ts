@@ -12,7 +12,7 @@ import type { Attempt } from "./attempt.js";
 import type { UnknownOutcomePolicy } from "./context.js";
 import { QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "./errors.js";
 import { validate } from "./schema.js";
-import { execute, idempotencyKeyFor, newRow, outcomeOf, type StepCall } from "./step-runner.js";
+import { execute, idempotencyKeyFor, newRow, outcomeOf, type Identity, type StepCall } from "./step-runner.js";
 import type { Effect, StepRow } from "./store/types.js";
 import { decodeValue } from "./values.js";
 
@@ -82,6 +82,22 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
   await settle(attempt, record, "failed", { policy: "redrive", found: "unknown", attempt: attempt.number }, "cut off inside its effect; re-driven");
   attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "redrive", found: "unknown" });
   return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
+}
+
+/**
+ * A step whose cut-off execution was settled for a re-drive (`redrive`, or a query that found
+ * nothing) that never got its own intent (the attempt ended in between: a crash, a cancel): the
+ * re-drive is still owed `previous` and the same idempotency key. Undefined for any other row.
+ */
+export function owedRedrive(record: StepRow | undefined): Identity | undefined {
+  if (record?.status !== "failed" || record.resolution === null) return undefined;
+  const resolution = JSON.parse(record.resolution) as Partial<Resolution>;
+  const owed = (resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done");
+  if (!owed) return undefined;
+  return {
+    idempotencyKey: record.idempotencyKey,
+    previous: { attempt: record.attempt, intendedAt: new Date(record.intendedAt).toISOString(), idempotencyKey: record.idempotencyKey },
+  };
 }
 
 function isCompensationRow(row: StepRow): boolean {

@@ -20,6 +20,20 @@ describe("unknown outcomes after a real crash", () => {
     ]);
   });
 
+  it("redrive cut off again between settling the cut-off and the new intent: the next continue still re-drives with the same key and `previous`", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "two" });
+    // Attempt 2 records the cut-off as re-driven, then dies before the re-drive's intent.
+    await runWorker(file, "r", "continue", { STEPLOG_FAULT: "before-intent@two" });
+    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed"]);
+    const next = await runWorker(file, "r", "continue");
+    expect(next.report?.result).toMatchObject({ status: "completed" });
+    expect(effectsOf(file, "two").map((e) => [e.idempotencyKey, e.attempt, e.previous?.attempt ?? null])).toEqual([
+      ["r:two", 1, null],
+      ["r:two", 3, 1],
+    ]);
+  });
+
   it("query finds the effect: recorded as succeeded from the query, the function not called again", async () => {
     const file = tmpDb();
     const env = { EFFECTS: JSON.stringify({ two: "irreversible" }), QUERYABLE: "two" };
