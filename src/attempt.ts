@@ -168,6 +168,17 @@ export class Attempt {
     }
   }
 
+  /**
+   * A fenced write committed before a function is called again without a new intent of its own
+   * (a compensation cut off by a crash is run again on its old row): refused, and the attempt
+   * ended LEASE_LOST, if another attempt took the run meanwhile — as a new intent would be.
+   */
+  async confirmLease(): Promise<void> {
+    const now = this.settings.clock.now();
+    await this.write(this.settings.store.renewLease(this.fence, now + this.settings.leaseMs, now));
+    if (this.endReason) throw this.endReason.error;
+  }
+
   /** What a failed write means for the attempt: a refused fence ends it (LEASE_LOST). Returns the error to throw. */
   writeFailed(error: unknown): unknown {
     if (error instanceof SteplogError && error.code === "LEASE_LOST") {

@@ -80,6 +80,7 @@ export async function runSaga(attempt: Attempt): Promise<void> {
     let row: StepRow;
     if (isCompensation(latest) && latest.status === "intended") {
       row = latest; // a compensation cut off by a crash: run it again
+      await attempt.confirmLease();
     } else {
       row = newRow(attempt, entry.key, entry.call, latest.idempotencyKey, clock.now());
       row.resolution = JSON.stringify({ policy: "compensate", found: "saga", attempt: attempt.number, compensation: true });

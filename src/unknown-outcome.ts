@@ -149,6 +149,7 @@ async function compensateThenRedrive(attempt: Attempt, key: string, record: Step
   let compensation: StepRow;
   if (retrying) {
     compensation = record;
+    await attempt.confirmLease();
   } else {
     compensation = newRow(attempt, key, call, record.idempotencyKey, clock.now());
     compensation.resolution = JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number, compensation: true } satisfies Resolution);

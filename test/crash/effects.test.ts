@@ -2,6 +2,8 @@
 // the effect landed in the ledger, before its outcome), then a new process continues. Each
 // policy answers by the step's declaration; no irreversible effect is repeated on its own.
 import { describe, expect, it } from "vitest";
+import { createEngine, defineWorkflow } from "../../src/index.js";
+import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { inspectDb } from "../helpers/inspect.js";
 import { readLedger, runWorker } from "../helpers/worker.js";
@@ -69,6 +71,41 @@ describe("unknown outcomes after a real crash", () => {
     expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed", "compensated", "succeeded"]);
   });
 
+  it("a compensation cut off by a crash is run again only after a fenced write: an attempt fenced out on its way there does not run it", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "compensatable" }), COMPENSATABLE: "two" };
+    await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
+    await runWorker(file, "r", "continue", { ...env, CRASH_IN_COMPENSATE: "two" });
+    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["intended", "intended"]);
+    let compensations = 0;
+    let reachedGate!: () => void;
+    const atGate = new Promise<void>((resolve) => (reachedGate = resolve));
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const flow = defineWorkflow({
+      name: "crash-three",
+      async run(ctx) {
+        await ctx.step("one", async () => "reused, not called");
+        reachedGate();
+        await gate;
+        await ctx.step("two", { effect: "compensatable", compensate: () => void compensations++ }, async () => "two again");
+        return "done";
+      },
+    });
+    const holder = createEngine({ store: sqliteStore({ path: file }), workflows: [flow] });
+    const other = createEngine({ store: sqliteStore({ path: file }), workflows: [flow] });
+    const continued = holder.continue("r");
+    await atGate;
+    // Another engine cancels the run: it moves the lease epoch on, fencing the running attempt out.
+    await other.cancel("r");
+    openGate();
+    expect(await continued).toMatchObject({ status: "failed", error: { code: "LEASE_LOST" } });
+    expect(compensations).toBe(0);
+    expect(readLedger(file).filter((e) => e.kind === "compensate")).toHaveLength(1);
+    await holder.close();
+    await other.close();
+  });
+
   it("escalate (irreversible, no query): never sent twice; the run waits for a person", async () => {
     const file = tmpDb();
     const env = { EFFECTS: JSON.stringify({ two: "irreversible" }) };
@@ -109,6 +146,38 @@ describe("the saga with real crashes", () => {
     expect(done.report?.result).toMatchObject({ status: "compensated", runStatus: "compensated" });
     expect(readLedger(file).filter((e) => e.kind === "compensate").map((e) => e.step)).toEqual(["two", "one"]);
     expect(inspectDb(file).runs[0]!.status).toBe("compensated");
+  });
+
+  it("a compensation cut off by a crash is run again only after a fenced write: a saga fenced out on its way there does not run it", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", env);
+    await runWorker(file, "r", "compensate", { ...env, CRASH_IN_COMPENSATE: "two" });
+    const compensated: string[] = [];
+    let reachedGate!: () => void;
+    const atGate = new Promise<void>((resolve) => (reachedGate = resolve));
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const compensatable = (key: string) => ({ effect: "compensatable" as const, compensate: () => void compensated.push(key) });
+    const flow = defineWorkflow({
+      name: "crash-three",
+      async run(ctx) {
+        await ctx.step("one", compensatable("one"), async () => "one");
+        reachedGate();
+        await gate;
+        await ctx.step("two", compensatable("two"), async () => "two");
+        return ctx.step("three", async () => "three");
+      },
+    });
+    const holder = createEngine({ store: sqliteStore({ path: file }), workflows: [flow] });
+    const other = createEngine({ store: sqliteStore({ path: file }), workflows: [flow] });
+    const saga = holder.compensate("r");
+    await atGate;
+    await other.cancel("r");
+    openGate();
+    expect(await saga).toMatchObject({ status: "failed", error: { code: "LEASE_LOST" } });
+    expect(compensated).toEqual([]);
+    await holder.close();
+    await other.close();
   });
 
   it("a crash inside a compensation: it is run again (with the same key) and the saga completes", async () => {
