@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   "STORE_TOO_NEW",
   "STORE_WRITE_FAILED",
   "STORE_READ_ONLY",
+  "STORE_FILE_GONE",
   "LEASE_LOST",
   "WORKFLOW_NOT_REGISTERED",
   "STEP_NOT_FOUND",
@@ -197,6 +198,19 @@ export class StoreUnreadableError extends SteplogError {
         : `The ${location} is not a readable steplog store (${reason}). It was left untouched. ` +
             `Point the engine at the right file, or restore it from a backup; steplog never overwrites it.`,
       { cause },
+    );
+  }
+}
+
+export class StoreFileGoneError extends SteplogError {
+  override name = "StoreFileGoneError";
+  constructor(location: string, what: "deleted" | "replaced by another file", runId?: string) {
+    super(
+      "STORE_FILE_GONE",
+      `The ${location} was ${what} while this process had it open${runId === undefined ? "" : ` (at run ${q(runId)})`}: ` +
+        `what was recorded since went to the old file${what === "deleted" ? ", which went with it" : ""}, and nothing more is recorded through this store object. ` +
+        `Stop every process that had it open before putting a file at that path (a backup, say): SQLite's -wal and -shm files beside it belong to the old one. Then start again.`,
+      runId === undefined ? {} : { runId },
     );
   }
 }

@@ -5,12 +5,51 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createEngine } from "../../src/index.js";
+import { createEngine, defineWorkflow } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
 import { readLedger, runWorker } from "../helpers/worker.js";
 
 const sha = (file: string) => crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+
+describe("a store deleted or replaced while a process has it open", () => {
+  const flow = defineWorkflow({ name: "flow", run: (ctx) => ctx.step("only", async () => "done") });
+  const waiting = defineWorkflow({ name: "waiting", run: (ctx) => ctx.waitForEvent("go") });
+
+  it("deleted: start, continue and commands are refused with STORE_FILE_GONE, nothing acknowledged into the void", async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, ".steplog", "steplog.db");
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [flow, waiting] });
+    expect(await engine.start(flow, undefined, { id: "before" })).toMatchObject({ status: "completed" });
+    expect(await engine.start(waiting, undefined, { id: "parked" })).toMatchObject({ status: "waiting" });
+    fs.rmSync(path.join(dir, ".steplog"), { recursive: true });
+    const started = await engine.start(flow, undefined, { id: "after" }).catch((e: unknown) => e);
+    expect(started).toMatchObject({ code: "STORE_FILE_GONE", runId: "after" });
+    expect((started as Error).message).toContain(`${file} was deleted while this process had it open`);
+    await expect(engine.continue("before")).rejects.toMatchObject({ code: "STORE_FILE_GONE" });
+    await expect(engine.send("parked", "go", 1)).rejects.toMatchObject({ code: "STORE_FILE_GONE" });
+    await engine.close();
+    expect(fs.existsSync(file)).toBe(false);
+  });
+
+  it("replaced by another file: refused with STORE_FILE_GONE", async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, "runs.db");
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [flow] });
+    expect(await engine.start(flow, undefined, { id: "a" })).toMatchObject({ status: "completed" });
+    // Another store file is moved over it.
+    const other = path.join(dir, "other.db");
+    const second = createEngine({ store: sqliteStore({ path: other }), workflows: [flow] });
+    expect(await second.start(flow, undefined, { id: "b" })).toMatchObject({ status: "completed" });
+    await second.close();
+    fs.renameSync(other, file);
+    const refused = await engine.start(flow, undefined, { id: "c" }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "STORE_FILE_GONE", runId: "c" });
+    expect((refused as Error).message).toContain("was replaced by another file while this process had it open");
+    expect((refused as Error).message).toContain("Stop every process that had it open");
+    await engine.close();
+  });
+});
 
 describe("a lost or broken store between attempts", () => {
   it("store file deleted: RUN_NOT_FOUND, nothing started, no new file", async () => {

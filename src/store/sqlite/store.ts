@@ -11,6 +11,7 @@ import Database from "better-sqlite3";
 import {
   InvalidOptionError,
   LeaseLostError,
+  StoreFileGoneError,
   StoreReadOnlyError,
   StoreTooNewError,
   StoreUnreadableError,
@@ -133,6 +134,8 @@ class SqliteStoreImpl implements SqliteStore {
   #fencesChecked = new Map<string, number>();
   #queue: WriteQueue | undefined;
   #closed = false;
+  /** The opened file's device and inode: the path naming another file, or none, means it was deleted or replaced meanwhile. */
+  #identity: { dev: number; ino: number } | undefined;
 
   constructor(options: SqliteStoreOptions) {
     this.#file = path.resolve(options.path ?? DEFAULT_SQLITE_PATH);
@@ -209,6 +212,8 @@ class SqliteStoreImpl implements SqliteStore {
       throw this.#writeFailed(error, "the store's schema", undefined, { maybeRecorded: false });
     }
     this.#db = db;
+    const opened = fs.statSync(this.#file);
+    this.#identity = { dev: opened.dev, ino: opened.ino };
     this.#stmts = prepare(db);
     this.#prepareInsertNewRun(db);
     this.#queue = new WriteQueue(
@@ -282,6 +287,20 @@ class SqliteStoreImpl implements SqliteStore {
     }
   }
 
+  /**
+   * Refuse when the file this store has open is no longer the one at its path (deleted by
+   * `rm -rf .steplog` or `git clean`, or replaced): SQLite would go on writing to the unlinked
+   * file, and every record would vanish with the process. Checked where a run starts or is
+   * claimed, by commands, and at each lease renewal (so a running attempt stops within leaseMs).
+   */
+  #stillThere(runId: string | undefined): void {
+    const id = this.#identity;
+    if (!id) return;
+    const now = fs.statSync(this.#file, { throwIfNoEntry: false });
+    if (now && now.dev === id.dev && now.ino === id.ino) return;
+    throw new StoreFileGoneError(this.location, now ? "replaced by another file" : "deleted", runId);
+  }
+
   #writable(db: Db, runId: string): void {
     if (db.readonly) throw new StoreReadOnlyError(this.location, this.#readonly ? "opened with readonly: true" : "the file or its folder is not writable", runId);
   }
@@ -291,6 +310,7 @@ class SqliteStoreImpl implements SqliteStore {
     const db = this.#open(create);
     if (!db) return undefined;
     this.#writable(db, runId);
+    this.#stillThere(runId);
     this.#queue!.flush();
     try {
       return db.transaction(() => fn(db)).immediate();
@@ -358,6 +378,7 @@ class SqliteStoreImpl implements SqliteStore {
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
     try {
       this.#writable(this.#open(true)!, run.id);
+      this.#stillThere(run.id);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -527,6 +548,11 @@ class SqliteStoreImpl implements SqliteStore {
 
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
     this.#open(true);
+    try {
+      this.#stillThere(fence.runId);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.#queue!.enqueue("the lease renewal", fence.runId, () => {
       this.#fence(fence, "lease renewal");
       this.#stmts!.renewLease.run({ runId: fence.runId, expiresAt, heartbeatAt: now });
