@@ -39,9 +39,9 @@ describe("postgres one-round-trip statements", () => {
     expect(oneTripStatement("s", { kind: "renew", fence, expiresAt: 10, now: 5 })).toMatch(/WHERE run_id = E'run-1' AND epoch = 3 AND attempt IS NOT NULL$/);
   });
 
-  it("strings become E'' literals with quotes and backslashes escaped; a null has its column's type", () => {
+  it("strings become E'' literals with quotes doubled and backslashes escaped; a null has its column's type", () => {
     const text = oneTripStatement("s", { kind: "outcome", fence, outcome: { ...outcome, value: `"it's \\ here"` } })!;
-    expect(text).toContain(`value = E'"it\\'s \\\\ here"'`);
+    expect(text).toContain(`value = E'"it''s \\\\ here"'`);
     expect(text).toContain("error = NULL::text");
     const intent = oneTripStatement("s", { kind: "intent", fence, step })!;
     expect(intent).toContain("NULL::bigint"); // ended_at

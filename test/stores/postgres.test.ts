@@ -421,6 +421,51 @@ suite("postgres store", () => {
     await failing.end();
   });
 
+  it("a connection that dies as the pool hands it out (before the store's code runs) does not crash the process, on a pool the store was given too", async () => {
+    const schema = freshSchema();
+    const given = new pg.Pool({ connectionString: URL_!, max: 2 });
+    given.on("error", () => {});
+    let emitted = 0;
+    // The server's "terminating connection" arriving in the same read as "ready for query": pg
+    // emits 'error' after pg-pool dropped its idle listener and before the caller resumes.
+    given.on("acquire", (client) => {
+      if (emitted++ < 3) process.nextTick(() => client.emit("error", Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" })));
+    });
+    const flow = defineWorkflow({ name: "survives", run: (ctx) => ctx.step("a", async () => "ok") });
+    const engine = createEngine({ store: postgresStore({ pool: given, schema }), workflows: [flow] });
+    expect(await engine.start(flow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: "ok" });
+    expect(emitted).toBeGreaterThanOrEqual(3);
+    await engine.close();
+    await given.end();
+  });
+
+  it("with backslash_quote off, run ids, step names and values holding quotes are written", async () => {
+    const schema = freshSchema();
+    const strict = new pg.Pool({ connectionString: URL_!, max: 2, options: "-c backslash_quote=off" });
+    strict.on("error", () => {});
+    expect((await strict.query("SHOW backslash_quote")).rows[0]).toEqual({ backslash_quote: "off" });
+    const flow = defineWorkflow({
+      name: "quotes",
+      async run(ctx) {
+        const a = await ctx.step("o'brien", async () => "it's \\ fine");
+        return ctx.step("b", async () => `${a} '' again`);
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: strict, schema }), workflows: [flow] });
+    const runs = await Promise.all(["order-o'brien", "innocent"].map((id) => engine.start(flow, undefined, { id })));
+    expect(runs.map((r) => [r.id, r.status, r.value])).toEqual([
+      ["order-o'brien", "completed", "it's \\ fine '' again"],
+      ["innocent", "completed", "it's \\ fine '' again"],
+    ]);
+    const stored = (await engine.store.loadRun("order-o'brien"))!;
+    expect(stored.steps.map((t) => [t.key, t.idempotencyKey, t.status])).toEqual([
+      ["o'brien", "order-o'brien:o'brien", "succeeded"],
+      ["b", "order-o'brien:b", "succeeded"],
+    ]);
+    await engine.close();
+    await strict.end();
+  });
+
   it("concurrent first opens on many connections migrate once; a newer schema is refused with STORE_TOO_NEW and left untouched", async () => {
     const schema = freshSchema();
     const stores = Array.from({ length: 6 }, () => store(schema, { poolSize: 2 }));

@@ -21,6 +21,7 @@ export interface PgClient {
   release(destroy?: Error | boolean): void;
   on?(event: "error", listener: (error: Error) => void): unknown;
   removeListener?(event: "error", listener: (error: Error) => void): unknown;
+  listeners?(event: "error"): Function[];
 }
 
 /** The part of a pg Pool the store uses (a `pg.Pool` is one). */
@@ -28,6 +29,7 @@ export interface PgPoolLike {
   connect(): Promise<PgClient>;
   end(): Promise<void>;
   on?(event: "error", listener: (error: Error) => void): unknown;
+  on?(event: "acquire", listener: (client: PgClient) => void): unknown;
   options?: { host?: string; port?: number; database?: string; connectionString?: string };
 }
 
@@ -79,7 +81,21 @@ export async function createPool(settings: PoolSettings): Promise<PgPoolLike> {
   // An idle connection that dies (pg_terminate_backend, a restart) is dropped by the pool; the
   // next checkout gets a new one. Without a listener pg would crash the process.
   pool.on?.("error", () => {});
+  guardCheckouts(pool);
   return pool;
+}
+
+/**
+ * Give every client the pool hands out an error listener of its own before pg-pool takes its
+ * idle one away. Between that and the caller's own listener lies a gap in which a connection
+ * that dies (the server's "terminating connection" arriving with "ready for query") would emit
+ * an unhandled 'error' and crash the process; the failure still reaches the caller through its
+ * query. For the pools steplog makes and the ones it is given.
+ */
+export function guardCheckouts(pool: PgPoolLike): void {
+  pool.on?.("acquire", (client) => {
+    if (!client.listeners?.("error").includes(ignore)) client.on?.("error", ignore);
+  });
 }
 
 const CONNECTION_CODES = new Set([
@@ -307,9 +323,10 @@ function pause(tries: number): Promise<void> {
 
 /**
  * A string as an SQL literal: an E'' string, whose backslash escapes mean the same whatever the
- * server's standard_conforming_strings says. Any text but one holding a NUL (which ends a query
- * string in the protocol; Postgres text cannot hold one either).
+ * server's standard_conforming_strings says, with a quote doubled (a backslash-quote is refused
+ * when backslash_quote is off). Any text but one holding a NUL (which ends a query string in the
+ * protocol; Postgres text cannot hold one either).
  */
 export function literal(text: string): string {
-  return `E'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  return `E'${text.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
 }

@@ -40,7 +40,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { CommitUnknownError, Connection, createPool, describeTarget, isConnectionError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
+import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
@@ -154,6 +154,7 @@ class PostgresStoreImpl implements PostgresStore {
     if (this.#closed) throw new SteplogError("ENGINE_CLOSED", `The ${this.location} was closed; open a new store to go on.`);
     this.#pool ??= (async () => {
       const o = this.#options;
+      if (o.pool) guardCheckouts(o.pool);
       const pool =
         o.pool ??
         (await createPool({
