@@ -1,7 +1,9 @@
 /**
  * Renews an attempt's lease every third of `leaseMs`. If the store says the epoch moved
- * (another attempt took over) or renewals keep failing until the lease would have expired,
- * the attempt is told it lost the lease and stops: it records nothing more.
+ * (another attempt took over), renewals keep failing until the lease would have expired, or
+ * the lease expires while a renewal is still waiting for the store (a network partition can
+ * hold a query for many minutes), the attempt is told it lost the lease and stops: another
+ * process may take the run from then on, so the running step's signal must be aborted now.
  */
 
 import { LeaseLostError, SteplogError } from "./errors.js";
@@ -10,6 +12,8 @@ import type { Lease } from "./store/types.js";
 
 export class LeaseKeeper {
   #timer: NodeJS.Timeout | undefined;
+  /** Fires when the lease runs out; moved on by each renewal that is recorded. */
+  #deadline: NodeJS.Timeout | undefined;
   #expiresAt: number;
   #renewing = false;
 
@@ -25,11 +29,32 @@ export class LeaseKeeper {
     const every = Math.max(10, Math.floor(this.settings.leaseMs / 3));
     this.#timer = setInterval(() => void this.#renew(), every);
     this.#timer.unref();
+    this.#armDeadline();
   }
 
   stop(): void {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
+    if (this.#deadline) clearTimeout(this.#deadline);
+    this.#deadline = undefined;
+  }
+
+  #armDeadline(): void {
+    if (this.#deadline) clearTimeout(this.#deadline);
+    this.#deadline = setTimeout(() => this.#onDeadline(), Math.max(0, this.#expiresAt - this.settings.clock.now()));
+    this.#deadline.unref();
+  }
+
+  /**
+   * The lease ran out. With a renewal still waiting for the store, the store cannot be reached:
+   * the attempt stops. With none (the event loop was blocked past the deadline, say), the next
+   * renewal decides, as before.
+   */
+  #onDeadline(): void {
+    this.#deadline = undefined;
+    if (!this.#renewing || this.#timer === undefined) return;
+    this.stop();
+    this.onLost(new LeaseLostError(this.lease.runId, this.lease.attempt, "its lease expired while a renewal was still waiting for the store (is it reachable?)"));
   }
 
   async #renew(): Promise<void> {
@@ -39,7 +64,9 @@ export class LeaseKeeper {
     const expiresAt = now + this.settings.leaseMs;
     try {
       await this.settings.store.renewLease(this.lease, expiresAt, now);
+      if (this.#timer === undefined) return; // stopped meanwhile (the attempt ended, or lost the lease)
       this.#expiresAt = expiresAt;
+      this.#armDeadline();
     } catch (error) {
       if (error instanceof SteplogError && error.code === "LEASE_LOST") {
         this.stop();

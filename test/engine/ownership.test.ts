@@ -122,6 +122,39 @@ describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
 });
 
 describe("fencing", () => {
+  it("a renewal that never returns (a network partition): when the lease runs out the attempt stops, aborting its step's signal, and ends with LEASE_LOST", async () => {
+    const inner = memoryStore();
+    // The store hangs on renewals, as a query over a dropped network path does.
+    const partitioned = new Proxy(inner, {
+      get(target, key) {
+        if (key === "renewLease") return () => new Promise(() => {});
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    let aborted: unknown;
+    const workflow = defineWorkflow({
+      name: "partitioned",
+      run: (ctx) =>
+        ctx.step("long", ({ signal }) =>
+          new Promise((_resolve, reject) =>
+            signal.addEventListener("abort", () => {
+              aborted = signal.reason;
+              reject(new Error("stopped by abort"));
+            }),
+          ),
+        ),
+    });
+    const engine = createEngine({ store: partitioned, workflows: [workflow], leaseMs: 300 });
+    const started = Date.now();
+    const result = await engine.start(workflow, undefined, { id: "p" });
+    expect(result).toMatchObject({ status: "failed", error: { code: "LEASE_LOST" } });
+    expect(result.error!.message).toContain("expired while a renewal was still waiting for the store");
+    expect(aborted).toMatchObject({ code: "LEASE_LOST" });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+
   it("an attempt that finds its lease taken stops starting steps, aborts ctx.signal, and ends with LEASE_LOST; nothing more is recorded", async () => {
     const store = memoryStore();
     let aborted: unknown;
