@@ -313,6 +313,10 @@ class SteplogEngine implements Engine {
     const where = await this.#where();
     const decide = (current: StoredRun) => {
       statusBefore = current.run.status;
+      // A store may decide again after a lost connection: this claim's own mark from the try
+      // before must not count as another attempt in this process holding the run.
+      if (live) markDone(live);
+      live = undefined;
       const decision = decideClaim(current, {
         mode,
         workflow,
@@ -327,10 +331,7 @@ class SteplogEngine implements Engine {
       });
       // Marked live inside the claim's transaction: between its commit and the attempt's start,
       // another claim in this process must already see the run held.
-      if (decision.kind === "take") {
-        if (live) markDone(live);
-        live = markLive(where, id);
-      }
+      if (decision.kind === "take") live = markLive(where, id);
       return decision;
     };
     let claimed: Awaited<ReturnType<Store["claimRun"]>>;

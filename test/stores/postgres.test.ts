@@ -13,6 +13,7 @@ import { attemptRow, describeStore, runRow } from "../../src/testing.js";
 import type { PgClient, PgPoolLike } from "../../src/store/postgres/connection.js";
 import { SCHEMA_VERSION } from "../../src/store/postgres/schema.js";
 import type { StoredRun } from "../../src/store/types.js";
+import { currentOwner } from "../../src/owner.js";
 
 const URL_ = process.env.STEPLOG_PG_URL;
 if (!URL_) {
@@ -464,6 +465,33 @@ suite("postgres store", () => {
     ]);
     await engine.close();
     await strict.end();
+  });
+
+  it("a claim whose connection dies after it decided is decided again without counting its own first try as a holder", async () => {
+    const schema = freshSchema();
+    const setup = store(schema);
+    // Left by an attempt of this very process that no longer runs (its ending was never recorded).
+    const now = Date.now();
+    await setup.createRun(runRow("r", { workflow: "flow", version: null, args: '{"$type":"undefined"}' }), attemptRow("r", 1, { ...currentOwner(), startedAt: now }), {
+      expiresAt: now + 3_600_000,
+      now,
+    });
+    await setup.close();
+    let cut = 0;
+    // The claim's first try loses its connection after deciding, before COMMIT.
+    const cutting = interceptedPool(2, async (client, text, values) => {
+      if (cut === 0 && text.includes(".attempts (run_id, number,")) {
+        cut++;
+        throw Object.assign(new Error("Connection terminated unexpectedly"), { code: "ECONNRESET" });
+      }
+      return client.query(text, values);
+    });
+    const flow = defineWorkflow({ name: "flow", run: (ctx) => ctx.step("a", async () => "ok") });
+    const engine = createEngine({ store: postgresStore({ pool: cutting, schema }), workflows: [flow] });
+    expect(await engine.continue("r")).toMatchObject({ status: "completed", attempt: 2 });
+    expect(cut).toBe(1);
+    await engine.close();
+    await cutting.end();
   });
 
   it("concurrent first opens on many connections migrate once; a newer schema is refused with STORE_TOO_NEW and left untouched", async () => {

@@ -319,6 +319,13 @@ class PostgresStoreImpl implements PostgresStore {
 
   async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
     let taken: { attempt: AttemptRow; expiresAt: number } | undefined;
+    /** A retry after a lost COMMIT reply: if our attempt holds the lease, the claim went through. */
+    const ours = (tx: TxState, state: StoredRun): ClaimResult | undefined => {
+      if (!tx.maybeCommitted || !taken || state.lease?.attempt !== taken.attempt.number || state.lease.expiresAt !== taken.expiresAt) return undefined;
+      const mine = state.attempts.find((a) => a.number === taken!.attempt.number);
+      if (!mine || !sameAttempt(mine, taken.attempt)) return undefined;
+      return { kind: "taken", state, lease: { runId, epoch: state.lease.epoch, attempt: mine.number, expiresAt: state.lease.expiresAt } };
+    };
     const result = await this.#transact<ClaimResult | Refused>(false, "the new attempt", runId, "retry", false, async (client, tx) => {
       const { conn } = await this.#connect();
       await conn.begin(client);
@@ -329,6 +336,11 @@ class PostgresStoreImpl implements PostgresStore {
         if (!snapshot) {
           await conn.rollback(client);
           return { kind: "missing" };
+        }
+        const mineAlready = ours(tx, snapshot);
+        if (mineAlready) {
+          await conn.rollback(client);
+          return mineAlready;
         }
         const lease = snapshot.lease;
         const holder = lease?.attempt != null ? snapshot.attempts.find((a) => a.number === lease.attempt) : undefined;
@@ -343,13 +355,10 @@ class PostgresStoreImpl implements PostgresStore {
         await conn.rollback(client);
         return { kind: "missing" };
       }
-      // A retry after a lost COMMIT reply: if our attempt holds the lease, the claim went through.
-      if (tx.maybeCommitted && taken && current.lease?.attempt === taken.attempt.number && current.lease.expiresAt === taken.expiresAt) {
-        const mine = current.attempts.find((a) => a.number === taken!.attempt.number);
-        if (mine && sameAttempt(mine, taken.attempt)) {
-          await conn.rollback(client);
-          return { kind: "taken", state: current, lease: { runId, epoch: current.lease.epoch, attempt: mine.number, expiresAt: current.lease.expiresAt } };
-        }
+      const mineAlready = ours(tx, current);
+      if (mineAlready) {
+        await conn.rollback(client);
+        return mineAlready;
       }
       const decision = decide(current);
       if (decision.kind === "refuse") {
