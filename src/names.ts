@@ -2,7 +2,8 @@
  * What a name may be. Run ids, workflow names, step names and event names are stored and
  * shown exactly as given; the few things refused are those that make a terminal or a log
  * lie about what it shows (control and bidirectional-format characters) or that collide
- * with steplog's own notation (`#` in a step name; it numbers repeats).
+ * with steplog's own notation (`#` in a step name; it numbers repeats; `steplog:` at the start
+ * of an event name, its own events).
  */
 
 import { InvalidNameError } from "./errors.js";
@@ -23,5 +24,11 @@ export function checkName(kind: "run id" | "workflow name" | "step name" | "even
     throw new InvalidNameError(kind, value, `use ${rule}`);
   }
   if (kind === "step name" && value.includes("#")) throw new InvalidNameError(kind, value, `use ${rule}`);
+  // steplog records approvals as events named steplog:approval:<step>; a sent one would approve.
+  if (kind === "event name" && value.startsWith(RESERVED_EVENT_PREFIX)) {
+    throw new InvalidNameError(kind, value, `names starting with "${RESERVED_EVENT_PREFIX}" are steplog's own (an approval is given with engine.approve)`);
+  }
   return value;
 }
+
+export const RESERVED_EVENT_PREFIX = "steplog:";

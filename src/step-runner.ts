@@ -196,11 +196,12 @@ export function newRow(attempt: Attempt, key: string, call: StepCall, idempotenc
 export async function execute(attempt: Attempt, key: string, call: StepCall, identity: Identity): Promise<unknown> {
   const { options } = call;
   const effect = options.effect ?? "idempotent";
-  if (effect === "irreversible") {
-    const others = [...attempt.inFlight].filter((k) => k !== key);
-    if (others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
+  if (effect === "irreversible") checkPivotOrder(attempt, key);
+  if (options.approval) {
+    await checkApproval(attempt, key);
+    // Another step may have started while the approval was looked up.
+    if (effect === "irreversible") checkPivotOrder(attempt, key);
   }
-  if (options.approval) await checkApproval(attempt, key);
   const policy = retryPolicy(options.retry, key);
   const store = attempt.settings.store;
   const clock = attempt.settings.clock;
@@ -295,6 +296,12 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
     attempt.inFlight.delete(key);
     attempt.checkEarlyEnd();
   }
+}
+
+/** An irreversible step starts only when no other step of the run is in flight. */
+function checkPivotOrder(attempt: Attempt, key: string): void {
+  const others = [...attempt.inFlight].filter((k) => k !== key);
+  if (others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
 }
 
 /** Record a step that did not return a value: failed, or stopped by its attempt's end. */

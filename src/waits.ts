@@ -8,7 +8,7 @@
 
 import type { Attempt } from "./attempt.js";
 import { EventRejectedError, InvalidOptionError, ResultRejectedError, ValueMissingError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
-import { checkName } from "./names.js";
+import { checkName, RESERVED_EVENT_PREFIX } from "./names.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
 import { newRow, outcomeOf, stopWith, supply, type StepCall } from "./step-runner.js";
@@ -31,7 +31,7 @@ export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined> {
 }
 
 /** The event name an approval of a step is recorded under. */
-export const approvalEvent = (stepKey: string) => `steplog:approval:${stepKey}`;
+export const approvalEvent = (stepKey: string) => `${RESERVED_EVENT_PREFIX}approval:${stepKey}`;
 
 /** Thrown through the workflow's code when the run parks; the attempt ends `waiting`. */
 export class Parked extends Error {

@@ -123,4 +123,23 @@ describe.each(STORES)("sagas and the pivot (%s)", (_name, makeStore) => {
     expect(result).toMatchObject({ status: "failed", error: { code: "PIVOT_ORDER", step: "send" } });
     expect(result.error!.message).toContain(`"draft", "validate" are still in flight`);
   });
+
+  it("an irreversible step with approval: true checks again once its approval is found, so a step started meanwhile still makes it PIVOT_ORDER", async () => {
+    const log: string[] = [];
+    const workflow = defineWorkflow({
+      name: "approved-pivot",
+      async run(ctx) {
+        return Promise.all([
+          ctx.step("pay", { effect: "irreversible", approval: true }, async () => void log.push("pay")),
+          ctx.step("other", () => new Promise<void>((resolve) => setTimeout(() => resolve(void log.push("other")), 20))),
+        ]);
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "p" })).toMatchObject({ status: "waiting" });
+    await engine.approve("p", "pay");
+    const result = await engine.continue("p");
+    expect(result).toMatchObject({ status: "failed", error: { code: "PIVOT_ORDER", step: "pay" } });
+    expect(log).not.toContain("pay");
+  });
 });

@@ -314,6 +314,19 @@ describe("waiting: edges", () => {
     await expect(engine.work()).rejects.toMatchObject({ code: "ENGINE_CLOSED" });
   });
 
+  it("an event named like steplog's own (steplog:approval:<step>) cannot be sent: it would approve the step", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    let sent = 0;
+    const workflow = defineWorkflow({ name: "gated", async run(ctx) { return ctx.step("deploy", { approval: true }, async () => void sent++); } });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "g" })).toMatchObject({ status: "waiting" });
+    const refused = await engine.send("g", "steplog:approval:deploy", { approved: true }, { keep: true }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "INVALID_NAME" });
+    expect((refused as Error).message).toContain("engine.approve");
+    expect(await engine.continue("g")).toMatchObject({ status: "waiting" });
+    expect(sent).toBe(0);
+  });
+
   it("an approval is answered once: a second approve, or a reject after it, is refused", async () => {
     const { memoryStore } = await import("../../src/memory.js");
     const workflow = defineWorkflow({ name: "once", async run(ctx) { return ctx.step("send", { approval: true }, async () => "sent"); } });
