@@ -279,9 +279,10 @@ suite("postgres store", () => {
   it("a new run whose COMMIT reply is lost past retryForMs: STORE_WRITE_FAILED saying it may have been recorded (it was), not to continue", async () => {
     const schema = freshSchema();
     await store(schema).migrate().then(() => undefined);
+    // The new run's transaction (sent in one round trip) or its COMMIT: carried out, reply lost.
     const lossy = interceptedPool(2, async (client, text, values) => {
       const result = await client.query(text, values);
-      if (text === "COMMIT") throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+      if (text === "COMMIT" || (text.endsWith("; COMMIT") && text.includes(".runs (id,"))) throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
       return result;
     });
     const echo = defineWorkflow({ name: "echo", run: async (_ctx, text: string) => text });
@@ -346,14 +347,17 @@ suite("postgres store", () => {
     await s.close();
   });
 
-  it("a sequential step is one round trip, and so is an attempt's ending; values with quotes, backslashes, E'…', $$ and non-ASCII text are stored exactly", async () => {
+  it("a run's start, each sequential step and the attempt's ending are one round trip each; values with quotes, backslashes, E'…', $$ and non-ASCII text are stored exactly", async () => {
     const schema = freshSchema();
     await store(schema).migrate().then(() => undefined);
     let queries = 0;
     const endings: string[] = [];
+    const rollbacks: string[] = [];
     const counting = interceptedPool(2, async (client, text, values) => {
       queries++;
       if (text.includes("SET attempt = NULL")) endings.push(text);
+      // A one-round-trip transaction the server refused is rolled back and sent the usual way.
+      if (text === "ROLLBACK") rollbacks.push(text);
       return client.query(text, values);
     });
     const tricky = ["it's", "back\\slash \\' quote", "E'x'); DROP TABLE runs; --", "$$ $tag$ \n\r\t", "héllo ✓ 🐢 \u2028", "'".repeat(50)];
@@ -372,10 +376,13 @@ suite("postgres store", () => {
       return queries - before;
     };
     await roundTrips(2); // the first run also asks which database this is
+    // The start, the step's intent, its outcome, the ending.
+    expect(await roundTrips(1)).toBe(4);
     const short = await roundTrips(2);
     const long = await roundTrips(22);
     expect(long - short).toBe(20);
-    expect(endings).toHaveLength(3);
+    expect(rollbacks).toEqual([]);
+    expect(endings).toHaveLength(4);
     for (const text of endings) expect(text).toMatch(/^BEGIN; .*; COMMIT$/s);
     const runs = await engine.list({ workflow: "trips" });
     const stored = (await engine.store.loadRun(runs[0]!.id))!;

@@ -13,18 +13,22 @@
 
 import { literal } from "./connection.js";
 import { RUN_FIELDS, STEP_INSERT_COLUMNS } from "./sql.js";
-import type { AttemptEnd, Fence, RunPatch } from "../types.js";
+import type { AttemptEnd, AttemptRow, Fence, RunPatch, RunRow } from "../types.js";
 import type { AttemptWrite } from "./write-queue.js";
 
+type SqlType = "text" | "jsonb" | "integer" | "bigint" | "boolean";
+
 /** A value as an SQL literal, or undefined when it cannot be written as one. */
-function sqlValue(value: string | number | null, type: "text" | "integer" | "bigint"): string | undefined {
+function sqlValue(value: string | number | boolean | null, type: SqlType): string | undefined {
   if (value === null) return `NULL::${type}`;
-  if (typeof value === "number") return type !== "text" && Number.isSafeInteger(value) ? String(value) : undefined;
-  return type === "text" && !value.includes("\0") ? literal(value) : undefined;
+  if (typeof value === "boolean") return type === "boolean" ? String(value).toUpperCase() : undefined;
+  if (typeof value === "number") return (type === "integer" || type === "bigint") && Number.isSafeInteger(value) ? String(value) : undefined;
+  if (value.includes("\0")) return undefined;
+  return type === "text" ? literal(value) : type === "jsonb" ? `${literal(value)}::jsonb` : undefined;
 }
 
 /** `values` as literals, or undefined if any cannot be one. */
-function sqlValues(values: Array<[string | number | null, "text" | "integer" | "bigint"]>): string[] | undefined {
+function sqlValues(values: Array<[string | number | boolean | null, SqlType]>): string[] | undefined {
   const out: string[] = [];
   for (const [value, type] of values) {
     const text = sqlValue(value, type);
@@ -120,7 +124,7 @@ function endStatements(s: string, fence: Fence, end: AttemptEnd): string[] | und
     [end.ending, "text"],
     [end.endedAt, "bigint"],
     [end.error, "text"],
-    [end.reused ? JSON.stringify(end.reused) : null, "text"],
+    [end.reused ? JSON.stringify(end.reused) : null, "jsonb"],
   ]);
   const sets = runSets(end.run);
   if (v === undefined || sets === undefined) return undefined;
@@ -150,4 +154,58 @@ function runSets(patch: RunPatch): string[] | undefined {
     sets.push(`${column} = ${text}`);
   }
   return sets;
+}
+
+/**
+ * A new run, its first attempt and its lease, as one statement (data-modifying CTEs: the attempt
+ * and the lease are inserted only if the run was), answering `inserted` 1 or 0 (the id is
+ * taken). Undefined when a value cannot be a literal.
+ */
+export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): string | undefined {
+  const r = sqlValues([
+    [run.id, "text"],
+    [run.workflow, "text"],
+    [run.version, "text"],
+    [run.args, "text"],
+    [run.status, "text"],
+    [run.attempts, "integer"],
+    [run.budgetUsed, "integer"],
+    [run.source, "text"],
+    [run.deadline, "bigint"],
+    [run.value, "text"],
+    [run.error, "text"],
+    [run.waitingFor, "text"],
+    [run.wakeAt, "bigint"],
+    [run.createdAt, "bigint"],
+    [run.updatedAt, "bigint"],
+  ]);
+  const a = sqlValues([
+    [attempt.number, "integer"],
+    [attempt.host, "text"],
+    [attempt.bootId, "text"],
+    [attempt.pid, "integer"],
+    [attempt.processStart, "bigint"],
+    [attempt.startedAt, "bigint"],
+    [attempt.endedAt, "bigint"],
+    [attempt.ending, "text"],
+    [attempt.fromStep, "text"],
+    [attempt.forced, "boolean"],
+    [attempt.error, "text"],
+    [attempt.reused ? JSON.stringify(attempt.reused) : null, "jsonb"],
+  ]);
+  const l = sqlValues([
+    [lease.expiresAt, "bigint"],
+    [lease.now, "bigint"],
+  ]);
+  if (r === undefined || a === undefined || l === undefined || attempt.runId !== run.id) return undefined;
+  return `WITH r AS (
+      INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at)
+      VALUES (${r.join(", ")}) ON CONFLICT (id) DO NOTHING RETURNING id),
+    a AS (
+      INSERT INTO ${s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, epoch, replaced_expires_at)
+      SELECT id, ${a.join(", ")}, 1, NULL::bigint FROM r RETURNING 1),
+    l AS (
+      INSERT INTO ${s}.leases (run_id, epoch, attempt, expires_at, heartbeat_at)
+      SELECT id, 1, ${a[0]}, ${l.join(", ")} FROM r RETURNING 1)
+    SELECT count(*)::int AS inserted FROM r`;
 }

@@ -43,6 +43,7 @@ import type {
 import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
+import { newRunStatement } from "./one-trip.js";
 import { WriteQueue } from "./write-queue.js";
 
 export const DEFAULT_PG_SCHEMA = "steplog";
@@ -292,6 +293,19 @@ class PostgresStoreImpl implements PostgresStore {
     const ours: Lease = { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     return (await this.#transact(true, "the new run", run.id, "retry", true, async (client, tx) => {
       const conn = (await this.#connect()).conn;
+      // In one round trip; a retry after a COMMIT with no reply goes the usual way (it looks for its own run).
+      const oneTrip = tx.maybeCommitted ? undefined : newRunStatement(s, run, attempt, lease);
+      if (oneTrip !== undefined) {
+        const inserted = await conn.transactOnce(client, oneTrip, tx).then(
+          ([result]) => (result!.rows[0] as { inserted: number }).inserted === 1,
+          (error: unknown) => {
+            if (isConnectionError(error)) throw error;
+            return undefined; // rolled back: the usual way says what failed
+          },
+        );
+        if (inserted === true) return ours;
+        if (inserted === false) return { exists: (await this.#sql.loadRun(client, run.id))!.run };
+      }
       await conn.begin(client);
       const inserted = await client.query(
         `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at)
