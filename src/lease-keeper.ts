@@ -16,6 +16,8 @@ export class LeaseKeeper {
   #deadline: NodeJS.Timeout | undefined;
   #expiresAt: number;
   #renewing = false;
+  /** When the renewal under way was sent. */
+  #renewingSince = 0;
 
   constructor(
     private readonly settings: EngineSettings,
@@ -25,9 +27,12 @@ export class LeaseKeeper {
     this.#expiresAt = lease.expiresAt;
   }
 
+  get #every(): number {
+    return Math.max(10, Math.floor(this.settings.leaseMs / 3));
+  }
+
   start(): void {
-    const every = Math.max(10, Math.floor(this.settings.leaseMs / 3));
-    this.#timer = setInterval(() => void this.#renew(), every);
+    this.#timer = setInterval(() => void this.#renew(), this.#every);
     this.#timer.unref();
     this.#armDeadline();
   }
@@ -46,13 +51,20 @@ export class LeaseKeeper {
   }
 
   /**
-   * The lease ran out. With a renewal still waiting for the store, the store cannot be reached:
-   * the attempt stops. With none (the event loop was blocked past the deadline, say), the next
-   * renewal decides, as before.
+   * The lease ran out. With a renewal that has waited for the store a renewal interval or more,
+   * the store cannot be reached: the attempt stops. With none, or one only just sent (the event
+   * loop was held past the deadline and the overdue renewal went first), that renewal decides,
+   * as before; it gets a lease's time to answer.
    */
   #onDeadline(): void {
     this.#deadline = undefined;
     if (!this.#renewing || this.#timer === undefined) return;
+    const waited = this.settings.clock.now() - this.#renewingSince;
+    if (waited < this.#every) {
+      this.#deadline = setTimeout(() => this.#onDeadline(), this.settings.leaseMs - waited);
+      this.#deadline.unref();
+      return;
+    }
     this.stop();
     this.onLost(new LeaseLostError(this.lease.runId, this.lease.attempt, "its lease expired while a renewal was still waiting for the store (is it reachable?)"));
   }
@@ -61,6 +73,7 @@ export class LeaseKeeper {
     if (this.#renewing) return;
     this.#renewing = true;
     const now = this.settings.clock.now();
+    this.#renewingSince = now;
     const expiresAt = now + this.settings.leaseMs;
     try {
       await this.settings.store.renewLease(this.lease, expiresAt, now);

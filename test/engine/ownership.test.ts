@@ -4,6 +4,8 @@ import fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { memoryStore } from "../../src/memory.js";
+import { sqliteStore } from "../../src/sqlite.js";
+import { tmpDb } from "../helpers/tmp.js";
 import { currentOwner } from "../../src/owner.js";
 import type { OwnerRow, Store } from "../../src/store/types.js";
 import { STORES } from "../helpers/stores.js";
@@ -122,6 +124,27 @@ describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
 });
 
 describe("fencing", () => {
+  it("an event loop held past the lease by a synchronous step does not lose the lease by itself: the overdue renewal decides", async () => {
+    const workflow = defineWorkflow({
+      name: "busy",
+      async run(ctx) {
+        await ctx.step("a", async () => 1);
+        await new Promise((resolve) => setTimeout(resolve, 150)); // a renewal lands
+        await ctx.step("busy", async () => {
+          const end = Date.now() + 700;
+          while (Date.now() < end); // blocks the event loop for more than two leases
+          return 2;
+        });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return ctx.step("c", async () => 3);
+      },
+    });
+    // A store whose renewal answers on a later turn of the event loop (SQLite's group commit).
+    const engine = createEngine({ store: sqliteStore({ path: tmpDb() }), workflows: [workflow], leaseMs: 300 });
+    expect(await engine.start(workflow, undefined, { id: "b" })).toMatchObject({ status: "completed", value: 3 });
+    await engine.close();
+  });
+
   it("a renewal that never returns (a network partition): when the lease runs out the attempt stops, aborting its step's signal, and ends with LEASE_LOST", async () => {
     const inner = memoryStore();
     // The store hangs on renewals, as a query over a dropped network path does.
