@@ -56,20 +56,22 @@ function readPidNamespace(): string | null {
   }
 }
 
-/** Where this process's pids mean something, and which thread it is (see the top of this file). */
-function ownerScope(): string | null {
-  const boot = readBootId();
-  if (boot === null) return null;
-  const ns = readPidNamespace();
-  return `${boot}${ns === null ? "" : ` pidns:${ns}`}${threadId === 0 ? "" : ` thread:${threadId}`}`;
+/**
+ * The recorded bootId (see the top of this file): where this process's pids mean something, and
+ * which thread it is. Without a boot id (not Linux) the thread is still recorded.
+ */
+export function scopeOf(boot: string | null, pidNamespace: string | null, thread: number): string | null {
+  const space = boot === null ? "" : `${boot}${pidNamespace === null ? "" : ` pidns:${pidNamespace}`}`;
+  const scope = `${space}${thread === 0 ? "" : ` thread:${thread}`}`;
+  return scope === "" ? null : scope;
 }
 
-/** A recorded bootId split into its pid space and its thread (0: the main thread). */
+/** A recorded bootId split into its pid space (null: unknown) and its thread (0: the main thread). */
 export function parseScope(bootId: string | null): { space: string | null; thread: number } {
   if (bootId === null) return { space: null, thread: 0 };
   const at = bootId.lastIndexOf(" thread:");
   if (at === -1) return { space: bootId, thread: 0 };
-  return { space: bootId.slice(0, at), thread: Number(bootId.slice(at + " thread:".length)) };
+  return { space: bootId.slice(0, at) || null, thread: Number(bootId.slice(at + " thread:".length)) };
 }
 
 let self: OwnerRow | undefined;
@@ -80,7 +82,7 @@ export function currentOwner(): OwnerRow {
     const stat = readProcStat(process.pid);
     self = {
       host: os.hostname(),
-      bootId: ownerScope(),
+      bootId: scopeOf(readBootId(), readPidNamespace(), threadId),
       pid: process.pid,
       processStart: stat && Number.isFinite(stat.startTime) ? stat.startTime : null,
     };

@@ -1,7 +1,9 @@
-// A process in another pid namespace on the same host and kernel — a container that shares the
-// host's name and the store's volume — holds a run. Its pid means nothing in this namespace (it
-// is pid 1 there, and pid 1 here is another process), so a continue here must judge it by its
-// lease alone: RUN_BUSY while the lease is live, and the step runs once.
+// Ownership where pids mislead: a process in another pid namespace on the same host and kernel —
+// a container that shares the host's name and the store's volume — holds a run. Its pid means
+// nothing in this namespace (it is pid 1 there, and pid 1 here is another process), so a
+// continue here must judge it by its lease alone: RUN_BUSY while the lease is live, and the step
+// runs once. And two worker threads of one process where the kernel's boot id cannot be read
+// (as off Linux): the thread is still recorded, so one thread never takes the other's run.
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -19,6 +21,7 @@ const nsTest = canUnshare || process.env.CI ? it : it.skip;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "steplog-pidns-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 const fixture = new URL("./fixtures/ns-holder.mjs", import.meta.url).pathname;
+const threadsFixture = new URL("./fixtures/threads-one-process.mjs", import.meta.url).pathname;
 
 describe("a holder in another pid namespace", () => {
   nsTest("is alive while its lease is: a continue from this namespace is RUN_BUSY and does not call the step", async () => {
@@ -39,5 +42,17 @@ describe("a holder in another pid namespace", () => {
     expect(calls).toBe(0);
     expect((await engine.get("r")).status).toBe("completed");
     await engine.close();
+  });
+});
+
+describe("two worker threads of one process with no boot id to read", () => {
+  nsTest("the other thread's continue is RUN_BUSY; the holder completes", async () => {
+    const file = path.join(dir, "no-boot.db");
+    // A mount namespace of its own, with the boot id file hidden behind /dev/null (read as empty).
+    const run = spawnNode(threadsFixture, [file, "r"], {
+      under: ["unshare", "--mount", "sh", "-c", 'mount --bind /dev/null /proc/sys/kernel/random/boot_id && exec "$0" "$@"'],
+    });
+    const outcome = await run.done;
+    expect(outcome.report, run.output()).toEqual({ worker: { error: "RUN_BUSY" }, main: { status: "completed", attempt: 1 }, bootId: null });
   });
 });

@@ -6,7 +6,7 @@ import { createEngine, defineWorkflow } from "../../src/index.js";
 import { memoryStore } from "../../src/memory.js";
 import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
-import { currentOwner } from "../../src/owner.js";
+import { currentOwner, parseScope, scopeOf } from "../../src/owner.js";
 import type { OwnerRow, Store } from "../../src/store/types.js";
 import { STORES } from "../helpers/stores.js";
 
@@ -88,32 +88,6 @@ describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
     expect(await engine.continue("mine")).toMatchObject({ status: "completed" });
   });
 
-  it("another pid namespace on the same host and boot (a container sharing the host name) is judged by lease expiry only", async () => {
-    const store = makeStore();
-    const kernelBoot = me.bootId!.split(" ")[0]!;
-    // A live lease held from another pid namespace: its pid means nothing here (this one is dead here).
-    const container = { ...me, bootId: `${kernelBoot} pidns:1`, pid: 2 ** 22 + 9 };
-    await leftBy(store, "ns-live", container, Date.now() + hour);
-    await leftBy(store, "ns-expired", container, Date.now() - 1);
-    // The same pid as this process, seen from another namespace, is another process too.
-    await leftBy(store, "ns-same-pid", { ...container, pid: me.pid, processStart: me.processStart }, Date.now() + hour);
-    const engine = createEngine({ store, workflows: [noop] });
-    expect((await engine.recover()).map((r) => r.id)).toEqual(["ns-expired"]);
-    await expect(engine.continue("ns-live")).rejects.toMatchObject({ code: "RUN_BUSY" });
-    await expect(engine.continue("ns-same-pid")).rejects.toMatchObject({ code: "RUN_BUSY" });
-  });
-
-  it("another worker thread of this very process is alive while its lease is, and gone once it expires", async () => {
-    const store = makeStore();
-    const otherThread = { ...me, bootId: `${me.bootId} thread:4242` };
-    await leftBy(store, "thread-live", otherThread, Date.now() + hour);
-    await leftBy(store, "thread-expired", otherThread, Date.now() - 1);
-    const engine = createEngine({ store, workflows: [noop] });
-    expect((await engine.get("thread-live")).status).toBe("running");
-    await expect(engine.continue("thread-live")).rejects.toMatchObject({ code: "RUN_BUSY" });
-    expect(await engine.continue("thread-expired")).toMatchObject({ status: "completed", attempt: 2 });
-  });
-
   it("another boot on the same host is judged by lease expiry only", async () => {
     const store = makeStore();
     await leftBy(store, "old-boot-live", { ...me, bootId: "some-other-boot", pid: 2 ** 22 + 5 }, Date.now() + hour);
@@ -121,6 +95,20 @@ describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
     const engine = createEngine({ store, workflows: [noop] });
     expect((await engine.recover()).map((r) => r.id)).toEqual(["old-boot-expired"]);
   });
+});
+
+describe("the recorded owner scope", () => {
+  it("carries the pid namespace and the worker thread, and the thread even where there is no boot id", () => {
+    expect(scopeOf("b00t", "4026531836", 0)).toBe("b00t pidns:4026531836");
+    expect(scopeOf("b00t", "4026531836", 3)).toBe("b00t pidns:4026531836 thread:3");
+    expect(scopeOf(null, null, 3)).toBe(" thread:3");
+    expect(scopeOf(null, null, 0)).toBeNull();
+    expect(parseScope("b00t pidns:4026531836 thread:3")).toEqual({ space: "b00t pidns:4026531836", thread: 3 });
+    expect(parseScope(" thread:3")).toEqual({ space: null, thread: 3 });
+    expect(parseScope("b00t")).toEqual({ space: "b00t", thread: 0 });
+    expect(parseScope(null)).toEqual({ space: null, thread: 0 });
+  });
+
 });
 
 describe("fencing", () => {
