@@ -23,7 +23,7 @@ import { LeaseKeeper } from "./lease-keeper.js";
 import { markDone, type LiveToken } from "./live-attempts.js";
 import { runSaga, unreachable, type SagaEntry } from "./saga.js";
 import { runStep, type StepCall } from "./step-runner.js";
-import { approvalEvent, sleep, waitForEvent, type WaitingFor } from "./waits.js";
+import { sleep, waitForEvent, type WaitingFor } from "./waits.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
 import { decodeValue } from "./values.js";
 
@@ -397,7 +397,9 @@ export class Attempt {
         },
         reused: this.reused,
         // An event (or approval) that arrived while this attempt was parking wakes the run at once.
-        ...(parked?.kind === "event" ? { wakeOnEvent: parked.event! } : parked?.kind === "approval" ? { wakeOnEvent: approvalEvent(parked.step) } : {}),
+        // Not for an approval: one cannot arrive before the run is parked on it, and the answers
+        // of earlier asks (a rejection before a continue asked again) are kept, never consumed.
+        ...(parked?.kind === "event" ? { wakeOnEvent: parked.event! } : {}),
       });
     } catch (endError) {
       if (endError instanceof SteplogError && endError.code === "LEASE_LOST") return await this.#leaseLost(endError);

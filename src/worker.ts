@@ -57,9 +57,10 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   const { concurrency, pollMs } = validateWorkOptions(options);
   const active = new Map<string, Promise<void>>();
   const attempts: RunResult[] = [];
-  // Runs that could not be claimed are skipped until the next poll, so one busy or foreign run
-  // can neither spin this loop nor starve the others.
+  // Runs that could not be claimed are skipped for a poll (pollMs, however often the worker is
+  // woken meanwhile), so one busy or foreign run can neither spin this loop nor starve the others.
   let skip = new Set<string>();
+  let skippingSince = Date.now();
   let woken = false;
   let wake: () => void = () => {
     woken = true;
@@ -69,8 +70,12 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   stop.addEventListener("abort", listener);
   try {
     while (!stop.aborted) {
+      if (Date.now() - skippingSince >= pollMs) {
+        skip = new Set();
+        skippingSince = Date.now();
+      }
       if (active.size < concurrency) {
-        for (const runId of await readyRuns(host, concurrency - active.size + skip.size + active.size)) {
+        for (const runId of await listReady(host, concurrency - active.size + skip.size + active.size, pollMs)) {
           if (active.size >= concurrency || stop.aborted) break;
           if (active.has(runId) || skip.has(runId)) continue;
           const running = host
@@ -99,7 +104,10 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
             resolve(false);
           };
         });
-        if (timedOut) skip = new Set();
+        if (timedOut) {
+          skip = new Set();
+          skippingSince = Date.now();
+        }
       }
       woken = false;
       wake = () => {
@@ -114,12 +122,29 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   }
 }
 
+/**
+ * The ready runs, or none if the store could not list them (a database restarting, a file
+ * error): the worker says so and looks again at its next poll. Stopping would leave the
+ * attempts it runs unwatched.
+ */
+async function listReady(host: WorkerHost, limit: number, pollMs: number): Promise<string[]> {
+  try {
+    return await readyRuns(host, limit);
+  } catch (error) {
+    process.emitWarning(`steplog worker: could not list the ready runs (${(error as Error).message}); looking again in ${pollMs} ms.`, { code: "STEPLOG_WORKER_POLL_FAILED" });
+    return [];
+  }
+}
+
 async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
   const ours = host.workflows();
-  const names = new Set(ours.map((w) => w.name));
-  // Oldest due first (the store orders a dueBy listing by wake time).
-  const due = await host.store.listRuns({ status: ["waiting"], dueBy: host.now(), limit: Math.max(limit, 16) });
-  const ids = due.filter((l) => names.has(l.run.workflow)).map((l) => l.run.id);
+  // Oldest due first (the store orders a dueBy listing by wake time), listed per workflow of
+  // this worker: due runs of workflows it does not have must not hide its own.
+  const perWorkflow = await Promise.all(ours.map((w) => host.store.listRuns({ status: ["waiting"], workflow: w.name, dueBy: host.now(), limit: Math.max(limit, 16) })));
+  const ids = perWorkflow
+    .flat()
+    .sort((a, b) => a.run.wakeAt! - b.run.wakeAt!)
+    .map((l) => l.run.id);
   // Only runs whose owner is gone: a live attempt's run would just be refused (RUN_BUSY), and
   // listing them first could hide an old abandoned one behind many live ones.
   for (const workflow of ours.filter((w) => w.autoResume)) {

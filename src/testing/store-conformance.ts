@@ -353,7 +353,9 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       const [listing] = await store.listRuns({ workflow: "a" });
       assert.deepEqual([listing!.lastAttempt!.number, listing!.lease!.epoch], [1, 1]);
       await created(store, "earliest", { createdAt: NOW + 50, workflow: "b", status: "waiting", wakeAt: NOW + 1 });
-      assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 1000 })).map((l) => l.run.id), ["earliest", "new", "later"]);
+      await created(store, "made-first", { createdAt: NOW - 100, workflow: "b", status: "waiting", wakeAt: NOW + 2 });
+      assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 1000 })).map((l) => l.run.id), ["earliest", "made-first", "new", "later"]);
+      assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 1000, limit: 2 })).map((l) => l.run.id), ["earliest", "made-first"]);
     }));
 
     if (options.reopen) {

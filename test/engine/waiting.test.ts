@@ -258,6 +258,97 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
   });
 });
 
+describe("the worker loop: what it picks up", () => {
+  it.each(STORES)("a rejected approval, then continue: the run parks on the approval again and is not due (no worker loop on it) (%s)", async (_name, makeStore) => {
+    let sent = 0;
+    const workflow = defineWorkflow({ name: "ask", run: (ctx) => ctx.step("deploy", { approval: true }, async () => void sent++) });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "a" })).toMatchObject({ status: "waiting" });
+    await engine.reject("a", "deploy", { reason: "not yet" });
+    expect(await engine.continue("a")).toMatchObject({ status: "waiting" });
+    expect((await engine.store.loadRun("a"))!.run.wakeAt).toBeNull();
+    const controller = new AbortController();
+    const worker = engine.work({ pollMs: 20, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    controller.abort();
+    expect((await worker).attempts).toEqual([]);
+    expect(sent).toBe(0);
+    await engine.approve("a", "deploy");
+    expect(await engine.continue("a")).toMatchObject({ status: "completed" });
+    expect(sent).toBe(1);
+  });
+
+  it("due runs of workflows this worker does not have do not hide its own", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const store = memoryStore();
+    const nap = (name: string) => defineWorkflow({ name, run: async (ctx) => (await ctx.sleep("nap", 1), name) });
+    const [other, mine] = [nap("other-service"), nap("mine")];
+    const elsewhere = createEngine({ store, workflows: [other] });
+    for (let i = 0; i < 20; i++) await elsewhere.start(other, undefined, { id: `o${i}` });
+    const engine = createEngine({ store, workflows: [mine] });
+    await engine.start(mine, undefined, { id: "m" });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await workUntil(engine, async () => (await engine.get("m")).status === "completed");
+    expect((await engine.get("m")).status).toBe("completed");
+    expect((await engine.get("o0")).status).toBe("waiting");
+  });
+
+  it("a run it could not claim is tried again after pollMs, even while the worker keeps being woken", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const { wakeWorkers } = await import("../../src/worker.js");
+    const inner = memoryStore();
+    let refusals = 0;
+    // The first claim of run "x" is lost (another worker got there first, say).
+    const racing = new Proxy(inner, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key === "claimRun") {
+          return (runId: string, decide: unknown) => (runId === "x" && refusals++ === 0 ? Promise.reject(new Error("lost the race")) : (value as Function).call(target, runId, decide));
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", 1), "done") });
+    const engine = createEngine({ store: racing, workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "x" });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const waking = setInterval(wakeWorkers, 20);
+    try {
+      await workUntil(engine, async () => (await engine.get("x")).status === "completed", { pollMs: 200 });
+    } finally {
+      clearInterval(waking);
+    }
+    expect(refusals).toBeGreaterThanOrEqual(2);
+    expect((await engine.get("x")).status).toBe("completed");
+  });
+
+  it("a listing that fails once does not stop the worker: it warns and looks again at its next poll", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const inner = memoryStore();
+    let failures = 0;
+    const flaky = new Proxy(inner, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key === "listRuns") return (filter: unknown) => (failures++ === 0 ? Promise.reject(new Error("EMFILE: too many open files")) : (value as Function).call(target, filter));
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", onWarning);
+    const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", 1), "done") });
+    const engine = createEngine({ store: flaky, workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "y" });
+    try {
+      const summary = await workUntil(engine, async () => (await engine.get("y")).status === "completed", { pollMs: 30 });
+      expect(summary.attempts.map((a) => [a.id, a.status])).toEqual([["y", "completed"]]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.some((w) => w.includes("could not list the ready runs (EMFILE: too many open files)"))).toBe(true);
+  });
+});
+
 describe("waiting: edges", () => {
   it("a worker does not spin on runs it cannot claim (a foreign workflow's due run, a busy autoResume run)", async () => {
     const { memoryStore } = await import("../../src/memory.js");

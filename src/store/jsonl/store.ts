@@ -445,7 +445,9 @@ class JsonlStoreImpl implements JsonlStore {
         if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) continue;
         out.push(structuredClone({ run, lastAttempt: attempts.at(-1) ?? null, lease }));
       }
-      out.sort((a, b) => b.run.createdAt - a.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
+      // Newest first; a due listing oldest wake time first (the Store contract).
+      if (filter.dueBy !== undefined) out.sort((a, b) => a.run.wakeAt! - b.run.wakeAt! || (a.run.id < b.run.id ? -1 : 1));
+      else out.sort((a, b) => b.run.createdAt - a.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
       return filter.limit === undefined ? out : out.slice(0, Math.max(0, Math.floor(filter.limit)));
     }, []);
   }
