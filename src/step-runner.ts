@@ -86,7 +86,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   if (record && record.status === "intended" && record.attempt !== attempt.number) {
     return resolveUnknownOutcome(attempt, key, record, call);
   }
-  return execute(attempt, key, call, owedRedrive(record) ?? { idempotencyKey: idempotencyKeyFor(attempt, key) });
+  return execute(attempt, key, call, owedRedrive(attempt, key, record) ?? { idempotencyKey: idempotencyKeyFor(attempt, key) });
 }
 
 function checkOptions(attempt: Attempt, call: StepCall): void {

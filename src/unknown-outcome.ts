@@ -85,19 +85,24 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
 }
 
 /**
- * A step whose cut-off execution was settled for a re-drive (`redrive`, or a query that found
- * nothing) that never got its own intent (the attempt ended in between: a crash, a cancel): the
- * re-drive is still owed `previous` and the same idempotency key. Undefined for any other row.
+ * A step whose cut-off execution was settled for a re-drive that never got its own intent (the
+ * attempt ended in between: a crash, a cancel): the re-drive is still owed `previous`. After
+ * `redrive`, or a query that found nothing, the latest row is the settled cut-off, and the key
+ * stays; after `compensate`, it is the compensation, and the key is the next one. Undefined for
+ * any other row.
  */
-export function owedRedrive(record: StepRow | undefined): Identity | undefined {
-  if (record?.status !== "failed" || record.resolution === null) return undefined;
+export function owedRedrive(attempt: Attempt, key: string, record: StepRow | undefined): Identity | undefined {
+  if (record?.resolution == null) return undefined;
   const resolution = JSON.parse(record.resolution) as Partial<Resolution>;
-  const owed = (resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done");
-  if (!owed) return undefined;
-  return {
-    idempotencyKey: record.idempotencyKey,
-    previous: { attempt: record.attempt, intendedAt: new Date(record.intendedAt).toISOString(), idempotencyKey: record.idempotencyKey },
-  };
+  const previousOf = (cutOff: StepRow) => ({ attempt: cutOff.attempt, intendedAt: new Date(cutOff.intendedAt).toISOString(), idempotencyKey: cutOff.idempotencyKey });
+  if (record.status === "failed" && ((resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done"))) {
+    return { idempotencyKey: record.idempotencyKey, previous: previousOf(record) };
+  }
+  if (record.status === "compensated" && resolution.compensation === true && resolution.found === "unknown") {
+    const cutOff = attempt.stored.steps.filter((row) => row.key === key && !isCompensationRow(row)).at(-1);
+    if (cutOff) return { idempotencyKey: idempotencyKeyFor(attempt, key), previous: previousOf(cutOff) };
+  }
+  return undefined;
 }
 
 function isCompensationRow(row: StepRow): boolean {

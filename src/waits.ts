@@ -120,6 +120,8 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
   if (options.timeoutMs !== undefined && !(typeof options.timeoutMs === "number" && options.timeoutMs > 0 && Number.isFinite(options.timeoutMs))) {
     throw new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, wait ${JSON.stringify(name)}: timeoutMs must be a finite number of milliseconds > 0.`, { runId: attempt.runId });
   }
+  // The wait's name is also the event's: one steplog keeps for itself could never be sent.
+  if (typeof name === "string" && name.startsWith(RESERVED_EVENT_PREFIX)) checkName("event name", name);
   const now = attempt.settings.clock.now();
   const entered = await enterWait(attempt, name, "event", () => (options.timeoutMs === undefined ? undefined : now + options.timeoutMs));
   if ("reused" in entered) {

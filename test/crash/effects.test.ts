@@ -36,6 +36,19 @@ describe("unknown outcomes after a real crash", () => {
     ]);
   });
 
+  it("compensate cut off between the compensation and the re-drive's intent: the next continue re-drives with the next key and `previous`", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "compensatable" }), COMPENSATABLE: "two" };
+    await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
+    await runWorker(file, "r", "continue", { ...env, STEPLOG_FAULT: "before-intent@two" });
+    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed", "compensated"]);
+    expect((await runWorker(file, "r", "continue", env)).report?.result).toMatchObject({ status: "completed" });
+    expect(effectsOf(file, "two").map((e) => [e.idempotencyKey, e.attempt, e.previous?.attempt ?? null])).toEqual([
+      ["r:two", 1, null],
+      ["r:two:2", 3, 1],
+    ]);
+  });
+
   it("query finds the effect: recorded as succeeded from the query, the function not called again", async () => {
     const file = tmpDb();
     const env = { EFFECTS: JSON.stringify({ two: "irreversible" }), QUERYABLE: "two" };

@@ -416,6 +416,10 @@ describe("waiting: edges", () => {
     expect((refused as Error).message).toContain("engine.approve");
     expect(await engine.continue("g")).toMatchObject({ status: "waiting" });
     expect(sent).toBe(0);
+    // Nor can a workflow wait for one: it could never be sent.
+    const waits = defineWorkflow({ name: "waits-reserved", run: (ctx) => ctx.waitForEvent("steplog:approval:x") });
+    const other = createEngine({ store: memoryStore(), workflows: [waits] });
+    expect(await other.start(waits, undefined, { id: "w" })).toMatchObject({ status: "failed", error: { code: "INVALID_NAME" } });
   });
 
   it("an approval is answered once: a second approve, or a reject after it, is refused", async () => {

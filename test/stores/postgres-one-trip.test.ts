@@ -1,6 +1,7 @@
 // Which writes the Postgres store sends in one round trip (see src/store/postgres/one-trip.ts),
 // and how their values become literals. No server needed: the statements are text.
 import { describe, expect, it } from "vitest";
+import { literal } from "../../src/store/postgres/connection.js";
 import { oneTripStatements } from "../../src/store/postgres/one-trip.js";
 import type { AttemptWrite } from "../../src/store/postgres/write-queue.js";
 import type { StepRow } from "../../src/store/types.js";
@@ -55,6 +56,11 @@ describe("postgres one-round-trip statements", () => {
     expect(statements[1]).toContain("status = E'waiting', wake_at = NULL, updated_at = 7");
     expect(statements[2]).toContain("name = E'verdict' AND consumed_by IS NULL");
     expect(statements[3]).toMatch(/^UPDATE s.leases SET attempt = NULL, .* WHERE run_id = E'run-1' AND epoch = 3 AND attempt IS NOT NULL$/s);
+  });
+
+  it("literals are ASCII: characters past it are \\u / \\U escapes, so no client encoding can move a quote or a backslash", () => {
+    expect(literal("é ✓ 🐢 '\\")).toBe("E'\\u00e9 \\u2713 \\U0001f422 ''\\\\'");
+    expect(literal("plain")).toBe("E'plain'");
   });
 
   it("goes the usual way for an outcome that consumes an event, a NUL in any text, or a number that is not a safe integer", () => {

@@ -501,6 +501,33 @@ suite("postgres store", () => {
     await cutting.end();
   });
 
+  it("a client-side query_timeout while a transaction waits for a lock is a lost connection, not a refusal: what the server then commits is recognised, never reported failed", async () => {
+    const schema = freshSchema();
+    const timing = new pg.Pool({ connectionString: URL_!, max: 2, query_timeout: 300 });
+    timing.on("error", () => {});
+    const locker = new pg.Client({ connectionString: URL_! });
+    await locker.connect();
+    const flow = defineWorkflow({
+      name: "timed",
+      async run(ctx) {
+        await ctx.step("charge", { effect: "irreversible" }, async () => "charged");
+        // Another transaction holds the run's lease row past the pool's query_timeout as the attempt ends.
+        await locker.query(`BEGIN; SELECT 1 FROM "${schema}".leases WHERE run_id = 'r' FOR UPDATE`);
+        setTimeout(() => void locker.query("COMMIT"), 800);
+        return "ok";
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: timing, schema }), workflows: [flow] });
+    const result = await engine.start(flow, undefined, { id: "r" });
+    const stored = (await engine.store.loadRun("r"))!;
+    expect([result.status, result.runStatus]).toEqual([stored.run.status, stored.run.status]);
+    expect(result).toMatchObject({ status: "completed", value: "ok" });
+    expect(stored.attempts.map((a) => a.ending)).toEqual(["completed"]);
+    await engine.close();
+    await timing.end();
+    await locker.end();
+  });
+
   it("concurrent first opens on many connections migrate once; a newer schema is refused with STORE_TOO_NEW and left untouched", async () => {
     const schema = freshSchema();
     const stores = Array.from({ length: 6 }, () => store(schema, { poolSize: 2 }));

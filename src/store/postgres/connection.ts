@@ -21,7 +21,6 @@ export interface PgClient {
   release(destroy?: Error | boolean): void;
   on?(event: "error", listener: (error: Error) => void): unknown;
   removeListener?(event: "error", listener: (error: Error) => void): unknown;
-  listeners?(event: "error"): Function[];
 }
 
 /** The part of a pg Pool the store uses (a `pg.Pool` is one). */
@@ -93,10 +92,18 @@ export async function createPool(settings: PoolSettings): Promise<PgPoolLike> {
  * query. For the pools steplog makes and the ones it is given.
  */
 export function guardCheckouts(pool: PgPoolLike): void {
+  if (guardedPools.has(pool)) return;
+  guardedPools.add(pool);
   pool.on?.("acquire", (client) => {
-    if (!client.listeners?.("error").includes(ignore)) client.on?.("error", ignore);
+    if (guardedClients.has(client)) return;
+    guardedClients.add(client);
+    client.on?.("error", ignore);
   });
 }
+
+/** Once per pool (several stores may share one) and once per client. */
+const guardedPools = new WeakSet<PgPoolLike>();
+const guardedClients = new WeakSet<PgClient>();
 
 const CONNECTION_CODES = new Set([
   "ECONNRESET",
@@ -117,7 +124,9 @@ const CONNECTION_CODES = new Set([
   "08004",
   "08006",
 ]);
-const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Connection ended/i;
+// "Query read timeout": pg's client-side query_timeout. The statement may still run (and commit)
+// on the server; the connection is in an unknown state, so it is treated as lost.
+const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Connection ended|Query read timeout/i;
 
 /** The connection (not the statement) failed: the transaction is gone with it. */
 export function isConnectionError(error: unknown): boolean {
@@ -133,6 +142,11 @@ export function isConnectionSettingsError(error: unknown): boolean {
 }
 
 const SETTINGS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "3D000", "28000", "28P01"]);
+
+/** An error the server raised for one statement (it has a SQLSTATE): the server answered. */
+export function isDbError(error: unknown): boolean {
+  return typeof (error as { code?: unknown }).code === "string" && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+}
 
 /** Deadlock or serialization failure: the server rolled the transaction back; run it again. */
 export function isTransient(error: unknown): boolean {
@@ -272,8 +286,9 @@ export class Connection {
     try {
       results = (await client.query(`${this.#begin}; ${text}; COMMIT`)) as unknown as PgResult[];
     } catch (error) {
-      if (isConnectionError(error)) throw error;
-      // The server answered: nothing of it committed, and the rest of the text was not run.
+      // Only an answer from the server settles it: nothing of it committed, and the rest of the
+      // text was not run. Anything else leaves it maybe committed.
+      if (isConnectionError(error) || !isDbError(error)) throw error;
       state.commitSent = false;
       await this.rollback(client);
       throw error;
@@ -292,9 +307,9 @@ export class Connection {
     try {
       await client.query("COMMIT");
     } catch (error) {
-      // An answer, even a refusal, settles it: the server rolled the transaction back. Only a
-      // lost connection leaves it unknown.
-      if (!isConnectionError(error)) state.commitSent = false;
+      // An answer, even a refusal, settles it: the server rolled the transaction back. A lost
+      // connection, or any failure without the server's answer, leaves it unknown.
+      if (!isConnectionError(error) && isDbError(error)) state.commitSent = false;
       throw error;
     }
     state.commitSent = false;
@@ -324,9 +339,18 @@ function pause(tries: number): Promise<void> {
 /**
  * A string as an SQL literal: an E'' string, whose backslash escapes mean the same whatever the
  * server's standard_conforming_strings says, with a quote doubled (a backslash-quote is refused
- * when backslash_quote is off). Any text but one holding a NUL (which ends a query string in the
+ * when backslash_quote is off), and every character past ASCII written as a \u or \U escape,
+ * so the literal is ASCII and no client_encoding can read a quote or a backslash into another
+ * character. (A server whose encoding is not UTF8 refuses such escapes: the write then goes the
+ * usual way, with parameters.) Any text but one holding a NUL (which ends a query string in the
  * protocol; Postgres text cannot hold one either).
  */
 export function literal(text: string): string {
-  return `E'${text.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
+  const escaped = text.replace(/\\/g, "\\\\").replace(/'/g, "''");
+  return `E'${/[^\x00-\x7f]/.test(escaped) ? escaped.replace(/[^\x00-\x7f]/gu, unicodeEscape) : escaped}'`;
+}
+
+function unicodeEscape(char: string): string {
+  const code = char.codePointAt(0)!;
+  return code > 0xffff ? `\\U${code.toString(16).padStart(8, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
 }

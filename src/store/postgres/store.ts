@@ -40,7 +40,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
+import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isDbError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { newRunStatement } from "./one-trip.js";
@@ -299,8 +299,8 @@ class PostgresStoreImpl implements PostgresStore {
         const inserted = await conn.transactOnce(client, oneTrip, tx).then(
           ([result]) => (result!.rows[0] as { inserted: number }).inserted === 1,
           (error: unknown) => {
-            if (isConnectionError(error)) throw error;
-            return undefined; // rolled back: the usual way says what failed
+            if (isConnectionError(error) || !isDbError(error)) throw error;
+            return undefined; // refused by the server and rolled back: the usual way says what failed
           },
         );
         if (inserted === true) return ours;

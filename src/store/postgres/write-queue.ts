@@ -24,7 +24,7 @@
 
 import { LeaseLostError, SteplogError } from "../../errors.js";
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
-import { isConnectionError, isTransient, literal, type Connection, type PgClient, type PgResult, type TxState } from "./connection.js";
+import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type PgResult, type TxState } from "./connection.js";
 import { oneTripStatements } from "./one-trip.js";
 import { num, type Sql } from "./sql.js";
 
@@ -176,9 +176,10 @@ export class WriteQueue {
     try {
       results = await this.conn.transactOnce(client, `${this.#lockText(batch)}; ${statements.join("; ")}`, state);
     } catch (error) {
-      if (isConnectionError(error)) throw error;
+      if (isConnectionError(error) || !isDbError(error)) throw error;
       return undefined;
     }
+    if (results.length !== statements.length + 1) throw new Error(`steplog internal: ${results.length} results for ${statements.length + 1} statements`);
     const leases = leaseMap(results[0]!.rows);
     const outcomes: Array<unknown | undefined> = [];
     for (const [i, p] of batch.entries()) {
@@ -364,9 +365,5 @@ function leaseMap(rows: Array<{ run_id: string; epoch: unknown; attempt: number 
   return new Map(rows.map((r) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
 }
 
-/** An error the server raised for one statement (it has a SQLSTATE), as opposed to a refusal we raised. */
-function isDbError(error: unknown): boolean {
-  return typeof (error as { code?: unknown }).code === "string" && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
-}
 
 function noop() {}
