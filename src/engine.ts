@@ -288,6 +288,15 @@ class SteplogEngine implements Engine {
     if (options.values !== undefined && (typeof options.values !== "object" || options.values === null || Array.isArray(options.values))) {
       throw new InvalidOptionError(`continue(${JSON.stringify(id)}): values must be an object of step key → value.`, { runId: id });
     }
+    if (options.values !== undefined && options.fromStep === undefined && Object.keys(options.values).length > 0) {
+      // Without fromStep the first step with no record is the start point: it runs, and a value
+      // given for it would be ignored without a word.
+      throw new InvalidOptionError(
+        `continue(${JSON.stringify(id)}): values are for steps before fromStep, and no fromStep was given. ` +
+          `Type engine.continue(${JSON.stringify(id)}, { fromStep: "<the step to redo from>", values: { … } }); without values, a continue runs the first step with no record.`,
+        { runId: id },
+      );
+    }
     const deadline = this.#deadline(options.timeoutMs, `continue(${JSON.stringify(id)})`);
     return this.#claimAndRun(id, "run", options, deadline);
   }

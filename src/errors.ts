@@ -453,7 +453,7 @@ export class FromStepNotReachedError extends SteplogError {
       "FROM_STEP_NOT_REACHED",
       `Run ${q(runId)} stopped: fromStep ${q(fromStep)} was never reached by the code as it is now. ` +
         `Recorded steps this attempt never reached: ${notReached.length === 0 ? "none" : notReached.map(q).join(", ")}. ` +
-        `A renamed step has no record; continue with fromStep naming a step the code still enters.`,
+        `A renamed step has no record; type engine.continue(${q(runId)}) to go on from the first step with no record, or give fromStep a step the code still enters.`,
       { runId, step: fromStep },
     );
   }
@@ -464,9 +464,10 @@ export class ValueMissingError extends SteplogError {
   constructor(runId: string, step: string, fromStep: string, notReached: readonly string[]) {
     super(
       "VALUE_MISSING",
-      `Run ${q(runId)} stopped at step ${q(step)}: it comes before fromStep ${q(fromStep)} and has no succeeded record to reuse (a new or renamed step?). ` +
+      `Run ${q(runId)} stopped at step ${q(step)}: it is entered before fromStep ${q(fromStep)} is, and has no succeeded record to reuse (a new or renamed step?). ` +
         `Recorded steps this attempt has not reached: ${notReached.length === 0 ? "none" : notReached.map(q).join(", ")}. ` +
-        `Give its value with engine.continue(${q(runId)}, { fromStep: ${q(fromStep)}, values: { ${q(step)}: … } }), or continue with { fromStep: ${q(step)} }.`,
+        `To run it (and everything after it), type engine.continue(${q(runId)}): a continue without fromStep starts at the first step with no record. ` +
+        `To skip running it, give its value: engine.continue(${q(runId)}, { fromStep: ${q(fromStep)}, values: { ${q(step)}: … } }).`,
       { runId, step },
     );
   }

@@ -12,8 +12,11 @@ export function isBreakingChange(recorded: string | null, current: string | unde
   return a.major === 0 && a.minor !== b.minor;
 }
 
+/** Semver (an optional leading v; major.minor, or major.minor.patch with pre-release and build). A commit hash or a date is not. */
+const SEMVER = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)(?:\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)?$/;
+
 function parse(version: string): { major: number; minor: number } | undefined {
-  const match = /^v?(\d+)(?:\.(\d+))?/.exec(version.trim());
+  const match = SEMVER.exec(version.trim());
   if (!match) return undefined;
-  return { major: Number(match[1]), minor: Number(match[2] ?? 0) };
+  return { major: Number(match[1]), minor: Number(match[2]) };
 }

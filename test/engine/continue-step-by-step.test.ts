@@ -167,6 +167,13 @@ describe.each(STORES)("a continue, step by step (%s)", (_name, makeStore) => {
     const stopped = await engine2.continue("r", { fromStep: "c" });
     expect(stopped).toMatchObject({ status: "stopped", error: { code: "VALUE_MISSING", step: "b" } });
     expect(stopped.error!.message).toContain(`values: { "b": … }`);
+    // The message's other way out, a plain continue, runs the new step: it works as written.
+    expect(stopped.error!.message).toContain(`type engine.continue("r"): a continue without fromStep starts at the first step with no record`);
+    // values without fromStep would be ignored (the new step is the start point): refused, nothing run.
+    const refused = await engine2.continue("r", { values: { b: "given b" } }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "INVALID_OPTION", runId: "r" });
+    expect((refused as Error).message).toContain("no fromStep was given");
+    expect((await engine2.get("r")).attemptCount).toBe(2);
     const supplied = await engine2.continue("r", { fromStep: "c", values: { b: "given b" } });
     expect(supplied).toMatchObject({ status: "completed", value: "c after given b" });
     expect(calls).toEqual(["a", "c"]);

@@ -14,7 +14,7 @@ function syncedFolders(): () => string[] {
   const synced: string[] = [];
   const open = fs.openSync;
   vi.spyOn(fs, "openSync").mockImplementation(((file: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode) => {
-    const fd = open(file, flags, mode);
+    const fd = open(file, flags ?? "r", mode);
     if (flags === "r") opened.set(fd, String(file));
     return fd;
   }) as typeof fs.openSync);
