@@ -88,6 +88,12 @@ export class Attempt {
   readonly #compensations = new Map<string, number>();
   nextSeq: number;
   started: boolean;
+  /**
+   * The implicit start point while it is unsettled and no other step has run anew: steps entered
+   * meanwhile were launched beside it (Promise.all, an SDK's parallel tool calls), so they cannot
+   * have used its value, and their succeeded records are reused rather than run again.
+   */
+  siblingsOf: string | undefined;
   lastEntered: string | undefined;
   endReason: EndReason | undefined;
   #settleEarly!: () => void;

@@ -71,10 +71,29 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   if (attempt.plan.mode === "compensate") return replayForSaga(attempt, key, call);
   const record = attempt.latest.get(key);
 
+  let startsHere = false;
   if (!attempt.started) {
     const fromStep = attempt.plan.fromStep;
     attempt.started = fromStep !== undefined ? key === fromStep : record?.status !== "succeeded";
+    startsHere = attempt.started && fromStep === undefined;
+  } else if (attempt.siblingsOf !== undefined && record?.status === "succeeded") {
+    // Entered beside the start point, before it settled and before anything ran anew.
+    return reuse(attempt, key, record, call.options);
   }
+  if (startsHere) {
+    const settled = startAt(attempt, key, record, call);
+    attempt.siblingsOf = key;
+    const done = () => {
+      if (attempt.siblingsOf === key) attempt.siblingsOf = undefined;
+    };
+    settled.then(done, done);
+    return settled;
+  }
+  return startAt(attempt, key, record, call);
+}
+
+/** The rest of route: reuse or supply before the start point; a step at or after it runs. */
+function startAt(attempt: Attempt, key: string, record: StepRow | undefined, call: StepCall): Promise<unknown> {
   if (!attempt.started) {
     if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
     const values = attempt.plan.values;
@@ -194,6 +213,8 @@ export function newRow(attempt: Attempt, key: string, call: StepCall, idempotenc
 
 /** Write the intent, call the function (with retries and timeouts), record the outcome. */
 export async function execute(attempt: Attempt, key: string, call: StepCall, identity: Identity): Promise<unknown> {
+  // A step other than the start point runs anew: later records may have used what it returned before.
+  if (attempt.siblingsOf !== key) attempt.siblingsOf = undefined;
   const { options } = call;
   const effect = options.effect ?? "idempotent";
   if (effect === "irreversible") checkPivotOrder(attempt, key);

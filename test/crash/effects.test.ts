@@ -6,6 +6,7 @@ import { createEngine, defineWorkflow } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { inspectDb } from "../helpers/inspect.js";
+import { spawnNode } from "../helpers/child.js";
 import { readLedger, runWorker } from "../helpers/worker.js";
 
 const effectsOf = (file: string, step: string) => readLedger(file).filter((e) => e.kind === "effect" && e.step === step);
@@ -144,6 +145,18 @@ describe("unknown outcomes after a real crash", () => {
       expect(effectsOf(file, "two")).toHaveLength(1);
       expect(readLedger(file).filter((e) => e.kind === "query" && e.step === "one")).toHaveLength(0);
     }
+  });
+});
+
+describe("steps launched together, one cut off by a crash", () => {
+  it("a sibling that succeeded beside the cut-off step is reused on continue, not done again", async () => {
+    const file = tmpDb();
+    const fixture = new URL("./fixtures/siblings.mjs", import.meta.url).pathname;
+    const crashed = await spawnNode(fixture, [file, "r", "start"], { env: { CRASH_IN_SLOW: "1" } }).done;
+    expect(crashed.signal).toBe("SIGKILL");
+    const next = await spawnNode(fixture, [file, "r", "continue"]).done;
+    expect(next.report?.result).toMatchObject({ status: "completed", value: "slow done; booking made in attempt 1" });
+    expect(readLedger(file).map((e) => `${e.step} ${e.attempt}`)).toEqual(["slow 1", "book 1", "slow 2"]);
   });
 });
 
