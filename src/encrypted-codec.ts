@@ -28,8 +28,9 @@ function toKey(id: string, key: Buffer | string): Buffer {
 
 export function encryptedCodec(options: EncryptedCodecOptions): Codec {
   const keys = new Map<string, Buffer>();
-  for (const [id, key] of Object.entries(options.keys)) {
-    if (!KEY_ID.test(id)) throw new InvalidOptionError(`encryptedCodec: key id ${JSON.stringify(id)} must be 1–64 letters, digits, "_", "." or "-".`);
+  for (const [i, [id, key]] of Object.entries(options.keys).entries()) {
+    // Not echoed: a key given where its id belongs would be printed.
+    if (!KEY_ID.test(id)) throw new InvalidOptionError(`encryptedCodec: key id number ${i + 1} of keys must be 1–64 letters, digits, "_", "." or "-".`);
     keys.set(id, toKey(id, key));
   }
   const current = keys.get(options.current);

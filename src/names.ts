@@ -11,7 +11,7 @@ import { InvalidNameError } from "./errors.js";
 export const MAX_NAME_LENGTH = 200;
 
 // C0 and C1 controls, DEL, and the Unicode bidi formatting characters.
-const FORBIDDEN = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const FORBIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 export const NAME_RULE =
   `1 to ${MAX_NAME_LENGTH} characters of well-formed Unicode, no control or bidirectional-format characters, no leading or trailing spaces`;

@@ -47,7 +47,7 @@ export function stripAnsi(text: string): string {
  * bidirectional overrides become visible escapes; newlines are kept only when `multiline`.
  */
 export function safe(text: string, multiline = false): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
     if (multiline && c === "\n") return c;
     if (c === "\t") return "  ";
     if (c === "\n") return "↵ ";
@@ -162,4 +162,12 @@ export function columns(rows: string[][], gap = 2): string[] {
 
 export function visibleLength(text: string): number {
   return [...stripAnsi(text)].length;
+}
+
+/**
+ * JSON for a terminal or a log: what JSON.stringify leaves raw but a terminal acts on (DEL and the
+ * C1 controls, bidirectional-format characters) written as \u escapes; still the same JSON.
+ */
+export function terminalJson(json: string): string {
+  return json.replace(/[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

@@ -13,7 +13,7 @@ import { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { booleanOption, stringOption, type Parsed } from "./args.js";
 import { StoreUnavailableError, UsageError } from "./exit.js";
-import { painter, wantsColor, type Paint } from "./format.js";
+import { painter, terminalJson, wantsColor, type Paint } from "./format.js";
 
 export interface Output {
   write(text: string): unknown;
@@ -70,7 +70,7 @@ export class Session {
 
   /** One JSON document on stdout (--json). */
   printJson(value: unknown): void {
-    this.io.stdout.write(JSON.stringify(value, jsonReplacer, 2) + "\n");
+    this.io.stdout.write(terminalJson(JSON.stringify(value, jsonReplacer, 2)) + "\n");
   }
 
   err(text: string): void {
@@ -164,10 +164,21 @@ function codecFromEnv(env: NodeJS.ProcessEnv): Codec | undefined {
   const text = env.STEPLOG_KEYS;
   if (text === undefined || text.trim() === "") return undefined;
   const keys: Record<string, string> = {};
-  for (const pair of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+  const pairs = text.split(",").map((p) => p.trim()).filter(Boolean);
+  for (const [i, pair] of pairs.entries()) {
+    // Checked here so that no message echoes what is in the variable: a pair without its id
+    // would show the key itself.
     const at = pair.indexOf("=");
-    if (at <= 0) throw new UsageError("STEPLOG_KEYS must be id=key pairs separated by commas.", 'For example STEPLOG_KEYS="2026-11=<32 bytes, base64>".');
-    keys[pair.slice(0, at)] = pair.slice(at + 1);
+    const id = pair.slice(0, Math.max(0, at));
+    const key = pair.slice(at + 1);
+    const bytes = /^[0-9a-f]{64}$/i.test(key) ? 32 : /^[A-Za-z0-9+/]{43}=?$/.test(key) ? Buffer.from(key, "base64").length : 0;
+    if (at <= 0 || !/^[A-Za-z0-9_.-]{1,64}$/.test(id) || bytes !== 32) {
+      throw new UsageError(
+        `STEPLOG_KEYS: pair ${i + 1} of ${pairs.length} is not id=key (an id of 1–64 letters, digits, "_", "." or "-", then "=", then 32 bytes in base64 or hex).`,
+        'For example STEPLOG_KEYS="2026-11=<32 bytes, base64>,2027-02=<…>".',
+      );
+    }
+    keys[id] = key;
   }
   const ids = Object.keys(keys);
   return encryptedCodec({ keys, current: env.STEPLOG_KEY_CURRENT || ids[ids.length - 1]! });
@@ -180,9 +191,18 @@ function redactRules(parsed: Parsed, env: NodeJS.ProcessEnv): string[] | undefin
   return rules.length ? rules : undefined;
 }
 
-/** A password in a connection URL is never printed. */
+/** A password in a connection URL (in its user part or its query) is never printed. */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:/@]*):[^@]*@/i, "$1:***@");
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return url; // a file path
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    for (const name of [...parsed.searchParams.keys()]) if (/pass|secret|token/i.test(name)) parsed.searchParams.set(name, "***");
+    return decodeURIComponent(parsed.toString()).replace(/%2A/gi, "*");
+  } catch {
+    // Not parseable: hide everything between the scheme and the last "@", and any query.
+    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/]*@/i, "$1***@").replace(/\?.*$/, "?…");
+  }
 }
 
 /**

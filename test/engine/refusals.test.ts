@@ -43,7 +43,7 @@ describe.each(STORES)("refusals (%s)", (_name, makeStore) => {
 
   it("invalid run ids are refused with INVALID_NAME saying what is allowed", async () => {
     const engine = createEngine({ store: makeStore(), workflows: [ok] });
-    for (const id of ["", "a\nb", "x".repeat(201), " padded", "rtl\u202emark", "nul\u0000"]) {
+    for (const id of ["", "a\nb", "x".repeat(201), " padded", "rtl\u202emark", "arabic\u061cmark", "nul\u0000"]) {
       const error = await engine.start(ok, { n: 1 }, { id }).catch((e: unknown) => e);
       expect(error, JSON.stringify(id)).toMatchObject({ code: "INVALID_NAME" });
       expect((error as Error).message).toContain("1 to 200 characters");

@@ -100,3 +100,34 @@ describe("secrets through the steplog command", () => {
     expect(html).not.toMatch(/<a\b[^>]*href="javascript:/i);
   }, 90_000);
 });
+
+describe("what the steplog command never prints", () => {
+  it("a malformed STEPLOG_KEYS is refused naming the pair by its position, never echoing it", () => {
+    const cwd = tmpDir();
+    const key = crypto.randomBytes(32).toString("base64");
+    const hexKey = crypto.randomBytes(32).toString("hex");
+    for (const keys of [key, `prod=${hexKey},backup:${key}`, `k1=${key},k2=${key.slice(0, 20)}`]) {
+      const out = steplog(["runs", "--db", path.join(cwd, "steplog.db")], { STEPLOG_KEYS: keys }, cwd);
+      expect(out.code, out.stderr).toBe(2);
+      expect(out.stderr).toContain("STEPLOG_KEYS: pair");
+      for (const secret of [key, key.slice(0, 20), hexKey]) expect(out.stdout + out.stderr).not.toContain(secret);
+    }
+  });
+
+  it("a password in a connection URL is hidden wherever it is: the user part (even holding an @) or the query", async () => {
+    const { redactUrl } = await import("../../src/cli/session.js");
+    expect(redactUrl("postgres://u:p@ss@h/db")).toBe("postgres://u:***@h/db");
+    expect(redactUrl("postgres://u@h/db?password=hunter2&sslmode=require")).toBe("postgres://u@h/db?password=***&sslmode=require");
+    expect(redactUrl("postgres://u:hunter2@h:5432/db")).toBe("postgres://u:***@h:5432/db");
+    expect(redactUrl(".steplog/steplog.db")).toBe(".steplog/steplog.db");
+  });
+
+  it("--json output escapes C1 controls and bidirectional marks a terminal would act on; text output escapes U+061C too", async () => {
+    const { safe, terminalJson } = await import("../../src/cli/format.js");
+    const hostile = `a\u202eb\u009bc\u061cd`;
+    const json = terminalJson(JSON.stringify({ v: hostile }));
+    expect(json).toBe(String.raw`{"v":"a\u202eb\u009bc\u061cd"}`);
+    expect(JSON.parse(json)).toEqual({ v: hostile });
+    expect(safe(hostile)).toBe(String.raw`a\u202eb\u009bc\u061cd`);
+  });
+});

@@ -5,7 +5,7 @@ import { booleanOption, durationOption, stringOption } from "../args.js";
 import { attend, exitFor, report } from "../attempt-view.js";
 import type { Command } from "../command.js";
 import { UsageError, WorkflowLoadError } from "../exit.js";
-import { command } from "../format.js";
+import { command, safe } from "../format.js";
 import { argsFrom, loadWorkflowFile, resolveSource } from "../load.js";
 
 export const run: Command = {
@@ -83,7 +83,7 @@ export const run: Command = {
       );
     }
     if (file !== undefined && view.source && resolveSource(view.source, cwd) !== loaded.file && !session.json) {
-      session.err(session.errPaint("gray", `steplog: continuing with ${loaded.file}; the run's recorded source stays ${view.source}.`));
+      session.err(session.errPaint("gray", `steplog: continuing with ${safe(loaded.file)}; the run's recorded source stays ${safe(view.source)}.`));
     }
     let engineRef: Engine | undefined;
     const attended = await attend(session, `run ${JSON.stringify(id)}`, async ({ onProgress, signal }) => {

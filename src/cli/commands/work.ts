@@ -14,7 +14,7 @@ import { booleanOption, durationOption, integerOption, listOption } from "../arg
 import type { Command } from "../command.js";
 import { errorText } from "../describe.js";
 import { EXIT } from "../exit.js";
-import { formatDuration, safe, truncate } from "../format.js";
+import { formatDuration, safe, terminalJson, truncate } from "../format.js";
 import { loadWorkflowFile, type LoadedWorkflow } from "../load.js";
 import type { Session } from "../session.js";
 import { guardSignals } from "../signals.js";
@@ -162,12 +162,12 @@ function makeLog(session: Session) {
   const run = (id: string) => p("bold", truncate(safe(id), 40));
   return {
     note(text: string) {
-      if (session.json) session.out(JSON.stringify({ type: "note", at: new Date(session.now()).toISOString(), message: text }));
+      if (session.json) session.out(terminalJson(JSON.stringify({ type: "note", at: new Date(session.now()).toISOString(), message: text })));
       else session.out(`${time()} ${p("gray", safe(text))}`);
     },
     event(e: ProgressEvent) {
       if (session.json) {
-        session.out(JSON.stringify({ ...e, at: new Date(session.now()).toISOString() }));
+        session.out(terminalJson(JSON.stringify({ ...e, at: new Date(session.now()).toISOString() })));
         return;
       }
       switch (e.type) {
@@ -193,7 +193,7 @@ function makeLog(session: Session) {
       const counts = new Map<string, number>();
       for (const a of attempts) counts.set(a.status, (counts.get(a.status) ?? 0) + 1);
       const text = [...counts].map(([s, n]) => `${n} ${s}`).join(", ") || "none";
-      if (session.json) session.out(JSON.stringify({ type: "summary", attempts: attempts.map((a) => ({ id: a.id, status: a.status, runStatus: a.runStatus, attempt: a.attempt })) }));
+      if (session.json) session.out(terminalJson(JSON.stringify({ type: "summary", attempts: attempts.map((a) => ({ id: a.id, status: a.status, runStatus: a.runStatus, attempt: a.attempt })) })));
       else session.out(`${time()} ${p("gray", `worker stopped; attempts: ${text}`)}`);
     },
   };
