@@ -36,6 +36,7 @@ export function encryptedCodec(options: EncryptedCodecOptions): Codec {
   const current = keys.get(options.current);
   if (!current) throw new InvalidOptionError(`encryptedCodec: current key ${JSON.stringify(options.current)} is not among keys (${[...keys.keys()].join(", ") || "none"}).`);
   return {
+    keyIds: [...keys.keys()],
     encode(plain: string): string {
       const iv = crypto.randomBytes(12);
       const cipher = crypto.createCipheriv("aes-256-gcm", current, iv);

@@ -13,6 +13,7 @@ import {
   EngineClosedError,
   RunBusyError,
   SteplogError,
+  CodecKeyMissingError,
   InvalidOptionError,
   RunCancelledError,
   RunExistsError,
@@ -307,6 +308,21 @@ class SteplogEngine implements Engine {
     return this.#claimAndRun(id, "compensate", {}, undefined);
   }
 
+  /** A CodecKeyMissingError for the first record of the run this engine's codec cannot open, if any. */
+  #unopenable(current: StoredRun): CodecKeyMissingError | undefined {
+    const payloads = this.#settings.payloads;
+    const runId = current.run.id;
+    for (const step of current.steps) {
+      const keyId = payloads.missingKey(step.value) ?? payloads.missingKey(step.error);
+      if (keyId !== undefined) return new CodecKeyMissingError(keyId, payloads.keyIds, { runId, step: step.key });
+    }
+    for (const event of current.events) {
+      const keyId = payloads.missingKey(event.payload);
+      if (keyId !== undefined) return new CodecKeyMissingError(keyId, payloads.keyIds, { runId });
+    }
+    return undefined;
+  }
+
   /** Claim the run's lease (refusing in DESIGN's order) and run one attempt in `mode`. */
   async #claimAndRun(id: string, mode: "run" | "compensate", options: ContinueOptions, deadline: number | undefined, requireReady = false): Promise<RunResult> {
     // Only the run row is needed here: the claim reads the whole run in its own transaction.
@@ -322,6 +338,10 @@ class SteplogEngine implements Engine {
     const where = await this.#where();
     const decide = (current: StoredRun) => {
       statusBefore = current.run.status;
+      // A record this engine cannot open would fail the attempt part-way, counting it (a worker
+      // missing a key after a rotation would dead-letter the run): refused here, nothing counted.
+      const sealed = this.#unopenable(current);
+      if (sealed) return { kind: "refuse" as const, error: sealed };
       // A store may decide again after a lost connection: this claim's own mark from the try
       // before must not count as another attempt in this process holding the run.
       if (live) markDone(live);

@@ -569,11 +569,13 @@ export class NotWaitingError extends SteplogError {
 export class CodecKeyMissingError extends SteplogError {
   override name = "CodecKeyMissingError";
   readonly keyId: string;
-  constructor(keyId: string, known: readonly string[]) {
+  constructor(keyId: string, known: readonly string[], details: { runId?: string; step?: string } = {}) {
+    const where = details.runId === undefined ? "A stored payload" : `Run ${q(details.runId)}: ${details.step === undefined ? "a stored payload" : `the record of step ${q(details.step)}`}`;
     super(
       "CODEC_KEY_MISSING",
-      `A stored payload was sealed with key ${q(keyId)}, which this engine's encryptedCodec does not have (it has ${known.length === 0 ? "none" : known.map(q).join(", ")}). ` +
+      `${where} was sealed with key ${q(keyId)}, which this engine's encryptedCodec does not have (it has ${known.length === 0 ? "none" : known.map(q).join(", ")}). ` +
         `Nothing was read or overwritten. Add that key to encryptedCodec({ keys }) (keep old keys after a rotation) and try again.`,
+      details,
     );
     this.keyId = keyId;
   }

@@ -12,6 +12,12 @@ import { decodeValue, encodeValue } from "./values.js";
 export interface Codec {
   encode(plain: string): string | Promise<string>;
   decode(stored: string): string | Promise<string>;
+  /**
+   * The ids of the keys this codec can open (encryptedCodec has it). With it, a continue whose
+   * run holds a payload sealed with another key is refused before it claims the run, counting
+   * no attempt.
+   */
+  readonly keyIds?: readonly string[];
 }
 
 const SEALED = /^enc:v1:([^:]*):/;
@@ -50,6 +56,20 @@ export class Payloads {
     if (!this.codec) return decodeValue(plainOrRefuse(stored));
     const opened = this.codec.decode(stored);
     return typeof opened === "string" ? decodeValue(opened) : opened.then(decodeValue);
+  }
+
+  /** The id of a key `stored` is sealed with that this engine cannot open, if it can tell. */
+  missingKey(stored: string | null): string | undefined {
+    const sealed = stored === null ? null : SEALED.exec(stored);
+    if (!sealed) return undefined;
+    const id = sealed[1] ?? "?";
+    if (!this.codec) return id;
+    return this.codec.keyIds === undefined || this.codec.keyIds.includes(id) ? undefined : id;
+  }
+
+  /** The key ids this engine can open, for a message. */
+  get keyIds(): readonly string[] {
+    return this.codec?.keyIds ?? [];
   }
 
   async encodeError(info: ErrorInfo): Promise<string> {
