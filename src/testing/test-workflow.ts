@@ -6,12 +6,14 @@
 import type { RunResult } from "../attempt.js";
 import type { Workflow, WorkflowArgs } from "../define-workflow.js";
 import { createEngine, TEST_HOOKS } from "../engine.js";
-import type { ErrorInfo } from "../errors.js";
+import { InvalidOptionError, type ErrorInfo } from "../errors.js";
 import { memoryStore } from "../store/memory.js";
-import type { Store, StepRow } from "../store/types.js";
+import type { Effect, Store, StepRow } from "../store/types.js";
 import { encodeValue } from "../values.js";
 import type { RunView, StepView } from "../views.js";
 import type { StepInfo } from "../context.js";
+
+const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
 
 export interface EarlierAttempt {
   /** Succeeded records of attempt 1, by step key ("plan", "fetch#2"), in execution order. */
@@ -20,6 +22,12 @@ export interface EarlierAttempt {
   intended?: string[];
   /** The workflow version that wrote the seeded records. Default: the workflow's own. */
   version?: string;
+  /**
+   * The effect each seeded step was declared with, by step key (default "idempotent"). A real
+   * run stores it with the record, and the saga's pivot rule reads it from there: seed an
+   * irreversible step that succeeded as irreversible, or a compensation will reach past it.
+   */
+  effects?: Record<string, Effect>;
 }
 
 export interface TestWorkflowOptions<W extends Workflow<any, any>> {
@@ -137,6 +145,11 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
     { expiresAt: 0, now },
   );
   if ("exists" in lease) throw new Error(`testWorkflow: the store already holds a run ${JSON.stringify(runId)}; pass another runId or a fresh store.`);
+  const effectOf = (key: string): Effect => {
+    const effect = earlier.effects?.[key] ?? "idempotent";
+    if (!EFFECTS.includes(effect)) throw new InvalidOptionError(`testWorkflow: earlier.effects[${JSON.stringify(key)}] must be one of ${EFFECTS.join(", ")}, got ${JSON.stringify(effect)}.`);
+    return effect;
+  };
   let seq = 0;
   const row = (key: string, status: StepRow["status"], value: string | null): StepRow => ({
     runId,
@@ -145,7 +158,7 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
     key,
     name: key.replace(/#\d+$/, ""),
     status,
-    effect: "idempotent",
+    effect: effectOf(key),
     idempotencyKey: `${runId}:${key}`,
     value,
     error: null,

@@ -120,3 +120,35 @@ describe("testWorkflow", () => {
     expect(run).toMatchObject({ status: "completed", reused: ["plan", "implement"], ran: ["review"] });
   });
 });
+
+describe("testWorkflow and the saga's pivot rule", () => {
+  const compensated: string[] = [];
+  const trip = defineWorkflow({
+    name: "trip",
+    onFailure: "compensate",
+    async run(ctx) {
+      await ctx.step("book-hotel", { effect: "compensatable", compensate: () => void compensated.push("hotel") }, async () => "H1");
+      await ctx.step("charge", { effect: "irreversible" }, async () => "paid");
+      return ctx.step("ship", async () => {
+        throw new Error("no courier");
+      });
+    },
+  });
+
+  it("a seeded irreversible step that succeeded (earlier.effects) keeps the saga from compensating past it, as in a real continue", async () => {
+    compensated.length = 0;
+    const seeded = await testWorkflow(trip, { earlier: { steps: { "book-hotel": "H1", charge: "paid" }, effects: { "book-hotel": "compensatable", charge: "irreversible" } } });
+    expect(seeded).toMatchObject({ status: "failed", run: { status: "failed" } });
+    expect(compensated).toEqual([]);
+    // The same in a real engine on SQLite: start fails at ship, and nothing is compensated past the charge.
+    const { createEngine } = await import("../../src/index.js");
+    const engine = createEngine({ store: sqliteStore({ path: tmpDb() }), workflows: [trip] });
+    expect(await engine.start(trip, undefined, { id: "t" })).toMatchObject({ status: "failed", runStatus: "failed" });
+    expect(compensated).toEqual([]);
+    await engine.close();
+  });
+
+  it("an effect that is not one of the four is refused", async () => {
+    await expect(testWorkflow(trip, { earlier: { steps: { charge: "paid" }, effects: { charge: "final" as never } } })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+  });
+});
