@@ -7,7 +7,7 @@
  * and resolves.
  */
 
-import { InvalidOptionError } from "./errors.js";
+import { InvalidOptionError, isSteplogError } from "./errors.js";
 import type { RunResult } from "./attempt.js";
 import type { RunListing, Store } from "./store/types.js";
 
@@ -61,6 +61,7 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   // woken meanwhile), so one busy or foreign run can neither spin this loop nor starve the others.
   let skip = new Set<string>();
   let skippingSince = Date.now();
+  const warned = new Set<string>();
   let woken = false;
   let wake: () => void = () => {
     woken = true;
@@ -84,9 +85,14 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
               if (result) attempts.push(result);
               else skip.add(runId);
             })
-            .catch(() => {
+            .catch((error: unknown) => {
               // Refused: another worker or a continue got there first, or it is not ours.
               skip.add(runId);
+              // Anything else (a key this engine lacks, a dead-lettered run) is said once per run.
+              if (!(isSteplogError(error, "RUN_BUSY") || warned.has(runId))) {
+                warned.add(runId);
+                process.emitWarning(`steplog worker: run ${JSON.stringify(runId)} was not taken: ${(error as Error).message}`, { code: "STEPLOG_WORKER_REFUSED" });
+              }
             })
             .finally(() => {
               active.delete(runId);

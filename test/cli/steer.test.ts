@@ -1,5 +1,6 @@
 // Steering runs from the terminal through the built bin: recover, escalations, resolve, send,
 // approve, reject, work, compensate, dead-letters, cancel; --json output and exit codes.
+import crypto from "node:crypto";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createEngine } from "../../src/index.js";
@@ -151,6 +152,24 @@ describe("send, approve, reject and work", () => {
     expect(seeing.code, seeing.output).toBe(0);
     expect(seeing.stdout).toMatch(/app-o +order · attempt 2/);
     expect((await cli(["show", "app-o", "--db", db, "--json"], { cwd })).json().waitingFor).toMatchObject({ kind: "approval", step: "ship" });
+  });
+});
+
+describe("steplog work: runs it cannot take", () => {
+  it("--until-idle with a ready run sealed with a key it lacks: finds the workflow, says why it cannot take the run, and stops", async () => {
+    const cwd = dirs.make();
+    const keys = { STEPLOG_KEYS: `k1=${crypto.randomBytes(32).toString("base64")}` };
+    await cli(["run", example("order.mjs"), "--id", "o9", "--", '{"item":"book"}'], { cwd, env: keys });
+    expect((await cli(["send", "o9", "paid", '{"amount":12}'], { cwd, env: keys })).code).toBe(0);
+    const keyless = await cli(["work", "--until-idle", "--poll", "100ms"], { cwd, timeoutMs: 20_000 });
+    expect(keyless.code, keyless.output).toBe(0);
+    expect(keyless.stdout).toMatch(/loaded workflow order from .*order\.mjs/);
+    expect(keyless.output).toContain('run "o9" was not taken');
+    expect(keyless.output).toContain('sealed with key "k1"');
+    expect(keyless.stdout).toContain("1 ready run(s) could not be taken");
+    // With the key, the same command takes it.
+    const keyed = await cli(["work", "--until-idle", "--poll", "100ms"], { cwd, env: keys });
+    expect(keyed.stdout, keyed.output).toMatch(/o9 +order · attempt 2/);
   });
 });
 

@@ -58,7 +58,8 @@ export const work: Command = {
       const candidates = await engine.list({ status: ["waiting", "running", "interrupted"] });
       for (const summary of candidates) {
         if (loaded.has(summary.workflow)) continue;
-        if (!sources.has(summary.id)) sources.set(summary.id, (await engine.get(summary.id).catch(() => undefined))?.source ?? null);
+        // The recorded source is a plain column: read from the run's row, it needs no key.
+        if (!sources.has(summary.id)) sources.set(summary.id, (await plainRunRow(engine, summary.id).catch(() => undefined))?.source ?? null);
         const source = sources.get(summary.id);
         if (!source || badSources.has(source)) continue;
         try {
@@ -119,8 +120,11 @@ export const work: Command = {
                 .listRuns({ status: ["waiting"], dueBy: session.now() })
                 .then((listed) => listed.filter((l) => loaded.has(l.run.workflow)).length)
                 .catch(() => 1);
-              idleTicks = due === 0 && running === 0 ? idleTicks + 1 : 0;
-              if (idleTicks >= 2) {
+              // Idle: nothing due and nothing running for two looks; or runs due that the worker
+              // has not been able to take for three (it says why in a warning).
+              idleTicks = running === 0 ? idleTicks + 1 : 0;
+              if (idleTicks >= (due === 0 ? 2 : 3)) {
+                if (due > 0) log.note(`stopping: ${due} ready run(s) could not be taken (see the warnings above)`);
                 controller.abort();
                 break;
               }
@@ -197,4 +201,9 @@ function makeLog(session: Session) {
       else session.out(`${time()} ${p("gray", `worker stopped; attempts: ${text}`)}`);
     },
   };
+}
+
+/** A run's row as stored, without decoding any payload. */
+async function plainRunRow(engine: Engine, id: string) {
+  return engine.store.loadRunRow ? engine.store.loadRunRow(id) : (await engine.store.loadRun(id))?.run;
 }
