@@ -22,7 +22,7 @@ import { fault } from "./faults.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { markDone, type LiveToken } from "./live-attempts.js";
 import { runSaga, unreachable, type SagaEntry } from "./saga.js";
-import { runStep, type StepCall } from "./step-runner.js";
+import { failedStepOf, runStep, type StepCall } from "./step-runner.js";
 import { sleep, waitForEvent, type WaitingFor } from "./waits.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
 import { decodeValue } from "./values.js";
@@ -342,7 +342,8 @@ export class Attempt {
       error = toErrorInfo(this.endReason.error);
     } else if (settled.kind === "threw") {
       ending = "failed";
-      error = toErrorInfo((settled as { error: unknown }).error, this.lastEntered);
+      const thrown = (settled as { error: unknown }).error;
+      error = toErrorInfo(thrown, failedStepOf(thrown) ?? this.lastEntered);
     } else if (this.plan.fromStep !== undefined && !this.started) {
       ending = "stopped";
       error = toErrorInfo(new FromStepNotReachedError(this.runId, this.plan.fromStep, this.notReached()));

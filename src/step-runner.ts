@@ -270,7 +270,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         throw ended.error;
       }
       await settle(attempt, key, row, "failed", toErrorInfo(error, key));
-      throw error;
+      throw markFailedStep(error, key);
     }
     fault("after-fn", key);
     // The function returned: its effect happened and its value is known, so it is recorded even
@@ -295,7 +295,7 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
       }
     } catch (error) {
       await settle(attempt, key, row, "failed", toErrorInfo(error, key));
-      throw error;
+      throw markFailedStep(error, key);
     }
 
     row.status = "succeeded";
@@ -323,6 +323,22 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
 function checkPivotOrder(attempt: Attempt, key: string): void {
   const others = [...attempt.inFlight].filter((k) => k !== key);
   if (others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
+}
+
+/**
+ * The step each error thrown out of ctx.step failed in: with steps running at once, the last step
+ * entered is not always the one that failed, and the attempt's error must name the right one.
+ */
+const failedSteps = new WeakMap<object, string>();
+
+function markFailedStep(error: unknown, key: string): unknown {
+  if (typeof error === "object" && error !== null && !failedSteps.has(error)) failedSteps.set(error, key);
+  return error;
+}
+
+/** The step an error thrown out of ctx.step failed in, if it was one. */
+export function failedStepOf(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null ? failedSteps.get(error) : undefined;
 }
 
 /** Record a step that did not return a value: failed, or stopped by its attempt's end. */

@@ -220,3 +220,23 @@ describe.each(STORES)("a continue, step by step (%s)", (_name, makeStore) => {
     expect(await engine.continue("r")).toMatchObject({ status: "completed", value: 42, attempt: 2 });
   });
 });
+
+describe("the attempt's error names the step that failed", () => {
+  it("with steps running at once, the one that threw, not the last one entered", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const workflow = defineWorkflow({
+      name: "fan-out",
+      async run(ctx) {
+        return Promise.all([
+          ctx.step("post-slack", async () => {
+            throw new Error("slack is down");
+          }),
+          ctx.step("send-email", () => new Promise((resolve) => setTimeout(() => resolve("sent"), 20))),
+        ]);
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    const result = await engine.start(workflow, undefined, { id: "f" });
+    expect(result).toMatchObject({ status: "failed", error: { message: "slack is down", step: "post-slack" } });
+  });
+});
