@@ -37,6 +37,7 @@ export interface CommandHelp {
 export const COMMON_OPTIONS: Record<string, OptionSpec> = {
   db: { type: "string", value: "FILE", description: "The SQLite store to use (default .steplog/steplog.db in the working directory; env STEPLOG_DB)." },
   store: { type: "string", value: "URL", description: "Another store: postgres://user@host/db, jsonl:FILE or sqlite:FILE (env STEPLOG_STORE). Not with --db." },
+  schema: { type: "string", value: "NAME", description: "The Postgres store's schema, as postgresStore({ schema }) (default steplog; env STEPLOG_PG_SCHEMA). Only with --store postgres://…" },
   json: { type: "boolean", description: "Print one JSON document on stdout instead of text, for scripts." },
   redact: {
     type: "string",

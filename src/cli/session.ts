@@ -29,7 +29,7 @@ export interface Io {
   now(): number;
 }
 
-export type StoreSpec = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } | { kind: "jsonl"; path: string };
+export type StoreSpec = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string; schema?: string } | { kind: "jsonl"; path: string };
 
 export class Session {
   readonly json: boolean;
@@ -87,9 +87,9 @@ export class Session {
     const spec = this.storeSpec;
     if (spec.kind === "sqlite") return sqliteStore({ path: spec.path, ...(options.readonly ? { readonly: true } : {}) });
     if (spec.kind === "postgres") {
-      const mod = await lazyEntry<{ postgresStore?: (o: { connectionString: string }) => Store }>("postgres", "the Postgres store");
+      const mod = await lazyEntry<{ postgresStore?: (o: { connectionString: string; schema?: string }) => Store }>("postgres", "the Postgres store");
       if (typeof mod.postgresStore !== "function") throw new StoreUnavailableError("This steplog build has no postgresStore: the Postgres store is not available.");
-      return mod.postgresStore({ connectionString: spec.url });
+      return mod.postgresStore({ connectionString: spec.url, ...(spec.schema === undefined ? {} : { schema: spec.schema }) });
     }
     const mod = await lazyEntry<{ jsonlStore?: (o: { path: string }) => Store }>("jsonl", "the JSONL store");
     if (typeof mod.jsonlStore !== "function") throw new StoreUnavailableError("This steplog build has no jsonlStore: the JSONL store is not available.");
@@ -140,10 +140,13 @@ function storeSpecOf(parsed: Parsed, io: Io): StoreSpec {
   const db = stringOption(parsed, "db");
   const store = stringOption(parsed, "store");
   if (db !== undefined && store !== undefined) throw new UsageError("Give --db FILE or --store URL, not both.");
-  if (db !== undefined) return { kind: "sqlite", path: path.resolve(io.cwd, db) };
+  const schema = stringOption(parsed, "schema") ?? (io.env.STEPLOG_PG_SCHEMA || undefined);
   const fromEnv = store ?? io.env.STEPLOG_STORE ?? undefined;
+  const postgres = db === undefined && fromEnv !== undefined && /^postgres(ql)?:\/\//i.test(fromEnv);
+  if (stringOption(parsed, "schema") !== undefined && !postgres) throw new UsageError("--schema names a Postgres schema: give it with --store postgres://….");
+  if (db !== undefined) return { kind: "sqlite", path: path.resolve(io.cwd, db) };
   if (fromEnv !== undefined && fromEnv !== "") {
-    if (/^postgres(ql)?:\/\//i.test(fromEnv)) return { kind: "postgres", url: fromEnv };
+    if (postgres) return { kind: "postgres", url: fromEnv, ...(schema === undefined ? {} : { schema }) };
     if (/^jsonl:/i.test(fromEnv)) return { kind: "jsonl", path: path.resolve(io.cwd, fromEnv.slice("jsonl:".length)) };
     if (/^sqlite:/i.test(fromEnv)) return { kind: "sqlite", path: path.resolve(io.cwd, fromEnv.slice("sqlite:".length)) };
     throw new UsageError(

@@ -528,6 +528,24 @@ suite("postgres store", () => {
     await locker.end();
   });
 
+  it("the steplog command reaches a store in a schema of its own with --schema (or STEPLOG_PG_SCHEMA)", async () => {
+    const schema = freshSchema();
+    const flow = defineWorkflow({ name: "cli-schema", run: (ctx) => ctx.step("a", async () => "ok") });
+    const engine = createEngine({ store: store(schema), workflows: [flow] });
+    await engine.start(flow, undefined, { id: "in-schema" });
+    await engine.close();
+    const bin = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
+    const steplog = (args: string[], env: Record<string, string> = {}) => spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1", ...env } });
+    const shown = steplog(["show", "in-schema", "--store", URL_!, "--schema", schema, "--json"]);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: "in-schema", status: "completed" });
+    expect(steplog(["show", "in-schema", "--store", URL_!, "--json"], { STEPLOG_PG_SCHEMA: schema }).status).toBe(0);
+    const elsewhere = steplog(["show", "in-schema", "--store", URL_!]);
+    expect(elsewhere.stdout + elsewhere.stderr).toContain("RUN_NOT_FOUND");
+    const misplaced = steplog(["runs", "--schema", schema]);
+    expect(misplaced.status).toBe(2);
+  });
+
   it("concurrent first opens on many connections migrate once; a newer schema is refused with STORE_TOO_NEW and left untouched", async () => {
     const schema = freshSchema();
     const stores = Array.from({ length: 6 }, () => store(schema, { poolSize: 2 }));
