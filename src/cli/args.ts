@@ -81,10 +81,11 @@ export function parseCommand(help: CommandHelp, argv: string[]): Parsed {
   }
   const values = parsed.values as Parsed["values"];
   if (values.help) return { values, positionals: parsed.positionals, rest: rest ?? [] };
-  if (rest !== undefined && !help.takesRest) {
-    throw new UsageError(`steplog ${help.name} takes no arguments after --.`, `Type steplog ${help.name} --help for its usage.`);
-  }
-  const count = parsed.positionals.length;
+  // For a command that takes no words after "--", they are its positional arguments: a run id
+  // that starts with "-" is given as steplog show -- -x.
+  const positionals = rest !== undefined && !help.takesRest ? [...parsed.positionals, ...rest] : parsed.positionals;
+  if (rest !== undefined && !help.takesRest) parsed = { ...parsed, positionals };
+  const count = positionals.length;
   if (count < help.positionals.min) {
     const missing = help.positionals.names.slice(count, help.positionals.min).join(" ");
     throw new UsageError(`steplog ${help.name}: missing ${missing}.`, `Usage: ${help.usage[0]}`);
@@ -93,7 +94,7 @@ export function parseCommand(help: CommandHelp, argv: string[]): Parsed {
     const extra = parsed.positionals.slice(help.positionals.max).join(" ");
     throw new UsageError(`steplog ${help.name}: unexpected argument(s): ${extra}.`, `Usage: ${help.usage[0]}`);
   }
-  return { values, positionals: parsed.positionals, rest: rest ?? [] };
+  return { values, positionals: parsed.positionals, rest: help.takesRest ? (rest ?? []) : [] };
 }
 
 function tidyParseError(message: string): string {

@@ -102,9 +102,31 @@ export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
-/** A command line to show, each word quoted as needed. */
+/** The steplog options that take no value (every other "--word" is followed by its value). */
+const FLAGS = new Set(["--continue", "--force", "--help", "--json", "--keep", "--no-color", "--redo", "--until-idle"]);
+
+/**
+ * A command line to show, each word quoted as needed, and one that parses as meant when a value
+ * starts with "-" (a run id "-x"): an option's value is joined to it (--id=-x), and the
+ * positional words go last, after "--".
+ */
 export function command(...words: string[]): string {
-  return words.map(shellQuote).join(" ");
+  if (!words.some((w, i) => i > 0 && w.startsWith("-") && !w.startsWith("--"))) return words.map(shellQuote).join(" ");
+  const head: string[] = [];
+  const positionals: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    if (word.startsWith("--")) {
+      const value = FLAGS.has(word) ? undefined : words[i + 1];
+      if (value === undefined) head.push(shellQuote(word));
+      else {
+        head.push(value.startsWith("-") ? `${word}=${shellQuote(value)}` : `${shellQuote(word)} ${shellQuote(value)}`);
+        i++;
+      }
+    } else if (head.length < 2 && positionals.length === 0 && !word.startsWith("-")) head.push(shellQuote(word)); // "steplog", the command
+    else positionals.push(shellQuote(word));
+  }
+  return [...head, ...(positionals.length ? ["--", ...positionals] : [])].join(" ");
 }
 
 /** A value in one line of JSON, cut to `max` characters. */

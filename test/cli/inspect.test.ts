@@ -201,3 +201,23 @@ describe("steplog show", () => {
     expect(fs.statSync(db).mtimeMs).toBe(before);
   });
 });
+
+describe("run ids that start with -", () => {
+  it("are given after -- as positionals, and the commands steplog suggests for them parse as meant", async () => {
+    const cwd = dirs.make();
+    const db = path.join(cwd, "dash.db");
+    const wf = defineWorkflow({ name: "dash", run: async (ctx) => ctx.waitForEvent("go") });
+    const engine = createEngine({ store: sqliteStore({ path: db }), workflows: [wf] });
+    await engine.start(wf, undefined, { id: "-x" });
+    await engine.close();
+    const shown = await cli(["show", "--db", db, "--json", "--", "-x"], { cwd });
+    expect(shown.code, shown.output).toBe(0);
+    expect(shown.json()).toMatchObject({ id: "-x", status: "waiting" });
+    const next: string[] = shown.json().next;
+    expect(next[0]).toBe("steplog send -- -x go '<json>'");
+    // The suggested command, run as printed (its words after "--" are the positionals).
+    const sent = await cli(["send", "--db", db, "--", "-x", "go", "1"], { cwd });
+    expect(sent.code, sent.output).toBe(0);
+    expect((await cli(["show", "--db", db, "--json", "--", "-x"], { cwd })).json().next).toContain("steplog work");
+  });
+});
