@@ -53,7 +53,13 @@ export function encryptedCodec(options: EncryptedCodecOptions): Codec {
         decipher.setAuthTag(Buffer.from(tag ?? "", "base64"));
         return Buffer.concat([decipher.update(Buffer.from(sealed ?? "", "base64")), decipher.final()]).toString("utf8");
       } catch (error) {
-        throw new StoreUnreadableError(`encrypted payload (key ${id})`, "it failed authentication: the data was changed, or the key with that id is not the one that sealed it", error);
+        throw new StoreUnreadableError(
+          `encrypted payload (key ${JSON.stringify(id)})`,
+          "it failed authentication: the key given with that id is not the one that sealed it, or the data was changed",
+          error,
+          false,
+          `Check that key ${JSON.stringify(id)} in encryptedCodec({ keys }) (for the steplog command, STEPLOG_KEYS) is the key that sealed it; if the data was changed, restore the store from a backup.`,
+        );
       }
     },
   };

@@ -189,14 +189,14 @@ export class ArgsRejectedError extends SteplogError {
 
 export class StoreUnreadableError extends SteplogError {
   override name = "StoreUnreadableError";
-  /** `unreachable`: a server that could not be reached, not a store that is broken. */
-  constructor(location: string, reason: string, cause?: unknown, unreachable = false) {
+  /** `unreachable`: a server that could not be reached, not a store that is broken. `advice`: what to do, when it is not to find the right file. */
+  constructor(location: string, reason: string, cause?: unknown, unreachable = false, advice?: string) {
     super(
       "STORE_UNREADABLE",
       unreachable
         ? `The ${location} could not be read (${reason}). Nothing was written. Check that the server is up and the connection settings are right, then try again.`
-        : `The ${location} is not a readable steplog store (${reason}). It was left untouched. ` +
-            `Point the engine at the right file, or restore it from a backup; steplog never overwrites it.`,
+        : `The ${location} is not readable (${reason}). It was left untouched. ` +
+            (advice ?? `Point the engine at the right file, or restore it from a backup; steplog never overwrites it.`),
       { cause },
     );
   }
@@ -574,7 +574,7 @@ export class CodecKeyMissingError extends SteplogError {
     super(
       "CODEC_KEY_MISSING",
       `${where} was sealed with key ${q(keyId)}, which this engine's encryptedCodec does not have (it has ${known.length === 0 ? "none" : known.map(q).join(", ")}). ` +
-        `Nothing was read or overwritten. Add that key to encryptedCodec({ keys }) (keep old keys after a rotation) and try again.`,
+        `Nothing was read or overwritten. Add that key to encryptedCodec({ keys }) (for the steplog command, to STEPLOG_KEYS); keep old keys after a rotation, and try again.`,
       details,
     );
     this.keyId = keyId;

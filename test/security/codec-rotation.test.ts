@@ -47,3 +47,17 @@ describe("a continue without the key some records need", () => {
     await both.close();
   });
 });
+
+describe("a key under the right id that is not the one that sealed the payload", () => {
+  it("is STORE_UNREADABLE saying to check that key, not to look for another store file", async () => {
+    const sealedWith = encryptedCodec({ keys: { k1: crypto.randomBytes(32) }, current: "k1" });
+    const other = encryptedCodec({ keys: { k1: crypto.randomBytes(32) }, current: "k1" });
+    const stored = await sealedWith.encode('"secret"');
+    const error = await Promise.resolve()
+      .then(() => other.decode(stored))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "STORE_UNREADABLE" });
+    expect((error as Error).message).toContain(`Check that key "k1" in encryptedCodec({ keys }) (for the steplog command, STEPLOG_KEYS) is the key that sealed it`);
+    expect((error as Error).message).not.toContain("Point the engine at the right file");
+  });
+});
