@@ -8,7 +8,7 @@ import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { currentOwner, parseScope, scopeOf } from "../../src/owner.js";
 import type { OwnerRow, Store } from "../../src/store/types.js";
-import { STORES } from "../helpers/stores.js";
+import { STORES, withOverrides } from "../helpers/stores.js";
 
 const noop = defineWorkflow({
   name: "noop",
@@ -136,13 +136,7 @@ describe("fencing", () => {
   it("a renewal that never returns (a network partition): when the lease runs out the attempt stops, aborting its step's signal, and ends with LEASE_LOST", async () => {
     const inner = memoryStore();
     // The store hangs on renewals, as a query over a dropped network path does.
-    const partitioned = new Proxy(inner, {
-      get(target, key) {
-        if (key === "renewLease") return () => new Promise(() => {});
-        const value = Reflect.get(target, key);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const partitioned = withOverrides(inner, { renewLease: () => new Promise<void>(() => {}) });
     let aborted: unknown;
     const workflow = defineWorkflow({
       name: "partitioned",

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, type StepInfo } from "../../src/index.js";
 import { memoryStore } from "../../src/memory.js";
 import type { StepRow, Store } from "../../src/store/types.js";
-import { STORES } from "../helpers/stores.js";
+import { STORES, withOverrides } from "../helpers/stores.js";
 
 describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
   it("a name used again in one run becomes name#2, name#3 in call order; idempotency keys are runId:key", async () => {
@@ -309,15 +309,9 @@ describe("a group-committed outcome that fails", () => {
   it("is never lost: the attempt ends failed (STORE_WRITE_FAILED), not completed, and the step stays intended", async () => {
     const { StoreWriteFailedError } = await import("../../src/errors.js");
     const inner = memoryStore();
-    const store = new Proxy(inner, {
-      get(target, key, receiver) {
-        const value = Reflect.get(target, key, receiver);
-        if (key === "writeOutcome") {
-          return (fence: { runId: string }, outcome: { seq: number }) =>
-            outcome.seq === 2 ? Promise.reject(new StoreWriteFailedError(inner.location, "a step outcome", { runId: fence.runId, cause: new Error("disk full") })) : (value as Function).call(target, fence, outcome);
-        }
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const store = withOverrides(inner, {
+      writeOutcome: (original, fence, outcome) =>
+        outcome.seq === 2 ? Promise.reject(new StoreWriteFailedError(inner.location, "a step outcome", { runId: fence.runId, cause: new Error("disk full") })) : original(fence, outcome),
     });
     const workflow = defineWorkflow({
       name: "last-outcome-lost",

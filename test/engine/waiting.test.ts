@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createEngine, defineWorkflow, type Engine, type WorkflowContext } from "../../src/index.js";
 import { fakeClock } from "../../src/testing.js";
-import { STORES } from "../helpers/stores.js";
+import { STORES, withOverrides } from "../helpers/stores.js";
 
 /** Run a worker until `until` says so (or a few seconds pass), then stop it. */
 async function workUntil(engine: Engine, until: () => Promise<boolean> | boolean, options: { concurrency?: number; pollMs?: number } = {}) {
@@ -299,14 +299,8 @@ describe("the worker loop: what it picks up", () => {
     const inner = memoryStore();
     let refusals = 0;
     // The first claim of run "x" is lost (another worker got there first, say).
-    const racing = new Proxy(inner, {
-      get(target, key) {
-        const value = Reflect.get(target, key);
-        if (key === "claimRun") {
-          return (runId: string, decide: unknown) => (runId === "x" && refusals++ === 0 ? Promise.reject(new Error("lost the race")) : (value as Function).call(target, runId, decide));
-        }
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const racing = withOverrides(inner, {
+      claimRun: (original, runId, decide) => (runId === "x" && refusals++ === 0 ? Promise.reject(new Error("lost the race")) : original(runId, decide)),
     });
     const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", 1), "done") });
     const engine = createEngine({ store: racing, workflows: [workflow] });
@@ -326,12 +320,8 @@ describe("the worker loop: what it picks up", () => {
     const { memoryStore } = await import("../../src/memory.js");
     const inner = memoryStore();
     let failures = 0;
-    const flaky = new Proxy(inner, {
-      get(target, key) {
-        const value = Reflect.get(target, key);
-        if (key === "listRuns") return (filter: unknown) => (failures++ === 0 ? Promise.reject(new Error("EMFILE: too many open files")) : (value as Function).call(target, filter));
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const flaky = withOverrides(inner, {
+      listRuns: (original, filter) => (failures++ === 0 ? Promise.reject(new Error("EMFILE: too many open files")) : original(filter)),
     });
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(warning.message);
@@ -354,13 +344,7 @@ describe("waiting: edges", () => {
     const { memoryStore } = await import("../../src/memory.js");
     const inner = memoryStore();
     let claims = 0;
-    const store = new Proxy(inner, {
-      get(target, key, receiver) {
-        const value = Reflect.get(target, key, receiver);
-        if (key === "claimRun") return (...args: unknown[]) => ((claims++, (value as (...a: unknown[]) => unknown).apply(target, args)));
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const store = withOverrides(inner, { claimRun: (original, runId, decide) => (claims++, original(runId, decide)) });
     const foreign = defineWorkflow({ name: "foreign", async run(ctx) { return ctx.sleep("s", 0 + 1); } });
     await createEngine({ store, workflows: [foreign] }).start(foreign, undefined, { id: "f" });
     const busy = defineWorkflow({ name: "busy", autoResume: true, async run(ctx) { return ctx.step("hang", () => new Promise(() => {})); } });

@@ -15,3 +15,21 @@ export const STORES: Array<[name: string, make: () => Store]> = [
 /** STORES and, when STEPLOG_PG_URL is set, Postgres: for the suites that must pass on every store. */
 export const EVERY_STORE: Array<[name: string, make: () => Store]> = PG_URL ? [...STORES, ["postgres", pgStore]] : STORES;
 if (!PG_URL) console.warn("postgres skipped in the every-store suites: set STEPLOG_PG_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to include it");
+
+/**
+ * `inner` with some of its methods replaced; each replacement gets the original (bound to the
+ * store) to call through to. The other members are the store's own.
+ */
+export function withOverrides<S extends object>(
+  inner: S,
+  overrides: { [K in keyof S]?: S[K] extends (...args: infer A) => infer R ? (original: (...args: A) => R, ...args: A) => R : never },
+): S {
+  return new Proxy(inner, {
+    get(target, key) {
+      const value = Reflect.get(target, key);
+      const bound = typeof value === "function" ? value.bind(target) : value;
+      const override = (overrides as Record<PropertyKey, ((original: unknown, ...args: unknown[]) => unknown) | undefined>)[key];
+      return override ? (...args: unknown[]) => override(bound, ...args) : bound;
+    },
+  });
+}
