@@ -76,9 +76,11 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
     const fromStep = attempt.plan.fromStep;
     attempt.started = fromStep !== undefined ? key === fromStep : record?.status !== "succeeded";
     startsHere = attempt.started && fromStep === undefined;
-  } else if (attempt.siblingsOf !== undefined && record?.status === "succeeded") {
+  } else if (attempt.siblingsOf !== undefined) {
     // Entered beside the start point, before it settled and before anything ran anew.
-    return reuse(attempt, key, record, call.options);
+    if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
+    // Not reused (run, re-driven, settled by a query): what follows may depend on its new value.
+    attempt.siblingsOf = undefined;
   }
   if (startsHere) {
     const settled = startAt(attempt, key, record, call);

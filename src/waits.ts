@@ -73,6 +73,8 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
   if (!attempt.started) attempt.started = attempt.plan.fromStep !== undefined ? key === attempt.plan.fromStep : record?.status !== "succeeded";
+  // A wait at or after the start point takes what arrives now: steps after it are not siblings.
+  if (attempt.started) attempt.siblingsOf = undefined;
   if (!attempt.started && record?.status === "succeeded") {
     attempt.reused.push(key);
     attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });

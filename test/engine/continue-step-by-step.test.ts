@@ -240,3 +240,52 @@ describe("the attempt's error names the step that failed", () => {
     expect(result).toMatchObject({ status: "failed", error: { message: "slack is down", step: "post-slack" } });
   });
 });
+
+describe("steps launched beside the start point (siblings) are reused only while nothing new has happened", () => {
+  it("a wait that takes a new event ends it: a step after the wait runs on the new payload", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const booked: string[] = [];
+    let slowFails = true;
+    const workflow = defineWorkflow({
+      name: "order-beside",
+      async run(ctx) {
+        const slow = ctx.step("slow", async () => {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          if (slowFails) throw new Error("slow failed");
+          return "slow ok";
+        });
+        const branch = (async () => {
+          const order = await ctx.waitForEvent("order");
+          return ctx.step("book", async () => (booked.push((order as { item: string }).item), `booked ${(order as { item: string }).item}`));
+        })();
+        return Promise.all([slow, branch]);
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "r" });
+    await engine.send("r", "order", { item: "A" });
+    expect(await engine.continue("r")).toMatchObject({ status: "failed" });
+    await engine.send("r", "order", { item: "B" }, { keep: true });
+    slowFails = false;
+    expect(await engine.continue("r")).toMatchObject({ status: "completed", value: ["slow ok", "booked B"] });
+    expect(booked).toEqual(["A", "B"]);
+  });
+
+  it("a cut-off sibling settled by its query ends it: a step after it runs on the value the query found", async () => {
+    const { testWorkflow } = await import("../../src/testing.js");
+    const workflow = defineWorkflow({
+      name: "query-beside",
+      async run(ctx) {
+        const slow = ctx.step("slow", () => new Promise((resolve) => setTimeout(() => resolve("slow ok"), 20)));
+        const branch = (async () => {
+          const u = await ctx.step("u", { effect: "irreversible", query: () => ({ done: true, value: "u from the query" }) }, async () => "u called again");
+          return ctx.step("t", async () => `t(${u})`);
+        })();
+        return Promise.all([slow, branch]);
+      },
+    });
+    const run = await testWorkflow(workflow, { args: undefined, earlier: { steps: { t: "t(u from attempt 1)" }, intended: ["u"] } });
+    expect(run).toMatchObject({ status: "completed", value: ["slow ok", "t(u from the query)"] });
+    expect(run.calls("u")).toBe(0);
+  });
+});
