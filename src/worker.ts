@@ -96,24 +96,22 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
             })
             .finally(() => {
               active.delete(runId);
-              // A finished attempt frees a slot: look again at once.
-              if (!skip.has(runId)) wake();
+              // A finished attempt, or a run it could not take (skipped for pollMs), frees a slot:
+              // look again at once, so one run it cannot take never holds up the others.
+              wake();
             });
           active.set(runId, running);
         }
       }
       if (!woken) {
-        const timedOut = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(true), pollMs);
+        // Until something wakes it, or pollMs passes (skips expire by time, at the top of the loop).
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pollMs);
           wake = () => {
             clearTimeout(timer);
-            resolve(false);
+            resolve();
           };
         });
-        if (timedOut) {
-          skip = new Set();
-          skippingSince = Date.now();
-        }
       }
       woken = false;
       wake = () => {

@@ -174,7 +174,7 @@ function codecFromEnv(env: NodeJS.ProcessEnv): Codec | undefined {
     const at = pair.indexOf("=");
     const id = pair.slice(0, Math.max(0, at));
     const key = pair.slice(at + 1);
-    const bytes = /^[0-9a-f]{64}$/i.test(key) ? 32 : /^[A-Za-z0-9+/]{43}=?$/.test(key) ? Buffer.from(key, "base64").length : 0;
+    const bytes = /^[0-9a-f]{64}$/i.test(key) ? 32 : /^[A-Za-z0-9+/_-]{43}=?$/.test(key) ? Buffer.from(key, "base64").length : 0;
     if (at <= 0 || !/^[A-Za-z0-9_.-]{1,64}$/.test(id) || bytes !== 32) {
       throw new UsageError(
         `STEPLOG_KEYS: pair ${i + 1} of ${pairs.length} is not id=key (an id of 1–64 letters, digits, "_", "." or "-", then "=", then 32 bytes in base64 or hex).`,
@@ -204,7 +204,7 @@ export function redactUrl(url: string): string {
     return decodeURIComponent(parsed.toString()).replace(/%2A/gi, "*");
   } catch {
     // Not parseable: hide everything between the scheme and the last "@", and any query.
-    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/]*@/i, "$1***@").replace(/\?.*$/, "?…");
+    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, "$1***@").replace(/\?.*$/, "?…");
   }
 }
 

@@ -258,6 +258,9 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
   });
 });
 
+/** Long enough that the sleep parks the run (a shorter one may be over before it parks). */
+const NAP_MS = 60;
+
 describe("the worker loop: what it picks up", () => {
   it.each(STORES)("a rejected approval, then continue: the run parks on the approval again and is not due (no worker loop on it) (%s)", async (_name, makeStore) => {
     let sent = 0;
@@ -281,13 +284,13 @@ describe("the worker loop: what it picks up", () => {
   it("due runs of workflows this worker does not have do not hide its own", async () => {
     const { memoryStore } = await import("../../src/memory.js");
     const store = memoryStore();
-    const nap = (name: string) => defineWorkflow({ name, run: async (ctx) => (await ctx.sleep("nap", 1), name) });
+    const nap = (name: string) => defineWorkflow({ name, run: async (ctx) => (await ctx.sleep("nap", NAP_MS), name) });
     const [other, mine] = [nap("other-service"), nap("mine")];
     const elsewhere = createEngine({ store, workflows: [other] });
     for (let i = 0; i < 20; i++) await elsewhere.start(other, undefined, { id: `o${i}` });
     const engine = createEngine({ store, workflows: [mine] });
     await engine.start(mine, undefined, { id: "m" });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, NAP_MS + 20)); // parked, then due
     await workUntil(engine, async () => (await engine.get("m")).status === "completed");
     expect((await engine.get("m")).status).toBe("completed");
     expect((await engine.get("o0")).status).toBe("waiting");
@@ -302,10 +305,10 @@ describe("the worker loop: what it picks up", () => {
     const racing = withOverrides(inner, {
       claimRun: (original, runId, decide) => (runId === "x" && refusals++ === 0 ? Promise.reject(new Error("lost the race")) : original(runId, decide)),
     });
-    const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", 1), "done") });
+    const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", NAP_MS), "done") });
     const engine = createEngine({ store: racing, workflows: [workflow] });
     await engine.start(workflow, undefined, { id: "x" });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, NAP_MS + 20)); // parked, then due
     const waking = setInterval(wakeWorkers, 20);
     try {
       await workUntil(engine, async () => (await engine.get("x")).status === "completed", { pollMs: 200 });
@@ -314,6 +317,30 @@ describe("the worker loop: what it picks up", () => {
     }
     expect(refusals).toBeGreaterThanOrEqual(2);
     expect((await engine.get("x")).status).toBe("completed");
+  });
+
+  it("with concurrency 1, a ready run it cannot take does not hold up the next one", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const { CodecKeyMissingError } = await import("../../src/errors.js");
+    const inner = memoryStore();
+    const blocked = withOverrides(inner, {
+      claimRun: (original, runId, decide) => (runId === "bad" ? Promise.reject(new CodecKeyMissingError("k2", ["k1"], { runId })) : original(runId, decide)),
+    });
+    const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", NAP_MS), "done") });
+    const engine = createEngine({ store: blocked, workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "bad" }); // the older due run
+    await new Promise((resolve) => setTimeout(resolve, NAP_MS + 20)); // parked, then due
+    await engine.start(workflow, undefined, { id: "good" });
+    await new Promise((resolve) => setTimeout(resolve, NAP_MS + 20)); // parked, then due
+    const onWarning = () => {};
+    process.on("warning", onWarning);
+    try {
+      await workUntil(engine, async () => (await engine.get("good")).status === "completed", { concurrency: 1, pollMs: 1000 });
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect((await engine.get("good")).status).toBe("completed");
+    expect((await engine.get("bad")).status).toBe("waiting");
   });
 
   it("a listing that fails once does not stop the worker: it warns and looks again at its next poll", async () => {
@@ -326,7 +353,7 @@ describe("the worker loop: what it picks up", () => {
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(warning.message);
     process.on("warning", onWarning);
-    const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", 1), "done") });
+    const workflow = defineWorkflow({ name: "nap", run: async (ctx) => (await ctx.sleep("nap", NAP_MS), "done") });
     const engine = createEngine({ store: flaky, workflows: [workflow] });
     await engine.start(workflow, undefined, { id: "y" });
     try {

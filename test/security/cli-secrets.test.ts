@@ -102,6 +102,14 @@ describe("secrets through the steplog command", () => {
 });
 
 describe("what the steplog command never prints", () => {
+  it("STEPLOG_KEYS takes base64url keys as encryptedCodec does", () => {
+    const cwd = tmpDir();
+    let key = crypto.randomBytes(32).toString("base64url");
+    while (!/[-_]/.test(key)) key = crypto.randomBytes(32).toString("base64url");
+    const out = steplog(["runs", "--db", path.join(cwd, "steplog.db")], { STEPLOG_KEYS: `k1=${key}` }, cwd);
+    expect(out.code, out.stderr).toBe(0);
+  });
+
   it("a malformed STEPLOG_KEYS is refused naming the pair by its position, never echoing it", () => {
     const cwd = tmpDir();
     const key = crypto.randomBytes(32).toString("base64");
@@ -120,6 +128,8 @@ describe("what the steplog command never prints", () => {
     expect(redactUrl("postgres://u@h/db?password=hunter2&sslmode=require")).toBe("postgres://u@h/db?password=***&sslmode=require");
     expect(redactUrl("postgres://u:hunter2@h:5432/db")).toBe("postgres://u:***@h:5432/db");
     expect(redactUrl(".steplog/steplog.db")).toBe(".steplog/steplog.db");
+    // Not parseable as a URL (a "/" in the password): everything up to the last "@" is hidden.
+    expect(redactUrl("postgres://app:Sup3r/Secret@127.0.0.1:5432/test")).toBe("postgres://***@127.0.0.1:5432/test");
   });
 
   it("--json output escapes C1 controls and bidirectional marks a terminal would act on; text output escapes U+061C too", async () => {
