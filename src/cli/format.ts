@@ -96,9 +96,13 @@ export function parseDuration(text: string): number | undefined {
   return total > 0 ? Math.round(total) : undefined;
 }
 
+/** Placeholders for a path the user types, shown as they are. */
+const PATH_PLACEHOLDERS = new Set(["<file>", "<workflow-file>"]);
+
 /** Quote one word for a POSIX shell when it needs it. */
 export function shellQuote(word: string): string {
   if (word !== "" && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  if (PATH_PLACEHOLDERS.has(word)) return word;
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 

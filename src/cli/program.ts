@@ -157,7 +157,7 @@ export function hintFor(error: unknown, name: string): string | undefined {
     case "RUN_COMPLETED":
       return go ? `${go} --from-step <step>   (see the steps: ${command("steplog", "show", id!)})` : undefined;
     case "RUN_ESCALATED":
-      return id && error.step ? `${command("steplog", "resolve", id, error.step, "--value")} '<json>'   or   ${command("steplog", "resolve", id, error.step, "--redo")}` : "steplog escalations";
+      return id && error.step ? `${command("steplog", "resolve", id, error.step, "--value", "<json>")}   or   ${command("steplog", "resolve", id, error.step, "--redo")}` : "steplog escalations";
     case "DEAD_LETTERED":
       return go ? `${go} --force` : undefined;
     case "RUN_BUSY":
@@ -173,7 +173,7 @@ export function hintFor(error: unknown, name: string): string | undefined {
     case "STORE_TOO_NEW":
       return "upgrade steplog (npm install steplog@latest)";
     case "WORKFLOW_NOT_REGISTERED":
-      return id ? `${command("steplog", name === "compensate" ? "compensate" : "run")} ${name === "compensate" ? command(id, "--workflow") + " <file>" : "<workflow-file> " + command("--continue", "--id", id)}` : undefined;
+      return id ? name === "compensate" ? command("steplog", "compensate", id, "--workflow", "<file>") : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}` : undefined;
     default:
       return undefined;
   }

@@ -239,7 +239,7 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
     case "escalated":
       return escalations
         .filter((e) => e.runId === id)
-        .flatMap((e) => [`${command("steplog", "resolve", id, e.step, "--value")} '<json>'`, command("steplog", "resolve", id, e.step, "--redo")]);
+        .flatMap((e) => [command("steplog", "resolve", id, e.step, "--value", "<json>"), command("steplog", "resolve", id, e.step, "--redo")]);
     case "ready":
       return [go];
     case "waiting": {

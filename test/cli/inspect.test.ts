@@ -220,4 +220,12 @@ describe("run ids that start with -", () => {
     expect(sent.code, sent.output).toBe(0);
     expect((await cli(["show", "--db", db, "--json", "--", "-x"], { cwd })).json().next).toContain("steplog work");
   });
+
+  it("suggested commands with an option's value after the positionals still parse", async () => {
+    const { command } = await import("../../src/cli/format.js");
+    expect(command("steplog", "resolve", "-x", "charge", "--value", "<json>")).toBe("steplog resolve --value '<json>' -- -x charge");
+    expect(command("steplog", "compensate", "-y", "--workflow", "<file>")).toBe("steplog compensate --workflow <file> -- -y");
+    expect(command("steplog", "run", "--continue", "--id", "-x")).toBe("steplog run --continue --id=-x");
+    expect(command("steplog", "resolve", "ch1", "charge", "--value", "<json>")).toBe("steplog resolve ch1 charge --value '<json>'");
+  });
 });

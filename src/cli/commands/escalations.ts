@@ -21,7 +21,7 @@ export const escalations: Command = {
       session.printJson(
         list.map((e) => ({
           ...e,
-          next: [`${command("steplog", "resolve", e.runId, e.step, "--value")} '<json>'`, command("steplog", "resolve", e.runId, e.step, "--redo")],
+          next: [command("steplog", "resolve", e.runId, e.step, "--value", "<json>"), command("steplog", "resolve", e.runId, e.step, "--redo")],
         })),
       );
       return EXIT.ok;
@@ -38,7 +38,7 @@ export const escalations: Command = {
           ["  cut off", `attempt ${e.attempt}, ${formatAge(Date.parse(e.cutOffAt), now)}`],
           ["  key", safe(e.idempotencyKey)],
           ["  what", safe(e.summary)],
-          ["  if it happened", session.paint("cyan", `${command("steplog", "resolve", e.runId, e.step, "--value")} '<json>'`)],
+          ["  if it happened", session.paint("cyan", command("steplog", "resolve", e.runId, e.step, "--value", "<json>"))],
           ["  if it did not", session.paint("cyan", command("steplog", "resolve", e.runId, e.step, "--redo"))],
         ]),
       );

@@ -11,7 +11,7 @@ export async function loadRunWorkflow(session: Session, id: string, file: string
   if (source === undefined) {
     throw new WorkflowLoadError(
       `Run ${JSON.stringify(id)} has no recorded source (it was started by an app, not by steplog run), so its workflow file is unknown: give the file that defines workflow ${JSON.stringify(view.workflow)}.`,
-      `${command("steplog", commandName, id, "--workflow")} <file>`,
+      command("steplog", commandName, id, "--workflow", "<file>"),
     );
   }
   const loaded = await loadWorkflowFile(source, session.io.cwd);
