@@ -22,6 +22,7 @@ import { fault } from "./faults.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { markDone, type LiveToken } from "./live-attempts.js";
 import { runSaga, unreachable, type SagaEntry } from "./saga.js";
+import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { failedStepOf, runStep, type StepCall } from "./step-runner.js";
 import { sleep, waitForEvent, type WaitingFor } from "./waits.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
@@ -327,6 +328,7 @@ export class Attempt {
         attempt.endWith("stopped", attempt.stopError(String(reason)));
         throw new StopRequest(String(reason));
       },
+      [IN_SIBLING_WINDOW]: () => attempt.siblingsOf !== undefined,
     } as WorkflowContext;
   }
 

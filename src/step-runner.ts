@@ -28,6 +28,7 @@ import { validate } from "./schema.js";
 import type { Effect, StepRow } from "./store/types.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
+import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
 import { owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
 import { decodeValue } from "./values.js";
 import { isBreakingChange } from "./versions.js";
@@ -76,8 +77,8 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
     const fromStep = attempt.plan.fromStep;
     attempt.started = fromStep !== undefined ? key === fromStep : record?.status !== "succeeded";
     startsHere = attempt.started && fromStep === undefined;
-  } else if (attempt.siblingsOf !== undefined) {
-    // Entered beside the start point, before it settled and before anything ran anew.
+  } else if (attempt.siblingsOf !== undefined || (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] === true) {
+    // Entered (or launched, see launched-beside.ts) beside the start point, before it settled and before anything ran anew.
     if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
     // Not reused (run, re-driven, settled by a query): what follows may depend on its new value.
     attempt.siblingsOf = undefined;

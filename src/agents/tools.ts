@@ -12,6 +12,7 @@
  */
 
 import type { CompensateInfo, Effect, QueryAnswer, QueryInfo, RetryOptions, StepInfo, StepOptions, UnknownOutcomePolicy, WorkflowContext } from "../context.js";
+import { IN_SIBLING_WINDOW, LAUNCHED_BESIDE_START } from "../launched-beside.js";
 import { InvalidOptionError } from "../errors.js";
 import { inTurn, isMachineryError, markFatal, nextCallNumber, throwIfFatal } from "./run-state.js";
 import { toolStepName } from "./step-names.js";
@@ -177,6 +178,11 @@ async function callTool(
   }
 
   const stepOptions: StepOptions<unknown> = { effect };
+  // Launched beside a continue's start point: said now, while it is true, though the call may
+  // wait its turn (an irreversible one waits for the others) until after the start point settled.
+  if ((ctx as unknown as Record<symbol, (() => boolean) | undefined>)[IN_SIBLING_WINDOW]?.() === true) {
+    (stepOptions as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] = true;
+  }
   const query = options.query?.[toolName];
   if (query) stepOptions.query = (info) => query({ ...info, ...call });
   const compensate = options.compensate?.[toolName];

@@ -264,3 +264,45 @@ describe("modelTurn", () => {
     await engine.close();
   });
 });
+
+describe("parallel tool calls on a continue", () => {
+  it("an irreversible call that finished beside a call that failed is handed back, not made again, though it waits its turn", async () => {
+    const bookings: string[] = [];
+    let slow = true;
+    const delay = (ms: number, signal?: AbortSignal) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, ms);
+        signal?.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)));
+      });
+    const workflow = defineWorkflow({
+      name: "agent-parallel",
+      async run(ctx) {
+        const tools = durableTools(
+          ctx,
+          {
+            lookup: {
+              execute: async (input: { item: string }, { abortSignal }: { abortSignal?: AbortSignal; toolCallId?: string; messages?: unknown[] }) =>
+                (slow && (await delay(200, abortSignal)), `price of ${input.item}`),
+            },
+            book: { execute: async (input: { item: string }, _options: { toolCallId?: string; messages?: unknown[] }) => (bookings.push(input.item), `booked ${input.item}`) },
+          },
+          { effects: { lookup: "read", book: "irreversible" }, timeoutMs: { lookup: 50 } },
+        );
+        // What an agent framework does with a turn's two tool calls: run both, then look at each.
+        const results = await Promise.allSettled([
+          tools.lookup.execute!({ item: "hotel" }, { toolCallId: "call_1", messages: [] }),
+          tools.book.execute!({ item: "flight" }, { toolCallId: "call_2", messages: [] }),
+        ]);
+        const failed = results.find((r) => r.status === "rejected");
+        if (failed) throw (failed as PromiseRejectedResult).reason;
+        return results.map((r) => (r as PromiseFulfilledResult<unknown>).value);
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "a" })).toMatchObject({ status: "failed" });
+    expect(bookings).toEqual(["flight"]);
+    slow = false;
+    expect(await engine.continue("a")).toMatchObject({ status: "completed", value: ["price of hotel", "booked flight"] });
+    expect(bookings).toEqual(["flight"]);
+  });
+});

@@ -1,0 +1,12 @@
+/**
+ * Internal: a step launched beside the start point of a continue (see attempt.siblingsOf) whose
+ * turn to run comes later — an irreversible tool call waits behind the other calls of its turn —
+ * is still recognised as launched beside it, so its succeeded record is reused. Its inputs were
+ * fixed when it was launched.
+ */
+
+/** On a WorkflowContext: true while steps entered now count as launched beside the start point. */
+export const IN_SIBLING_WINDOW = Symbol("steplog.inSiblingWindow");
+
+/** On StepOptions: this step was launched while IN_SIBLING_WINDOW said true. */
+export const LAUNCHED_BESIDE_START = Symbol("steplog.launchedBesideStart");
