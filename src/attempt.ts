@@ -95,6 +95,11 @@ export class Attempt {
    * have used its value, and their succeeded records are reused rather than run again.
    */
   siblingsOf: string | undefined;
+  /**
+   * The newest attempt whose record this attempt has handed back so far. A sibling's record older
+   * than that may have been made from inputs that have changed since: it is not reused.
+   */
+  newestReused = 0;
   lastEntered: string | undefined;
   endReason: EndReason | undefined;
   #settleEarly!: () => void;
@@ -328,7 +333,7 @@ export class Attempt {
         attempt.endWith("stopped", attempt.stopError(String(reason)));
         throw new StopRequest(String(reason));
       },
-      [IN_SIBLING_WINDOW]: () => attempt.siblingsOf !== undefined,
+      [IN_SIBLING_WINDOW]: () => (attempt.siblingsOf !== undefined ? attempt.newestReused : undefined),
     } as WorkflowContext;
   }
 

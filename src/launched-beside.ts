@@ -5,8 +5,12 @@
  * fixed when it was launched.
  */
 
-/** On a WorkflowContext: true while steps entered now count as launched beside the start point. */
+/**
+ * On a WorkflowContext: while steps entered now count as launched beside the start point, the
+ * newest attempt whose record has been handed back so far (see attempt.newestReused); else
+ * undefined.
+ */
 export const IN_SIBLING_WINDOW = Symbol("steplog.inSiblingWindow");
 
-/** On StepOptions: this step was launched while IN_SIBLING_WINDOW said true. */
+/** On StepOptions: what IN_SIBLING_WINDOW said when this step was launched (a number). */
 export const LAUNCHED_BESIDE_START = Symbol("steplog.launchedBesideStart");

@@ -77,9 +77,13 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
     const fromStep = attempt.plan.fromStep;
     attempt.started = fromStep !== undefined ? key === fromStep : record?.status !== "succeeded";
     startsHere = attempt.started && fromStep === undefined;
-  } else if (attempt.siblingsOf !== undefined || (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] === true) {
-    // Entered (or launched, see launched-beside.ts) beside the start point, before it settled and before anything ran anew.
-    if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
+  } else if (attempt.siblingsOf !== undefined || typeof (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] === "number") {
+    // Entered (or launched, see launched-beside.ts) beside the start point, before it settled and
+    // before anything ran anew; and its record is no older than any record handed back before it
+    // was launched (else its inputs may have changed since it was made).
+    const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
+    const bound = typeof launched === "number" ? launched : attempt.newestReused;
+    if (record?.status === "succeeded" && record.attempt >= bound) return reuse(attempt, key, record, call.options);
     // Not reused (run, re-driven, settled by a query): what follows may depend on its new value.
     attempt.siblingsOf = undefined;
   }
@@ -168,6 +172,7 @@ async function checkReused(attempt: Attempt, key: string, record: StepRow, optio
 }
 
 function noteReused(attempt: Attempt, key: string, record: StepRow): void {
+  attempt.newestReused = Math.max(attempt.newestReused, record.attempt);
   attempt.reused.push(key);
   if (attempt.listening) {
     attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });

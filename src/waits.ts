@@ -76,6 +76,7 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
   // A wait at or after the start point takes what arrives now: steps after it are not siblings.
   if (attempt.started) attempt.siblingsOf = undefined;
   if (!attempt.started && record?.status === "succeeded") {
+    attempt.newestReused = Math.max(attempt.newestReused, record.attempt);
     attempt.reused.push(key);
     attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };

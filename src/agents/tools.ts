@@ -180,9 +180,8 @@ async function callTool(
   const stepOptions: StepOptions<unknown> = { effect };
   // Launched beside a continue's start point: said now, while it is true, though the call may
   // wait its turn (an irreversible one waits for the others) until after the start point settled.
-  if ((ctx as unknown as Record<symbol, (() => boolean) | undefined>)[IN_SIBLING_WINDOW]?.() === true) {
-    (stepOptions as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] = true;
-  }
+  const beside = (ctx as unknown as Record<symbol, (() => number | undefined) | undefined>)[IN_SIBLING_WINDOW]?.();
+  if (beside !== undefined) (stepOptions as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] = beside;
   const query = options.query?.[toolName];
   if (query) stepOptions.query = (info) => query({ ...info, ...call });
   const compensate = options.compensate?.[toolName];

@@ -305,4 +305,41 @@ describe("parallel tool calls on a continue", () => {
     expect(await engine.continue("a")).toMatchObject({ status: "completed", value: ["price of hotel", "booked flight"] });
     expect(bookings).toEqual(["flight"]);
   });
+
+  it("a waiting tool call is not handed the record of an older call made from another model answer", async () => {
+    const bookings: string[] = [];
+    let plan = "A";
+    let cut: AbortController | undefined;
+    const workflow = defineWorkflow({
+      name: "agent-stale",
+      async run(ctx) {
+        // Plain function tools called without a call id: ids are 1, 2, … per tool, whatever the input.
+        const tools = durableTools(
+          ctx,
+          {
+            lookup: async (item: string, { abortSignal }: { abortSignal?: AbortSignal }) => {
+              if (cut) {
+                cut.abort();
+                await new Promise((_resolve, reject) => (abortSignal!.aborted ? reject(abortSignal!.reason) : abortSignal!.addEventListener("abort", () => reject(abortSignal!.reason))));
+              }
+              return `price of ${item}`;
+            },
+            book: async (item: string) => (bookings.push(item), `booked ${item}`),
+          },
+          { effects: { lookup: "read", book: "irreversible" } },
+        );
+        const turn = await ctx.step("model", async () => ({ item: plan })); // stands for a model turn
+        return Promise.all([tools.lookup(turn.item), tools.book(turn.item)]);
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "r" })).toMatchObject({ status: "completed" });
+    // The model turn is redone with a new answer (B); the attempt is cut off while lookup runs, before book's turn.
+    plan = "B";
+    cut = new AbortController();
+    expect(await engine.continue("r", { fromStep: "model", signal: cut.signal })).toMatchObject({ status: "cancelled" });
+    cut = undefined;
+    expect(await engine.continue("r")).toMatchObject({ status: "completed", value: ["price of B", "booked B"] });
+    expect(bookings).toEqual(["A", "B"]);
+  });
 });

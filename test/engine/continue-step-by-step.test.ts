@@ -288,4 +288,38 @@ describe("steps launched beside the start point (siblings) are reused only while
     expect(run).toMatchObject({ status: "completed", value: ["slow ok", "t(u from the query)"] });
     expect(run.calls("u")).toBe(0);
   });
+
+  it("a sibling's record older than a record handed back before it is run again: its inputs may have changed", async () => {
+    const { memoryStore } = await import("../../src/memory.js");
+    const sent: string[] = [];
+    let plan = "A";
+    let cut: AbortController | undefined;
+    const workflow = defineWorkflow({
+      name: "stale-sibling",
+      async run(ctx) {
+        const planned = await ctx.step("plan", async () => plan);
+        const slow = ctx.step("slow", { effect: "read" }, async ({ signal }) => {
+          if (cut) await new Promise((_resolve, reject) => (signal.aborted ? reject(signal.reason) : signal.addEventListener("abort", () => reject(signal.reason))));
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return "slow ok";
+        });
+        const branch = (async () => {
+          const r = await ctx.step("r", async () => `r(${planned})`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          cut?.abort(); // attempt 2 is cut off here: r ran anew, x was never entered
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          return ctx.step("x", async () => (sent.push(r), `sent ${r}`));
+        })();
+        return Promise.all([slow, branch]);
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "r" });
+    plan = "B";
+    cut = new AbortController();
+    expect(await engine.continue("r", { fromStep: "plan", signal: cut.signal })).toMatchObject({ status: "cancelled" });
+    cut = undefined;
+    expect(await engine.continue("r")).toMatchObject({ status: "completed", value: ["slow ok", "sent r(B)"] });
+    expect(sent).toEqual(["r(A)", "r(B)"]);
+  });
 });
