@@ -197,6 +197,12 @@ function redactRules(parsed: Parsed, env: NodeJS.ProcessEnv): string[] | undefin
 /** A password in a connection URL (in its user part or its query) is never printed. */
 export function redactUrl(url: string): string {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return url; // a file path
+  // "user:12/ss@host" parses as host "user", port 12: with an "@" after the scheme, what comes
+  // before the last one is the user part, whatever URL makes of it.
+  const userPart = /^[a-z][a-z0-9+.-]*:\/\/(.*)@/i.exec(url)?.[1];
+  if (userPart !== undefined && userPart.includes(":") && /[/?#]/.test(userPart)) {
+    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^:@]*):.*@/i, "$1$2:***@").replace(/\?.*$/, "?…");
+  }
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = "***";

@@ -231,7 +231,10 @@ function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
 /** The commands that move the run on from where it is. */
 export function nextCommands(run: RunView, escalations: Escalation[]): string[] {
   const id = run.id;
-  const go = run.source ? command("steplog", "run", "--continue", "--id", id) : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`;
+  // The workflow file, when the run recorded none, is a placeholder the user replaces.
+  const goWith = (...more: string[]) =>
+    run.source ? command("steplog", "run", "--continue", "--id", id, ...more) : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id, ...more)}`;
+  const go = goWith();
   const lastStep = run.error?.step ?? run.steps.at(-1)?.key;
   switch (run.status) {
     case "completed":
@@ -260,6 +263,6 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
     case "cancelled":
     case "interrupted":
     default:
-      return lastStep === undefined || run.status === "interrupted" || run.status === "cancelled" ? [go] : [go, `${go} --from-step ${command(lastStep)}`];
+      return lastStep === undefined || run.status === "interrupted" || run.status === "cancelled" ? [go] : [go, goWith("--from-step", lastStep)];
   }
 }

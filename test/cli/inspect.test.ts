@@ -226,6 +226,7 @@ describe("run ids that start with -", () => {
     expect(command("steplog", "resolve", "-x", "charge", "--value", "<json>")).toBe("steplog resolve --value '<json>' -- -x charge");
     expect(command("steplog", "compensate", "-y", "--workflow", "<file>")).toBe("steplog compensate --workflow <file> -- -y");
     expect(command("steplog", "run", "--continue", "--id", "-x")).toBe("steplog run --continue --id=-x");
+    expect(command("steplog", "run", "--continue", "--id", "r1", "--from-step", "-s")).toBe("steplog run --continue --id r1 --from-step=-s");
     expect(command("steplog", "resolve", "ch1", "charge", "--value", "<json>")).toBe("steplog resolve ch1 charge --value '<json>'");
   });
 });

@@ -129,7 +129,10 @@ describe("what the steplog command never prints", () => {
     expect(redactUrl("postgres://u:hunter2@h:5432/db")).toBe("postgres://u:***@h:5432/db");
     expect(redactUrl(".steplog/steplog.db")).toBe(".steplog/steplog.db");
     // Not parseable as a URL (a "/" in the password): everything up to the last "@" is hidden.
-    expect(redactUrl("postgres://app:Sup3r/Secret@127.0.0.1:5432/test")).toBe("postgres://***@127.0.0.1:5432/test");
+    expect(redactUrl("postgres://app:Sup3r/Secret@127.0.0.1:5432/test")).toBe("postgres://app:***@127.0.0.1:5432/test");
+    // Digits then "/" read as a port by URL: still the password.
+    expect(redactUrl("postgres://u:12/ss@host/db")).toBe("postgres://u:***@host/db");
+    expect(redactUrl("postgres://u:1234?x@host/db")).toBe("postgres://u:***@host/db");
   });
 
   it("--json output escapes C1 controls and bidirectional marks a terminal would act on; text output escapes U+061C too", async () => {

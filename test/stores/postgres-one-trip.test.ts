@@ -73,3 +73,12 @@ describe("postgres one-round-trip statements", () => {
     expect(oneTripStatement("s", { kind: "end", fence, end })).toBeUndefined();
   });
 });
+
+describe("the Postgres store's location in messages", () => {
+  it("names host, port and database, never a password, even one holding / or read as a port", async () => {
+    const { describeTarget } = await import("../../src/store/postgres/connection.js");
+    expect(describeTarget("postgres://u:12/ss@127.0.0.1:1/db", undefined)).toBe("127.0.0.1:1/db");
+    expect(describeTarget("postgres://u:Sup3r/Secret@db.internal:5433/app", undefined)).toBe("db.internal:5433/app");
+    expect(describeTarget("postgres://alice:pw@h", undefined)).toBe("h:5432/alice");
+  });
+});

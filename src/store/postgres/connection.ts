@@ -166,8 +166,11 @@ export function describeTarget(connectionString: string | undefined, pool: PgPoo
   if (pool && !connectionString) connectionString = pool.options?.connectionString;
   if (connectionString) {
     try {
-      const url = new URL(connectionString);
-      const db = decodeURIComponent(url.pathname.replace(/^\//, "")) || url.username || "postgres";
+      // Without the user part (up to the last "@"): a password holding "/" would be read as the path.
+      const userPart = /^[a-z][a-z0-9+.-]*:\/\/(.*)@/i.exec(connectionString)?.[1];
+      const user = userPart === undefined ? "" : decodeURIComponent(userPart.split(":")[0] ?? "");
+      const url = new URL(connectionString.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, "$1"));
+      const db = decodeURIComponent(url.pathname.replace(/^\//, "")) || user || "postgres";
       const host = url.hostname || url.searchParams.get("host") || "localhost";
       return `${host}:${url.port || "5432"}/${db}`;
     } catch {
