@@ -18,10 +18,16 @@ export interface EncryptedCodecOptions {
 }
 
 const PREFIX = "enc:v1:";
-const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+/** What a key id may be. */
+export const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** A key's bytes: given as bytes, 64 hex digits, or base64 (or base64url). */
+export function keyBytes(key: Buffer | string): Buffer {
+  return Buffer.isBuffer(key) ? key : /^[0-9a-f]{64}$/i.test(key) ? Buffer.from(key, "hex") : Buffer.from(key, "base64");
+}
 
 function toKey(id: string, key: Buffer | string): Buffer {
-  const bytes = Buffer.isBuffer(key) ? key : /^[0-9a-f]{64}$/i.test(key) ? Buffer.from(key, "hex") : Buffer.from(key, "base64");
+  const bytes = keyBytes(key);
   if (bytes.length !== 32) throw new InvalidOptionError(`encryptedCodec: key ${JSON.stringify(id)} must be 32 bytes (AES-256), got ${bytes.length}. Make one with crypto.randomBytes(32).`);
   return bytes;
 }

@@ -171,7 +171,8 @@ async function checkReused(attempt: Attempt, key: string, record: StepRow, optio
   return value;
 }
 
-function noteReused(attempt: Attempt, key: string, record: StepRow): void {
+/** A record handed back instead of a call: counted, and told to listeners (steps and waits). */
+export function noteReused(attempt: Attempt, key: string, record: StepRow): void {
   attempt.newestReused = Math.max(attempt.newestReused, record.attempt);
   attempt.reused.push(key);
   if (attempt.listening) {

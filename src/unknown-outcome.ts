@@ -51,7 +51,7 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
   const { options } = call;
   const effect = options.effect ?? "idempotent";
   const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
-  const previous = { attempt: record.attempt, intendedAt: new Date(record.intendedAt).toISOString(), idempotencyKey: record.idempotencyKey };
+  const previous = previousOf(record);
   const wasCompensating = isCompensationRow(record);
 
   // A crash inside a compensation: run the compensation again (it tolerates repeats), then re-drive.
@@ -94,7 +94,6 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
 export function owedRedrive(attempt: Attempt, key: string, record: StepRow | undefined): Identity | undefined {
   if (record?.resolution == null) return undefined;
   const resolution = JSON.parse(record.resolution) as Partial<Resolution>;
-  const previousOf = (cutOff: StepRow) => ({ attempt: cutOff.attempt, intendedAt: new Date(cutOff.intendedAt).toISOString(), idempotencyKey: cutOff.idempotencyKey });
   if (record.status === "failed" && ((resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done"))) {
     return { idempotencyKey: record.idempotencyKey, previous: previousOf(record) };
   }
@@ -103,6 +102,11 @@ export function owedRedrive(attempt: Attempt, key: string, record: StepRow | und
     if (cutOff) return { idempotencyKey: idempotencyKeyFor(attempt, key), previous: previousOf(cutOff) };
   }
   return undefined;
+}
+
+/** What a re-drive's function is told of the call that was cut off. */
+function previousOf(cutOff: StepRow): NonNullable<Identity["previous"]> {
+  return { attempt: cutOff.attempt, intendedAt: new Date(cutOff.intendedAt).toISOString(), idempotencyKey: cutOff.idempotencyKey };
 }
 
 function isCompensationRow(row: StepRow): boolean {
@@ -186,6 +190,6 @@ async function compensateThenRedrive(attempt: Attempt, key: string, record: Step
   attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "compensate", found: "unknown" });
   return execute(attempt, key, call, {
     idempotencyKey: idempotencyKeyFor(attempt, key),
-    previous: { attempt: record.attempt, intendedAt: new Date(record.intendedAt).toISOString(), idempotencyKey: record.idempotencyKey },
+    previous: previousOf(record),
   });
 }

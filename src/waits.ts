@@ -11,7 +11,7 @@ import { EventRejectedError, InvalidOptionError, ResultRejectedError, ValueMissi
 import { checkName, RESERVED_EVENT_PREFIX } from "./names.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
-import { newRow, outcomeOf, stopWith, supply, type StepCall } from "./step-runner.js";
+import { newRow, noteReused, outcomeOf, stopWith, supply, type StepCall } from "./step-runner.js";
 import type { EventRow, StepRow } from "./store/types.js";
 
 export interface WaitingFor {
@@ -76,9 +76,7 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
   // A wait at or after the start point takes what arrives now: steps after it are not siblings.
   if (attempt.started) attempt.siblingsOf = undefined;
   if (!attempt.started && record?.status === "succeeded") {
-    attempt.newestReused = Math.max(attempt.newestReused, record.attempt);
-    attempt.reused.push(key);
-    attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
+    noteReused(attempt, key, record);
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
   if (!attempt.started) {

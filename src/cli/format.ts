@@ -46,8 +46,13 @@ export function stripAnsi(text: string): string {
  * Recorded text made safe for a terminal: control characters (ESC, BEL, CR, …) and
  * bidirectional overrides become visible escapes; newlines are kept only when `multiline`.
  */
+/** What a terminal acts on beyond the C0 controls: DEL, the C1 controls, bidirectional marks. */
+const TERMINAL_ACTS_ON = "\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069";
+const UNSAFE_TEXT = new RegExp(`[\\u0000-\\u001f${TERMINAL_ACTS_ON}]`, "g");
+const UNSAFE_IN_JSON = new RegExp(`[${TERMINAL_ACTS_ON}]`, "g");
+
 export function safe(text: string, multiline = false): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
+  return text.replace(UNSAFE_TEXT, (c) => {
     if (multiline && c === "\n") return c;
     if (c === "\t") return "  ";
     if (c === "\n") return "↵ ";
@@ -195,5 +200,5 @@ export function visibleLength(text: string): number {
  * C1 controls, bidirectional-format characters) written as \u escapes; still the same JSON.
  */
 export function terminalJson(json: string): string {
-  return json.replace(/[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return json.replace(UNSAFE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

@@ -7,7 +7,7 @@
 import path from "node:path";
 import { createEngine, type Engine, type EngineOptions } from "../engine.js";
 import { isSteplogError } from "../errors.js";
-import { encryptedCodec } from "../encrypted-codec.js";
+import { encryptedCodec, KEY_ID, keyBytes } from "../encrypted-codec.js";
 import type { Codec } from "../payloads.js";
 import { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
@@ -174,8 +174,7 @@ function codecFromEnv(env: NodeJS.ProcessEnv): Codec | undefined {
     const at = pair.indexOf("=");
     const id = pair.slice(0, Math.max(0, at));
     const key = pair.slice(at + 1);
-    const bytes = /^[0-9a-f]{64}$/i.test(key) ? 32 : /^[A-Za-z0-9+/_-]{43}=?$/.test(key) ? Buffer.from(key, "base64").length : 0;
-    if (at <= 0 || !/^[A-Za-z0-9_.-]{1,64}$/.test(id) || bytes !== 32) {
+    if (at <= 0 || !KEY_ID.test(id) || keyBytes(key).length !== 32) {
       throw new UsageError(
         `STEPLOG_KEYS: pair ${i + 1} of ${pairs.length} is not id=key (an id of 1–64 letters, digits, "_", "." or "-", then "=", then 32 bytes in base64 or hex).`,
         'For example STEPLOG_KEYS="2026-11=<32 bytes, base64>,2027-02=<…>".',

@@ -14,6 +14,7 @@ import {
 import { createEngine, defineWorkflow, isSteplogError, type WorkflowContext } from "../../src/index.js";
 import { memoryStore } from "../../src/memory.js";
 import { testWorkflow } from "../../src/testing.js";
+import { untilAborted } from "../helpers/abort.js";
 
 async function runOnce<T>(body: (ctx: WorkflowContext) => Promise<T>) {
   const wf = defineWorkflow({ name: `probe-${Math.random()}`, run: (ctx) => body(ctx) });
@@ -320,7 +321,7 @@ describe("parallel tool calls on a continue", () => {
             lookup: async (item: string, { abortSignal }: { abortSignal?: AbortSignal }) => {
               if (cut) {
                 cut.abort();
-                await new Promise((_resolve, reject) => (abortSignal!.aborted ? reject(abortSignal!.reason) : abortSignal!.addEventListener("abort", () => reject(abortSignal!.reason))));
+                await untilAborted(abortSignal!);
               }
               return `price of ${item}`;
             },

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createEngine, defineWorkflow } from "../../src/index.js";
+import { untilAborted } from "../helpers/abort.js";
 import { STORES } from "../helpers/stores.js";
 
 function pipeline(failAt: { value: string | undefined }) {
@@ -299,7 +300,7 @@ describe("steps launched beside the start point (siblings) are reused only while
       async run(ctx) {
         const planned = await ctx.step("plan", async () => plan);
         const slow = ctx.step("slow", { effect: "read" }, async ({ signal }) => {
-          if (cut) await new Promise((_resolve, reject) => (signal.aborted ? reject(signal.reason) : signal.addEventListener("abort", () => reject(signal.reason))));
+          if (cut) await untilAborted(signal);
           await new Promise((resolve) => setTimeout(resolve, 100));
           return "slow ok";
         });

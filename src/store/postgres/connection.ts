@@ -280,21 +280,22 @@ export class Connection {
 
   /**
    * A whole transaction in one round trip: BEGIN, `text` (statements with no parameters),
-   * COMMIT. The results of `text`'s statements, in order. A statement that fails ends it there,
-   * rolled back (then thrown); a lost connection leaves it maybe committed, as with `commit`.
+   * COMMIT. The results of `text`'s statements, in order; or undefined when the server refused a
+   * statement (it was rolled back: nothing of it committed, and the rest was not run), for the
+   * caller to go the usual way. A lost connection, or a failure with no answer from the server,
+   * is thrown with the transaction maybe committed, as with `commit`.
    */
-  async transactOnce(client: PgClient, text: string, state: TxState): Promise<PgResult[]> {
+  async transactOnce(client: PgClient, text: string, state: TxState): Promise<PgResult[] | undefined> {
     state.commitSent = true;
     let results: PgResult[];
     try {
       results = (await client.query(`${this.#begin}; ${text}; COMMIT`)) as unknown as PgResult[];
     } catch (error) {
-      // Only an answer from the server settles it: nothing of it committed, and the rest of the
-      // text was not run. Anything else leaves it maybe committed.
+      // Only an answer from the server settles it. Anything else leaves it maybe committed.
       if (isConnectionError(error) || !isDbError(error)) throw error;
       state.commitSent = false;
       await this.rollback(client);
-      throw error;
+      return undefined;
     }
     state.commitSent = false;
     return results.slice(2, -1);

@@ -40,7 +40,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isDbError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
+import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { newRunStatement } from "./one-trip.js";
@@ -296,15 +296,12 @@ class PostgresStoreImpl implements PostgresStore {
       // In one round trip; a retry after a COMMIT with no reply goes the usual way (it looks for its own run).
       const oneTrip = tx.maybeCommitted ? undefined : newRunStatement(s, run, attempt, lease);
       if (oneTrip !== undefined) {
-        const inserted = await conn.transactOnce(client, oneTrip, tx).then(
-          ([result]) => (result!.rows[0] as { inserted: number }).inserted === 1,
-          (error: unknown) => {
-            if (isConnectionError(error) || !isDbError(error)) throw error;
-            return undefined; // refused by the server and rolled back: the usual way says what failed
-          },
-        );
-        if (inserted === true) return ours;
-        if (inserted === false) return { exists: (await this.#sql.loadRun(client, run.id))!.run };
+        const results = await conn.transactOnce(client, oneTrip, tx);
+        // Refused by the server (undefined): the usual way says what failed.
+        if (results !== undefined) {
+          if ((results[0]!.rows[0] as { inserted: number }).inserted === 1) return ours;
+          return { exists: (await this.#sql.loadRun(client, run.id))!.run };
+        }
       }
       await conn.begin(client);
       const inserted = await client.query(

@@ -24,7 +24,7 @@
 
 import { LeaseLostError, SteplogError } from "../../errors.js";
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
-import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type PgResult, type TxState } from "./connection.js";
+import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
 import { oneTripStatements } from "./one-trip.js";
 import { num, type Sql } from "./sql.js";
 
@@ -172,13 +172,8 @@ export class WriteQueue {
       statements.push(...its);
       decisive.push(statements.length);
     }
-    let results: PgResult[];
-    try {
-      results = await this.conn.transactOnce(client, `${this.#lockText(batch)}; ${statements.join("; ")}`, state);
-    } catch (error) {
-      if (isConnectionError(error) || !isDbError(error)) throw error;
-      return undefined;
-    }
+    const results = await this.conn.transactOnce(client, `${this.#lockText(batch)}; ${statements.join("; ")}`, state);
+    if (results === undefined) return undefined;
     if (results.length !== statements.length + 1) throw new Error(`steplog internal: ${results.length} results for ${statements.length + 1} statements`);
     const leases = leaseMap(results[0]!.rows);
     const outcomes: Array<unknown | undefined> = [];
