@@ -38,6 +38,7 @@ export const ERROR_CODES = [
   "ATTEMPT_ENDED",
   "ENGINE_CLOSED",
   "QUERY_FAILED",
+  "QUERY_ANSWER_INVALID",
   "WAIT_TIMED_OUT",
   "EVENT_REJECTED",
   "NOT_WAITING",
@@ -500,6 +501,19 @@ export class QueryFailedError extends SteplogError {
       `Run ${q(runId)}: the query for step ${q(step)} failed (${reason}). The effect itself was not retried and the step is still intended. ` +
         `Fix the query's service, then type engine.continue(${q(runId)}).`,
       { runId, step, cause },
+    );
+  }
+}
+
+export class QueryAnswerInvalidError extends SteplogError {
+  override name = "QueryAnswerInvalidError";
+  constructor(runId: string, step: string, found: string) {
+    super(
+      "QUERY_ANSWER_INVALID",
+      `Run ${q(runId)}: the query for step ${q(step)} returned ${found}, not { done: true, value } or { done: false }. ` +
+        `steplog will not guess from it, so the effect was not retried and the step is still intended. ` +
+        `Make the query return { done: true, value: … } when the service has the effect and { done: false } when it has not (e.g. found ? { done: true, value: found } : { done: false }), then type engine.continue(${q(runId)}).`,
+      { runId, step },
     );
   }
 }

@@ -10,7 +10,7 @@
 
 import type { Attempt } from "./attempt.js";
 import type { UnknownOutcomePolicy } from "./context.js";
-import { QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "./errors.js";
+import { QueryAnswerInvalidError, QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "./errors.js";
 import { validate } from "./schema.js";
 import { execute, idempotencyKeyFor, newRow, outcomeOf, type Identity, type StepCall } from "./step-runner.js";
 import type { Effect, StepRow } from "./store/types.js";
@@ -67,6 +67,13 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
       attempt.endWith("failed", failed);
       throw failed;
     }
+    // Anything but the two answers is refused: taking it for "not done" would re-drive an effect that may have happened.
+    const invalid = invalidAnswer(answer);
+    if (invalid !== undefined) {
+      const refused = new QueryAnswerInvalidError(attempt.runId, key, invalid);
+      attempt.endWith("failed", refused);
+      throw refused;
+    }
     if (answer.done) return recordFound(attempt, key, record, call, answer.value);
     await settle(attempt, record, "failed", { policy, found: "not done", attempt: attempt.number }, "the query found no effect");
     return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
@@ -82,6 +89,33 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
   await settle(attempt, record, "failed", { policy: "redrive", found: "unknown", attempt: attempt.number }, "cut off inside its effect; re-driven");
   attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "redrive", found: "unknown" });
   return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
+}
+
+/** Why a query's answer is neither `{ done: true, value }` nor `{ done: false }` (a description of it), or undefined when it is one. */
+export function invalidAnswer(answer: unknown): string | undefined {
+  if (typeof answer === "object" && answer !== null && Object.getPrototypeOf(answer) === Object.prototype) {
+    const keys = Object.keys(answer);
+    const done = (answer as { done?: unknown }).done;
+    if (done === false && keys.length === 1) return undefined;
+    if (done === true && keys.length === 2 && keys.includes("value")) return undefined;
+  }
+  return describeAnswer(answer);
+}
+
+function describeAnswer(answer: unknown): string {
+  if (answer === undefined) return "undefined";
+  if (typeof answer === "function") return "a function";
+  if (typeof answer === "object" && answer !== null) {
+    const proto = Object.getPrototypeOf(answer);
+    if (proto !== Object.prototype && proto !== null && !Array.isArray(answer)) return `an instance of ${proto?.constructor?.name || "an unknown class"}`;
+  }
+  let text: string;
+  try {
+    text = JSON.stringify(answer) ?? String(answer);
+  } catch {
+    text = String(answer);
+  }
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
 /**

@@ -1,0 +1,31 @@
+// The promise at its edges, with real crashes: a continue never repeats an effect because of an
+// answer, a value or a failure it could not take at face value.
+import { describe, expect, it } from "vitest";
+import { tmpDb } from "../helpers/tmp.js";
+import { inspectDb } from "../helpers/inspect.js";
+import { readLedger, runWorker } from "../helpers/worker.js";
+
+const effectsOf = (file: string, step: string) => readLedger(file).filter((e) => e.kind === "effect" && e.step === step);
+
+describe("a malformed query answer fails closed", () => {
+  it.each([
+    ["the effect's raw record", { CRASH_IN_EFFECT: "two" }, /returned \{"kind":"effect"/],
+    ["null (the lookup found nothing)", { STEPLOG_FAULT: "after-intent@two" }, /returned null/],
+  ])("%s: QUERY_ANSWER_INVALID, the step stays intended and is not re-driven", async (_what, crash, found) => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "irreversible" }), QUERYABLE: "two", QUERY_RAW: "1" };
+    await runWorker(file, "r", "start", { ...env, ...crash });
+    const before = effectsOf(file, "two").length;
+    const next = await runWorker(file, "r", "continue", env);
+    expect(next.report?.result).toMatchObject({ status: "failed", error: { code: "QUERY_ANSWER_INVALID", step: "two" } });
+    expect(next.report?.result?.error.message).toMatch(found);
+    expect(next.report?.result?.error.message).toMatch(/\{ done: true, value \} or \{ done: false \}/);
+    expect(effectsOf(file, "two")).toHaveLength(before);
+    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["intended"]);
+    // Asked again on the next continue, and refused again: never taken for "not done".
+    const again = await runWorker(file, "r", "continue", env);
+    expect(again.report?.result).toMatchObject({ status: "failed", error: { code: "QUERY_ANSWER_INVALID" } });
+    expect(effectsOf(file, "two")).toHaveLength(before);
+    expect(readLedger(file).filter((e) => e.kind === "query")).toHaveLength(2);
+  });
+});
