@@ -24,6 +24,7 @@ import { markDone, type LiveToken } from "./live-attempts.js";
 import { runSaga, unreachable, type SagaEntry } from "./saga.js";
 import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { failedStepOf, runStep, type StepCall } from "./step-runner.js";
+import { findHandledFailures } from "./handled-failures.js";
 import { sleep, waitForEvent, type WaitingFor } from "./waits.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "./store/types.js";
 import { decodeValue } from "./values.js";
@@ -78,6 +79,8 @@ export class Attempt {
   readonly reused: string[] = [];
   readonly resolved: string[] = [];
   readonly inFlight = new Set<string>();
+  /** Keys whose current row is a failure the workflow handled: thrown again, not redone (handled-failures.ts). */
+  handled: ReadonlySet<string> = new Set();
   /** Step names already found valid in this attempt (a loop calls the same name many times). */
   readonly checkedNames = new Set<string>();
   readonly controller = new AbortController();
@@ -256,6 +259,7 @@ export class Attempt {
     const cleanups = this.#watchDeadlineAndSignal();
     this.emit({ type: "attempt-started", runId: this.runId, workflow: this.workflow.name, attempt: this.number, fromStep: this.plan.fromStep });
     try {
+      if (this.plan.mode === "run") this.handled = await findHandledFailures(this.stored, this.settings.payloads);
       const settled = await Promise.race([this.#runCode(args), this.#endedEarly.then(() => ({ kind: "ended" as const }))]);
       if (settled.kind !== "ended") await this.#drain();
       if (this.plan.mode === "compensate") return await this.#finishSaga();

@@ -2,6 +2,7 @@
  * What a workflow's code sees: the context of one attempt, and the options of a step.
  */
 
+import type { ErrorClass } from "./errors.js";
 import type { InferInput, InferOutput, StandardSchemaV1 } from "./schema.js";
 import type { Effect } from "./store/types.js";
 
@@ -63,8 +64,12 @@ export interface RetryOptions {
   factor?: number;
   /** Cap on one wait, in ms. Default 30000. */
   maxBackoffMs?: number;
-  /** Retry only when this says so. Default: every error except a steplog stop. */
-  retryIf?: (error: unknown, retry: number) => boolean;
+  /**
+   * Retry only when this says so (it may return a promise: it is awaited). Default: every error
+   * except a steplog stop. If it throws, the step fails with its own error, the predicate's as
+   * the recorded `cause`.
+   */
+  retryIf?: (error: unknown, retry: number) => boolean | Promise<boolean>;
 }
 
 export interface StepOptions<T = unknown> {
@@ -88,6 +93,12 @@ export interface StepOptions<T = unknown> {
    * engine.reject(id, step) the run ends stopped. An approval given once stands for the step.
    */
   approval?: boolean;
+  /**
+   * Error classes to rebuild when a continue throws this step's recorded failure again (a
+   * failure the workflow caught is replayed, not redone): an error made by one of them comes
+   * back as an instance of it (matched by class name), so `instanceof` works in the handler.
+   */
+  errors?: readonly ErrorClass[];
 }
 
 export type StepFunction<T> = (info: StepInfo) => T | Promise<T>;

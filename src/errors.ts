@@ -55,6 +55,14 @@ export interface ErrorInfo {
   message: string;
   code?: string;
   step?: string;
+  /** The error's class when its name says otherwise (`class CardDeclined extends Error` is named "Error"). */
+  className?: string;
+  /** Where a user's error was thrown (bounded; steplog's own errors leave it out). */
+  stack?: string;
+  /** The error's own enumerable fields that are plain data (`status`, `declineCode`, …), within a size bound. */
+  fields?: Record<string, unknown>;
+  /** What caused it (error.cause), kept a few levels deep. */
+  cause?: ErrorInfo;
 }
 
 export interface SteplogErrorDetails {
@@ -520,18 +528,72 @@ export class QueryAnswerInvalidError extends SteplogError {
 
 /** The plain, storable form of any thrown value. */
 export function toErrorInfo(error: unknown, step?: string): ErrorInfo {
-  if (error instanceof Error) {
-    const info: ErrorInfo = { name: error.name, message: error.message };
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === "string") info.code = code;
-    const ownStep = (error as { step?: unknown }).step;
-    if (typeof ownStep === "string") info.step = ownStep;
-    else if (step !== undefined) info.step = step;
+  return infoOf(error, step, 0);
+}
+
+/** How far a cause chain is kept, and how much of a stack and of an error's own fields. */
+const ERROR_LIMITS = { causeDepth: 4, stackChars: 4000, fieldsChars: 8000 } as const;
+
+/** Keys an error keeps in its own slots of ErrorInfo, never among its fields. */
+const OWN_SLOTS = new Set(["name", "message", "stack", "cause", "code", "step"]);
+/** A SteplogError's context fields are in its message already. */
+const STEPLOG_CONTEXT = new Set(["runId", "attempt"]);
+
+function infoOf(error: unknown, step: string | undefined, depth: number): ErrorInfo {
+  if (!(error instanceof Error)) {
+    const info: ErrorInfo = { name: "Error", message: typeof error === "string" ? error : safeString(error) };
+    if (step !== undefined) info.step = step;
     return info;
   }
-  const info: ErrorInfo = { name: "Error", message: typeof error === "string" ? error : safeString(error) };
-  if (step !== undefined) info.step = step;
+  const info: ErrorInfo = { name: error.name, message: error.message };
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string") info.code = code;
+  const ownStep = (error as { step?: unknown }).step;
+  if (typeof ownStep === "string") info.step = ownStep;
+  else if (step !== undefined) info.step = step;
+  const className = error.constructor?.name;
+  if (typeof className === "string" && className !== "" && className !== error.name) info.className = className;
+  const ours = error instanceof SteplogError;
+  // steplog's own stacks and causes say nothing its message does not; a user's error keeps where it came from.
+  if (!ours && typeof error.stack === "string") info.stack = bounded(error.stack, ERROR_LIMITS.stackChars);
+  const fields = plainFields(error, ours);
+  if (fields) info.fields = fields;
+  // A steplog error's message already says what caused it (and its record must stay small: it may be written to a full disk).
+  if (!ours && "cause" in error && error.cause !== undefined && depth < ERROR_LIMITS.causeDepth) info.cause = infoOf(error.cause, undefined, depth + 1);
   return info;
+}
+
+/** An error's own enumerable fields that are plain JSON data, within a size bound; the rest are left out. */
+function plainFields(error: Error, ours: boolean): Record<string, unknown> | undefined {
+  let out: Record<string, unknown> | undefined;
+  let used = 0;
+  for (const key of Object.keys(error)) {
+    if (OWN_SLOTS.has(key) || (ours && STEPLOG_CONTEXT.has(key))) continue;
+    const text = plainJson((error as unknown as Record<string, unknown>)[key]);
+    if (text === undefined || used + text.length > ERROR_LIMITS.fieldsChars) continue;
+    used += text.length;
+    out ??= {};
+    out[key] = JSON.parse(text);
+  }
+  return out;
+}
+
+/** The JSON text of a value that JSON carries exactly (no functions, instances, cycles, undefined, NaN); else undefined. */
+function plainJson(value: unknown, depth = 0): string | undefined {
+  const ok = (v: unknown, d: number): boolean => {
+    if (v === null || typeof v === "string" || typeof v === "boolean") return true;
+    if (typeof v === "number") return Number.isFinite(v);
+    if (typeof v !== "object" || d > 16) return false;
+    if (Array.isArray(v)) return v.every((item) => ok(item, d + 1));
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return false;
+    return Object.values(v as Record<string, unknown>).every((item) => ok(item, d + 1));
+  };
+  return ok(value, depth) ? JSON.stringify(value) : undefined;
+}
+
+function bounded(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
 function safeString(value: unknown): string {
@@ -542,13 +604,36 @@ function safeString(value: unknown): string {
   }
 }
 
+/** Classes a step declares (`errors: [CardDeclined]`) so a replayed error is rebuilt as one of them. */
+export type ErrorClass = abstract new (...args: never[]) => Error;
+
+/**
+ * The error an ErrorInfo describes, rebuilt to be thrown again: the same name, message, code,
+ * fields, stack and cause chain. With the class it was made from among `classes` (matched by
+ * class name), it is an instance of that class (its constructor is not called); else an Error.
+ */
+export function rebuildError(info: ErrorInfo, classes: readonly ErrorClass[] = []): Error {
+  const wanted = info.className ?? info.name;
+  const Class = classes.find((c) => c.name === wanted);
+  const error: Error = Class ? (Object.create(Class.prototype) as Error) : new Error(info.message);
+  const define = (key: string, value: unknown, enumerable: boolean) =>
+    Object.defineProperty(error, key, { value, enumerable, writable: true, configurable: true });
+  define("message", info.message, false);
+  if (error.name !== info.name) define("name", info.name, false);
+  define("stack", info.stack ?? `${info.name}: ${info.message}`, false);
+  for (const [key, value] of Object.entries(info.fields ?? {})) define(key, value, true);
+  if (info.code !== undefined) define("code", info.code, true);
+  if (info.cause !== undefined) define("cause", rebuildError(info.cause, classes), false);
+  return error;
+}
+
 export class WaitTimedOutError extends SteplogError {
   override name = "WaitTimedOutError";
   constructor(runId: string, step: string, what: string, until: number) {
     super(
       "WAIT_TIMED_OUT",
       `Run ${q(runId)}: the wait ${q(step)} for ${what} timed out at ${new Date(until).toISOString()}. ` +
-        `Catch it in the workflow to go another way; a continue waits again from scratch.`,
+        `Catch it in the workflow to go another way (a continue then throws it again there); uncaught, a continue waits again from scratch.`,
       { runId, step },
     );
   }

@@ -8,7 +8,7 @@ export interface RetryPolicy {
   backoffMs: number;
   factor: number;
   maxBackoffMs: number;
-  retryIf: (error: unknown, retry: number) => boolean;
+  retryIf: (error: unknown, retry: number) => boolean | Promise<boolean>;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {
@@ -27,6 +27,7 @@ export function retryPolicy(options: RetryOptions | undefined, step: string): Re
   if (!(policy.backoffMs >= 0)) throw bad("backoffMs must be ≥ 0");
   if (!(policy.factor >= 1)) throw bad("factor must be ≥ 1");
   if (!(policy.maxBackoffMs >= 0)) throw bad("maxBackoffMs must be ≥ 0");
+  if (typeof policy.retryIf !== "function") throw bad("retryIf must be a function (error, retry) => boolean (or a promise of one)");
   return policy;
 }
 

@@ -18,6 +18,7 @@ import {
   StepTimedOutError,
   ValueMissingError,
   VersionChangedError,
+  rebuildError,
   toErrorInfo,
   type ErrorInfo,
 } from "./errors.js";
@@ -75,7 +76,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   let startsHere = false;
   if (!attempt.started) {
     const fromStep = attempt.plan.fromStep;
-    attempt.started = fromStep !== undefined ? key === fromStep : record?.status !== "succeeded";
+    attempt.started = fromStep !== undefined ? key === fromStep : !isSettled(attempt, key, record);
     startsHere = attempt.started && fromStep === undefined;
   } else if (attempt.siblingsOf !== undefined || typeof (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] === "number") {
     // Entered (or launched, see launched-beside.ts) beside the start point, before it settled and
@@ -83,7 +84,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
     // was launched (else its inputs may have changed since it was made).
     const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
     const bound = typeof launched === "number" ? launched : attempt.newestReused;
-    if (record?.status === "succeeded" && record.attempt >= bound) return reuse(attempt, key, record, call.options);
+    if (record && isSettled(attempt, key, record) && record.attempt >= bound) return handBack(attempt, key, record, call.options);
     // Not reused (run, re-driven, settled by a query): what follows may depend on its new value.
     attempt.siblingsOf = undefined;
   }
@@ -102,7 +103,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
 /** The rest of route: reuse or supply before the start point; a step at or after it runs. */
 function startAt(attempt: Attempt, key: string, record: StepRow | undefined, call: StepCall): Promise<unknown> {
   if (!attempt.started) {
-    if (record?.status === "succeeded") return reuse(attempt, key, record, call.options);
+    if (record && isSettled(attempt, key, record)) return handBack(attempt, key, record, call.options);
     const values = attempt.plan.values;
     if (values && Object.hasOwn(values, key)) return supply(attempt, key, call, values[key]);
     stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
@@ -136,6 +137,27 @@ export function idempotencyKeyFor(attempt: Attempt, key: string): string {
 export function stopWith(attempt: Attempt, error: SteplogError, ending: "stopped" | "escalated" = "stopped"): never {
   attempt.endWith(ending, error);
   throw error;
+}
+
+/** A record a continue hands back rather than run: a success, or a failure the workflow handled (see handled-failures.ts). */
+export function isSettled(attempt: Attempt, key: string, record: StepRow | undefined): boolean {
+  return record?.status === "succeeded" || (record?.status === "failed" && attempt.handled.has(key));
+}
+
+/** Hand a settled record back: a success's value, or a handled failure's error thrown again. */
+function handBack(attempt: Attempt, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
+  return record.status === "succeeded" ? reuse(attempt, key, record, options) : replayFailure(attempt, key, record, options.errors);
+}
+
+/**
+ * A failure the workflow handled, thrown again without calling the function: the recorded error
+ * rebuilt (as one of the step's declared `errors` classes where its class is among them), so the
+ * workflow's handler takes the same path it took the first time.
+ */
+export async function replayFailure(attempt: Attempt, key: string, record: StepRow, classes: StepOptions["errors"]): Promise<never> {
+  const info = await attempt.settings.payloads.decodeError(record.error!);
+  noteReused(attempt, key, record);
+  throw markFailedStep(rebuildError(info, classes ?? []), key);
 }
 
 /**
@@ -271,14 +293,27 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         if (attempt.endReason.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(attempt.endReason.error, key));
         throw attempt.endReason.error;
       }
-      if (retry + 1 < policy.maxAttempts && policy.retryIf(error, retry)) {
+      const verdict = retry + 1 < policy.maxAttempts ? await askRetryIf(policy, error, retry) : { again: false as const };
+      if (verdict.again) {
         await sleep(backoffDelay(policy, retry + 1), attempt.controller.signal);
         const ended = endReasonOf(attempt);
         if (!ended) continue;
         if (ended.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(ended.error, key));
         throw ended.error;
       }
-      await settle(attempt, key, row, "failed", toErrorInfo(error, key));
+      // The predicate may have taken a while (it is awaited): an attempt that ended meanwhile says so.
+      const endedWhileAsking = endReasonOf(attempt);
+      if (endedWhileAsking) {
+        if (endedWhileAsking.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(endedWhileAsking.error, key));
+        throw endedWhileAsking.error;
+      }
+      const info = toErrorInfo(error, key);
+      if ("threw" in verdict) {
+        // A predicate that throws decides nothing: the step failed with its own error, the predicate's kept as the cause.
+        info.cause = toErrorInfo(verdict.threw);
+        if (error instanceof Error && !Object.hasOwn(error, "cause")) Object.defineProperty(error, "cause", { value: verdict.threw, configurable: true, writable: true });
+      }
+      await settle(attempt, key, row, "failed", info);
       throw markFailedStep(error, key);
     }
     fault("after-fn", key);
@@ -325,6 +360,15 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
   } finally {
     attempt.inFlight.delete(key);
     attempt.checkEarlyEnd();
+  }
+}
+
+/** `retry.retryIf`, awaited (it may be async), and a throw kept rather than taken for an answer. */
+async function askRetryIf(policy: ReturnType<typeof retryPolicy>, error: unknown, retry: number): Promise<{ again: boolean } | { again: false; threw: unknown }> {
+  try {
+    return { again: Boolean(await policy.retryIf(error, retry)) };
+  } catch (threw) {
+    return { again: false, threw };
   }
 }
 

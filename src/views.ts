@@ -7,6 +7,7 @@ import type { ErrorInfo } from "./errors.js";
 import { judgeOwner } from "./owner.js";
 import type { AttemptRow, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
 import type { Payloads } from "./payloads.js";
+import { findHandledFailures } from "./handled-failures.js";
 import { redact, type RedactRule } from "./redact.js";
 import type { WaitingFor } from "./waits.js";
 
@@ -41,6 +42,11 @@ export interface StepView {
   calls: number;
   /** What the step reported with info.usage(), summed over its calls. */
   usage?: Record<string, number>;
+  /**
+   * On a failed row the workflow caught and went on from ("failed, handled"): a continue throws
+   * its error again rather than calling the function.
+   */
+  handled?: true;
   /** How the row was settled other than by its function: query, redrive, compensate, escalate, supplied. */
   resolution?: { policy: string; found: string; attempt?: number; compensation?: boolean };
   version: string | null;
@@ -107,6 +113,8 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
   const { run, lease, attempts, steps } = stored;
   const holder = lease?.attempt == null ? undefined : attempts.find((a) => a.number === lease.attempt);
   const liveAttempt = holder && !holderGone(lease, holder, judge) ? holder.number : undefined;
+  const handled = await findHandledFailures(stored, payloads);
+  const current = new Map(steps.map((s) => [s.key, s.seq]));
   const view: RunView = {
     ...summarize({ run, lease, lastAttempt: holder ?? attempts.at(-1) ?? null }, judge),
     args: await payloads.decode(run.args),
@@ -148,6 +156,7 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
         if (s.error !== null) step.error = await payloads.decodeError(s.error);
         if (s.usage !== null) step.usage = JSON.parse(s.usage) as Record<string, number>;
         if (s.resolution !== null) step.resolution = JSON.parse(s.resolution) as StepView["resolution"] & object;
+        if (handled.has(s.key) && current.get(s.key) === s.seq) step.handled = true;
         return step;
       }),
     ),
@@ -168,9 +177,27 @@ function sumUsage(all: Array<string | null>): Record<string, number> {
   return total;
 }
 
-/** The view with every recorded value (args, step values, result) passed through the redaction rules. */
+/**
+ * The view with every recorded value (args, step values, result) and every error's own fields
+ * (an HTTP client's error may carry its request's headers) passed through the redaction rules.
+ */
 export function redactView(view: RunView, rule: RedactRule | undefined): RunView {
-  const out: RunView = { ...view, args: redact(view.args, rule), steps: view.steps.map((s) => ("value" in s ? { ...s, value: redact(s.value, rule) } : s)) };
+  if (rule === undefined) return view;
+  const steps = view.steps.map((s) => {
+    const out: StepView = "value" in s ? { ...s, value: redact(s.value, rule) } : { ...s };
+    if (s.error) out.error = redactError(s.error, rule);
+    return out;
+  });
+  const attempts = view.attempts.map((a) => (a.error ? { ...a, error: redactError(a.error, rule) } : a));
+  const out: RunView = { ...view, args: redact(view.args, rule), steps, attempts };
   if ("value" in view) out.value = redact(view.value, rule);
+  if (view.error) out.error = redactError(view.error, rule);
+  return out;
+}
+
+function redactError(error: ErrorInfo, rule: RedactRule): ErrorInfo {
+  const out: ErrorInfo = { ...error };
+  if (error.fields) out.fields = redact(error.fields, rule) as Record<string, unknown>;
+  if (error.cause) out.cause = redactError(error.cause, rule);
   return out;
 }

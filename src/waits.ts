@@ -11,7 +11,7 @@ import { EventRejectedError, InvalidOptionError, ResultRejectedError, ValueMissi
 import { checkName, RESERVED_EVENT_PREFIX } from "./names.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
-import { newRow, noteReused, outcomeOf, stopWith, supply, type StepCall } from "./step-runner.js";
+import { isSettled, newRow, noteReused, outcomeOf, replayFailure, stopWith, supply, type StepCall } from "./step-runner.js";
 import type { EventRow, StepRow } from "./store/types.js";
 
 export interface WaitingFor {
@@ -72,9 +72,11 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
     if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
-  if (!attempt.started) attempt.started = attempt.plan.fromStep !== undefined ? key === attempt.plan.fromStep : record?.status !== "succeeded";
+  if (!attempt.started) attempt.started = attempt.plan.fromStep !== undefined ? key === attempt.plan.fromStep : !isSettled(attempt, key, record);
   // A wait at or after the start point takes what arrives now: steps after it are not siblings.
   if (attempt.started) attempt.siblingsOf = undefined;
+  // A timeout or a rejected payload the workflow caught is thrown again, not waited for again.
+  if (!attempt.started && record?.status === "failed" && attempt.handled.has(key)) return replayFailure(attempt, key, record, undefined);
   if (!attempt.started && record?.status === "succeeded") {
     noteReused(attempt, key, record);
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };

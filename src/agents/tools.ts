@@ -93,6 +93,15 @@ function rebuildError(recorded: RecordedToolError): Error {
   return error;
 }
 
+/** The tool's retryIf, awaited (it may be async); one that throws wants no retry (the error goes to the model). */
+async function retryWanted(retry: NonNullable<StepOptions["retry"]>, error: unknown, attempt: number): Promise<boolean> {
+  try {
+    return retry.retryIf === undefined ? true : Boolean(await retry.retryIf(error, attempt));
+  } catch {
+    return false;
+  }
+}
+
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return typeof value === "object" && value !== null && typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
 }
@@ -214,7 +223,7 @@ async function callTool(
     } catch (error) {
       if (isMachineryError(error, info.signal)) throw error;
       // Retries left: let steplog retry inside the step.
-      if (retry && info.retry + 1 < (retry.maxAttempts ?? 1) && (retry.retryIf?.(error, info.retry) ?? true)) throw error;
+      if (retry && info.retry + 1 < (retry.maxAttempts ?? 1) && (await retryWanted(retry, error, info.retry))) throw error;
       return recordError(error);
     }
   };

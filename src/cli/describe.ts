@@ -27,6 +27,7 @@ export function errorText(error: ErrorInfo | undefined): string {
 
 export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): EntryWords {
   if (e.kind === "reused") {
+    if (e.handled) return { glyph: "↺", tone: "reused", label: "reused", note: `its failure thrown again, as attempt ${e.recordedBy} recorded it: ${errorText(e.error)}` };
     return { glyph: "↺", tone: "reused", label: "reused", note: `recorded by attempt ${e.recordedBy}${e.durationMs !== null ? `, which took ${formatDuration(e.durationMs)}` : ""}` };
   }
   if (e.kind === "compensation") {
@@ -40,7 +41,7 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
     const until = e.wait.until !== undefined ? ` until ${new Date(e.wait.until).toISOString()}` : "";
     if (e.status === "intended") return { glyph: "⏸", tone: "wait", label: "waiting", note: `for ${what}${until}` };
     if (e.status === "succeeded") return { glyph: "✓", tone: "ok", label: "waited", note: `for ${what}` };
-    return { glyph: "✗", tone: "bad", label: e.status, note: errorText(e.error) || `waited for ${what}` };
+    return { glyph: "✗", tone: e.handled ? "warn" : "bad", label: e.handled ? "failed, handled" : e.status, note: errorText(e.error) || `waited for ${what}` };
   }
   switch (e.status) {
     case "succeeded": {
@@ -53,6 +54,7 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
       if (r?.policy === "redrive") return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; re-driven${resolvedBy}` };
       if (r?.policy === "compensate") return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; compensated and run again${resolvedBy}` };
       if (r?.policy === "escalate") return { glyph: "✗", tone: "bad", label: "cut off", note: `a person said it did not happen${personOf(r)}; redone on continue` };
+      if (e.handled) return { glyph: "✗", tone: "warn", label: "failed, handled", note: `${errorText(e.error)} (the workflow went on; a continue throws it again)` };
       return { glyph: "✗", tone: "bad", label: "failed", note: errorText(e.error) };
     }
     case "stopped":

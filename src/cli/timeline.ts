@@ -37,6 +37,8 @@ export interface TimelineEntry {
   resolution?: StepView["resolution"] & { by?: string };
   /** A wait row: what it waits (or waited) for. */
   wait?: WaitingFor;
+  /** A failure the workflow caught and went on from: a continue throws it again (as a reused entry: thrown again). */
+  handled?: true;
 }
 
 export interface TimelineAttempt {
@@ -158,7 +160,7 @@ function attemptOf(a: AttemptView, rows: StepView[], now: number): TimelineAttem
   // last succeeded row of that key written before this attempt began.
   const firstSeqOfThis = rows.find((r) => r.attempt === a.number)?.seq ?? Number.POSITIVE_INFINITY;
   for (const key of a.reused) {
-    const original = [...rows].reverse().find((r) => r.key === key && r.status === "succeeded" && (r.attempt < a.number || r.seq < firstSeqOfThis));
+    const original = [...rows].reverse().find((r) => r.key === key && (r.status === "succeeded" || r.handled) && (r.attempt < a.number || r.seq < firstSeqOfThis));
     if (!original) continue;
     entries.push({ ...entryOf(original, now, a.ending === null), kind: "reused" });
   }
@@ -220,6 +222,7 @@ function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
   }
   if (row.usage) entry.usage = row.usage;
   if (row.error) entry.error = row.error;
+  if (row.handled) entry.handled = true;
   if (resolution) {
     const { wait, ...rest } = resolution;
     if (wait) entry.wait = wait;

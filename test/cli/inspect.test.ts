@@ -202,6 +202,36 @@ describe("steplog show", () => {
   });
 });
 
+describe("steplog show: a failure the workflow handled", () => {
+  it("reads \"failed, handled\" where it was recorded, and \"thrown again\" where a continue replayed it", async () => {
+    const cwd = dirs.make();
+    const db = path.join(cwd, "app.db");
+    let failLast = true;
+    const wf = defineWorkflow({
+      name: "handles",
+      async run(ctx) {
+        await ctx.step("lookup", async () => Promise.reject(new Error("card declined"))).catch(() => "fallback");
+        await ctx.step("last", async () => {
+          if (failLast) throw new Error("mail down");
+        });
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: db }), workflows: [wf] });
+    await engine.start(wf, undefined, { id: "h-1" });
+    failLast = false;
+    await engine.continue("h-1");
+    await engine.close();
+    const r = await cli(["show", "h-1", "--db", db], { cwd });
+    expect(r.code, r.output).toBe(0);
+    expect(r.stdout).toMatch(/^  ✗ lookup +failed, handled +\d+ms +card declined \(the workflow went on; a continue throws it again\)$/m);
+    expect(r.stdout).toMatch(/^  ✗ last +failed +\d+ms +mail down$/m);
+    expect(r.stdout).toMatch(/^  ↺ lookup +reused +its failure thrown again, from attempt 1$/m);
+    const json = (await cli(["show", "h-1", "--db", db, "--json"], { cwd })).json();
+    expect(json.attempts[0].entries[0]).toMatchObject({ key: "lookup", status: "failed", handled: true });
+    expect(json.attempts[1].entries[0]).toMatchObject({ kind: "reused", key: "lookup", handled: true });
+  });
+});
+
 describe("run ids that start with -", () => {
   it("are given after -- as positionals, and the commands steplog suggests for them parse as meant", async () => {
     const cwd = dirs.make();

@@ -29,3 +29,29 @@ describe("a malformed query answer fails closed", () => {
     expect(readLedger(file).filter((e) => e.kind === "query")).toHaveLength(2);
   });
 });
+
+describe("a failure the workflow handled is replayed, not redone, after a crash", () => {
+  it("killed after the handler went on: the failed step's function is not called again, nothing after it is redone", async () => {
+    const file = tmpDb();
+    const env = { FAIL_AT: "one", HANDLED: "one" };
+    await runWorker(file, "r", "start", { ...env, STEPLOG_FAULT: "after-outcome@two" });
+    expect(inspectDb(file).steps.map((s) => `${s.key}:${s.status}`)).toEqual(["one:failed", "two:succeeded"]);
+    const next = await runWorker(file, "r", "continue", env);
+    expect(next.report?.result).toMatchObject({
+      status: "completed",
+      value: ["handled: one failed on purpose", "two done in attempt 1", "three done in attempt 2"],
+    });
+    expect(effectsOf(file, "one")).toHaveLength(1);
+    expect(effectsOf(file, "two")).toHaveLength(1);
+    expect(inspectDb(file).steps.map((s) => `${s.key}:${s.status}@${s.attempt}`)).toEqual(["one:failed@1", "two:succeeded@1", "three:succeeded@2"]);
+  });
+
+  it("killed before anything followed the failure: nothing shows it was handled, so it is redone", async () => {
+    const file = tmpDb();
+    const env = { FAIL_AT: "one", HANDLED: "one" };
+    await runWorker(file, "r", "start", { ...env, STEPLOG_FAULT: "before-intent@two" });
+    const next = await runWorker(file, "r", "continue", { HANDLED: "one" });
+    expect(next.report?.result).toMatchObject({ status: "completed", value: ["one done in attempt 2", "two done in attempt 2", "three done in attempt 2"] });
+    expect(effectsOf(file, "one")).toHaveLength(2);
+  });
+});

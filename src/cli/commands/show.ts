@@ -82,7 +82,9 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
       const time = e.kind === "reused" ? "" : e.durationMs === null ? "" : formatDuration(e.durationMs);
       const usage = formatUsage(e.usage);
       const note =
-        e.kind === "reused"
+        e.kind === "reused" && e.handled
+          ? `its failure thrown again, from attempt ${e.recordedBy}`
+          : e.kind === "reused"
           ? `from attempt ${e.recordedBy}${e.durationMs !== null ? `, saved ${formatDuration(e.durationMs)}` : ""}${usage ? ` · ${usage}` : ""}`
           : [words.note ? safe(words.note.split("\n")[0] ?? "") : "", usage].filter(Boolean).join(" · ");
       rows.push([`  ${paint(TONE_STYLE[words.tone], words.glyph)} ${safe(e.key)}`, paint(TONE_STYLE[words.tone], words.label), gray(time), e.status === "failed" && e.kind === "ran" && !e.resolution ? paint("red", note) : gray(note)]);
