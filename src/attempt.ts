@@ -35,6 +35,9 @@ export interface AttemptPlan {
   /** The step key to redo from, when given. */
   fromStep: string | undefined;
   values: Record<string, unknown> | undefined;
+  /** Succeeded irreversible steps this attempt may run again, and those it hands back (continue's redo and reuse). */
+  redo: ReadonlySet<string>;
+  reuse: ReadonlySet<string>;
   /** The run's status before this attempt's claim (for a saga that fails). */
   statusBefore?: RunStatus;
   /** A run that was parked reuses its records whatever the version. */

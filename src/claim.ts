@@ -17,13 +17,15 @@ import {
 } from "./errors.js";
 import { currentOwner, judgeOwner } from "./owner.js";
 import type { Validation } from "./schema.js";
-import type { ClaimDecision, RunPatch, StoredRun } from "./store/types.js";
+import type { ClaimDecision, Consent, RunPatch, StoredRun } from "./store/types.js";
 
 export interface ClaimRequest {
   /** "compensate": the saga takes the lease like a continue but counts no attempt. */
   mode: "run" | "compensate";
   workflow: Workflow;
   fromStep: string | undefined;
+  /** continue's redo and reuse (each must name a recorded step); recorded on the attempt. */
+  consent?: Consent | undefined;
   force: boolean;
   deadline: number | undefined;
   args: Validation<unknown>;
@@ -62,7 +64,9 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
 
   const lastStep = steps.at(-1)?.key;
   const saga = request.mode === "compensate";
-  if (run.status === "completed" && request.fromStep === undefined && !saga) return refuse(new RunCompletedError(run.id, firstStep(current)));
+  // A step named in redo is a start point of its own, as fromStep is.
+  const redoes = request.fromStep !== undefined || (request.consent?.redo.length ?? 0) > 0;
+  if (run.status === "completed" && !redoes && !saga) return refuse(new RunCompletedError(run.id, firstStep(current)));
   // An escalation not yet resolved refuses a continue, whatever the run's status says (say, after
   // a cancel): only engine.resolve settles it.
   const escalated = latestRows(current).find((row) => row.status === "escalated");
@@ -86,6 +90,10 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
   if (request.fromStep !== undefined && !steps.some((s) => s.key === request.fromStep)) {
     return refuse(new StepNotFoundError(run.id, request.fromStep, [...new Set(steps.map((s) => s.key))], "fromStep"));
   }
+  for (const [what, keys] of Object.entries(request.consent ?? {}) as Array<[keyof Consent, string[]]>) {
+    const unknown = keys.find((key) => !steps.some((s) => s.key === key));
+    if (unknown !== undefined) return refuse(new StepNotFoundError(run.id, unknown, [...new Set(steps.map((s) => s.key))], what));
+  }
   if (!request.args.ok) return refuse(new ArgsRejectedError(run.id, run.workflow, request.args.issues, true));
 
   const number = run.attempts + 1;
@@ -104,6 +112,7 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
       fromStep: request.fromStep ?? null,
       forced: request.force,
       error: null,
+      ...(request.consent ? { consent: request.consent } : {}),
     },
     run: {
       status: "running",

@@ -34,7 +34,7 @@ import { checkName } from "./names.js";
 import { currentOwner } from "./owner.js";
 import { validate, type Validation } from "./schema.js";
 import { sqliteStore } from "./store/sqlite/store.js";
-import type { AttemptRow, RunFilter, RunRow, RunStatus, Store, StoredRun } from "./store/types.js";
+import type { AttemptRow, Consent, RunFilter, RunRow, RunStatus, Store, StoredRun } from "./store/types.js";
 import { DEFAULT_MAX_VALUE_BYTES } from "./values.js";
 import { holderGone, redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
 
@@ -88,6 +88,14 @@ export interface ContinueOptions {
   values?: Record<string, unknown>;
   /** Take a dead-lettered run back with a fresh attempt budget (recorded on the attempt). */
   force?: boolean;
+  /**
+   * Succeeded irreversible steps (keys, or names for their first occurrence) this continue may
+   * run again. Without consent a continue stops before such a step (REDO_IRREVERSIBLE). A step
+   * named here is also a start point: it runs again even when everything before it is reused.
+   */
+  redo?: string[];
+  /** Succeeded irreversible steps after the start point whose records are handed back instead of run again. */
+  reuse?: string[];
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -146,6 +154,26 @@ export interface Engine {
   /** Ends this engine's running attempts (`cancelled`, leases released) and closes the store. */
   close(): Promise<void>;
   readonly store: Store;
+}
+
+/** continue's redo and reuse, checked: lists of step keys, none in both. Undefined when neither is given. */
+function consentOf(id: string, options: ContinueOptions): Consent | undefined {
+  const q = JSON.stringify;
+  const list = (name: "redo" | "reuse"): string[] => {
+    const given = options[name];
+    if (given === undefined) return [];
+    if (!Array.isArray(given) || given.some((k) => typeof k !== "string" || k === "")) {
+      throw new InvalidOptionError(`continue(${q(id)}): ${name} must be an array of step keys (or names), e.g. { ${name}: ["charge"] }.`, { runId: id });
+    }
+    return [...new Set(given)];
+  };
+  const redo = list("redo");
+  const reuse = list("reuse");
+  const both = redo.filter((k) => reuse.includes(k));
+  if (both.length > 0) {
+    throw new InvalidOptionError(`continue(${q(id)}): step ${q(both[0])} is in both redo and reuse; a step is either run again or handed back. Name it in one of them.`, { runId: id, step: both[0]! });
+  }
+  return redo.length + reuse.length === 0 ? undefined : { redo, reuse };
 }
 
 export function createEngine(options: EngineOptions = {}): Engine {
@@ -276,7 +304,7 @@ class SteplogEngine implements Engine {
       throw new RunExistsError(id, created.exists.status);
     }
     const stored: StoredRun = { run, attempts: [first], steps: [], lease: null, events: [] };
-    const plan: AttemptPlan = { mode: "run", fromStep: undefined, values: undefined, ignoreVersion: false, deadline, signal: options.signal };
+    const plan: AttemptPlan = { mode: "run", fromStep: undefined, values: undefined, redo: new Set(), reuse: new Set(), ignoreVersion: false, deadline, signal: options.signal };
     return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
   }
 
@@ -298,6 +326,7 @@ class SteplogEngine implements Engine {
         { runId: id },
       );
     }
+    consentOf(id, options);
     const deadline = this.#deadline(options.timeoutMs, `continue(${JSON.stringify(id)})`);
     return this.#claimAndRun(id, "run", options, deadline);
   }
@@ -350,6 +379,7 @@ class SteplogEngine implements Engine {
         mode,
         workflow,
         fromStep: options.fromStep,
+        consent: consentOf(id, options),
         force: options.force === true,
         deadline,
         args,
@@ -375,6 +405,8 @@ class SteplogEngine implements Engine {
       mode,
       fromStep: options.fromStep,
       values: options.values,
+      redo: new Set(options.redo ?? []),
+      reuse: new Set(options.reuse ?? []),
       // A run that has ever parked reuses its succeeded steps whatever the version: a deploy
       // while a run waits is normal.
       ignoreVersion: claimed.state.attempts.some((a) => a.ending === "waiting"),

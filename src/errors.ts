@@ -27,6 +27,7 @@ export const ERROR_CODES = [
   "PAST_PIVOT",
   "INVALID_NAME",
   "INVALID_OPTION",
+  "REDO_IRREVERSIBLE",
   "STEP_TIMED_OUT",
   "RUN_TIMED_OUT",
   "RUN_CANCELLED",
@@ -378,6 +379,21 @@ export class InvalidOptionError extends SteplogError {
   override name = "InvalidOptionError";
   constructor(message: string, details: SteplogErrorDetails = {}) {
     super("INVALID_OPTION", message, details);
+  }
+}
+
+/** A continue reached a succeeded irreversible step after its start point and was given no consent to run it again. */
+export class RedoIrreversibleError extends SteplogError {
+  override name = "RedoIrreversibleError";
+  constructor(runId: string, step: string, recordedBy: number, ranAt: number | null) {
+    const when = ranAt === null ? `in attempt ${recordedBy}` : `in attempt ${recordedBy}, at ${new Date(ranAt).toISOString()}`;
+    super(
+      "REDO_IRREVERSIBLE",
+      `Run ${q(runId)} stopped before step ${q(step)}: it is irreversible and already succeeded (${when}), and this continue's start point comes before it, so it would run again. ` +
+        `steplog never repeats an irreversible effect without being told to. To run it again, type engine.continue(${q(runId)}, { redo: [${q(step)}] }); ` +
+        `to keep its record and go on after it, engine.continue(${q(runId)}, { reuse: [${q(step)}] }).`,
+      { runId, step },
+    );
   }
 }
 

@@ -12,6 +12,7 @@ import type { StepFunction, StepInfo, StepOptions, Usage } from "./context.js";
 import {
   InvalidOptionError,
   PivotOrderError,
+  RedoIrreversibleError,
   ResultRejectedError,
   RunEscalatedError,
   SteplogError,
@@ -76,7 +77,8 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   let startsHere = false;
   if (!attempt.started) {
     const fromStep = attempt.plan.fromStep;
-    attempt.started = fromStep !== undefined ? key === fromStep : !isSettled(attempt, key, record);
+    // A step the continue said to redo is a start point too: it runs again even where everything before it is reused.
+    attempt.started = fromStep !== undefined ? key === fromStep : !isSettled(attempt, key, record) || attempt.plan.redo.has(key);
     startsHere = attempt.started && fromStep === undefined;
   } else if (attempt.siblingsOf !== undefined || typeof (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] === "number") {
     // Entered (or launched, see launched-beside.ts) beside the start point, before it settled and
@@ -107,6 +109,11 @@ function startAt(attempt: Attempt, key: string, record: StepRow | undefined, cal
     const values = attempt.plan.values;
     if (values && Object.hasOwn(values, key)) return supply(attempt, key, call, values[key]);
     stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
+  }
+  // A succeeded irreversible step (a charge, an email) is never run again without consent; the step fromStep names has it.
+  if (record?.status === "succeeded" && (record.effect === "irreversible" || call.options.effect === "irreversible") && key !== attempt.plan.fromStep) {
+    if (attempt.plan.reuse.has(key)) return reuse(attempt, key, record, call.options);
+    if (!attempt.plan.redo.has(key)) stopWith(attempt, new RedoIrreversibleError(attempt.runId, key, record.attempt, record.endedAt));
   }
   // An escalation nobody resolved (the run was cancelled or forced meanwhile) stays in force.
   if (record?.status === "escalated") stopWith(attempt, new RunEscalatedError(attempt.runId, key), "escalated");

@@ -5,7 +5,7 @@
 
 import type { ErrorInfo } from "./errors.js";
 import { judgeOwner } from "./owner.js";
-import type { AttemptRow, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
+import type { AttemptRow, Consent, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
 import type { Payloads } from "./payloads.js";
 import { findHandledFailures } from "./handled-failures.js";
 import { redact, type RedactRule } from "./redact.js";
@@ -24,6 +24,8 @@ export interface AttemptView {
   error?: ErrorInfo;
   /** Step keys this attempt handed back from records (recorded with its ending; empty if it never ended). */
   reused: string[];
+  /** What its continue consented to for succeeded irreversible steps: `{ redo, reuse }`; absent when none. */
+  consent?: Consent;
 }
 
 export interface StepView {
@@ -133,6 +135,7 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
           forced: a.forced,
           reused: a.reused ?? [],
         };
+        if (a.consent) attempt.consent = a.consent;
         if (a.error !== null) attempt.error = await payloads.decodeError(a.error);
         return attempt;
       }),

@@ -261,6 +261,9 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
     case "compensated":
       return [];
     case "stopped":
+      // Stopped before a succeeded irreversible step: run it again, or keep its record.
+      if (run.error?.code === "REDO_IRREVERSIBLE" && lastStep !== undefined) return [goWith("--redo", lastStep), goWith("--reuse", lastStep)];
+      return lastStep === undefined ? [go] : [go, goWith("--from-step", lastStep)];
     case "failed":
     case "timed-out":
     case "cancelled":

@@ -89,6 +89,16 @@ export interface AttemptRow extends OwnerRow {
   error: string | null;
   /** Step keys this attempt handed back from records, as recorded with its ending (absent until then). */
   reused?: string[];
+  /**
+   * What the continue consented to for succeeded irreversible steps after its start point:
+   * run them again (`redo`) or hand their records back (`reuse`). Absent when it gave none.
+   */
+  consent?: Consent;
+}
+
+export interface Consent {
+  redo: string[];
+  reuse: string[];
 }
 
 export interface LeaseRow {

@@ -191,6 +191,20 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       assert.equal((await store.loadRun("r"))!.lease!.epoch, 2);
     }));
 
+    it("an attempt's consent (redo / reuse) is kept as given, and absent where none was given", withStore(async (store) => {
+      const first = await created(store, "r");
+      await store.endAttempt(first, { attempt: 1, ending: "stopped", endedAt: NOW + 1, error: null, run: { status: "stopped" } });
+      const consent = { redo: ["charge", "mail#2"], reuse: ["ship"] };
+      const taken = await store.claimRun("r", (current) => {
+        const decision = takeIfFree("r")(current);
+        return decision.kind === "take" ? { ...decision, attempt: { ...decision.attempt, consent } } : decision;
+      });
+      assert.equal(taken.kind, "taken");
+      const attempts = (await store.loadRun("r"))!.attempts;
+      assert.deepEqual(attempts[1]!.consent, consent);
+      assert.equal("consent" in attempts[0]!, false, "an attempt with no consent has no consent field");
+    }));
+
     it("fencing: every attempt write with a superseded epoch is refused (LEASE_LOST) and writes nothing", withStore(async (store) => {
       const stale = await created(store, "r");
       await store.writeIntent(stale, stepRow("r", 1, "a"));

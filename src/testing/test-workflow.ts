@@ -5,7 +5,7 @@
 
 import type { RunResult } from "../attempt.js";
 import type { Workflow, WorkflowArgs } from "../define-workflow.js";
-import { createEngine, TEST_HOOKS } from "../engine.js";
+import { createEngine, TEST_HOOKS, type ContinueOptions } from "../engine.js";
 import { InvalidOptionError, type ErrorInfo } from "../errors.js";
 import { memoryStore } from "../store/memory.js";
 import type { Effect, Store, StepRow } from "../store/types.js";
@@ -37,6 +37,9 @@ export interface TestWorkflowOptions<W extends Workflow<any, any>> {
   mocks?: Record<string, (info: StepInfo) => unknown>;
   fromStep?: string;
   values?: Record<string, unknown>;
+  /** As continue's: succeeded irreversible steps to run again, or to hand back. */
+  redo?: string[];
+  reuse?: string[];
   /** Default: a fresh memory store. */
   store?: Store;
   /** Default "test-run". */
@@ -94,9 +97,11 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
     },
   });
   try {
-    const continueOptions: { fromStep?: string; values?: Record<string, unknown> } = {};
+    const continueOptions: ContinueOptions = {};
     if (options.fromStep !== undefined) continueOptions.fromStep = options.fromStep;
     if (options.values !== undefined) continueOptions.values = options.values;
+    if (options.redo !== undefined) continueOptions.redo = options.redo;
+    if (options.reuse !== undefined) continueOptions.reuse = options.reuse;
     const result = await engine.continue(runId, continueOptions);
     const run = await engine.get(runId);
     return {

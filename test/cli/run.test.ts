@@ -234,6 +234,25 @@ describe("steplog run --continue", () => {
     expect(withFile.json().source).toBeNull();
   });
 
+  it("a continue that would run a succeeded irreversible step again stops before it; --redo and --reuse go on", async () => {
+    const cwd = dirs.make();
+    await cli(["run", example("charge.mjs"), "--id", "c1"], { cwd }); // dies inside charge
+    await cli(["run", "--continue", "--id", "c1"], { cwd }); // escalated
+    await cli(["resolve", "c1", "charge", "--value", '{"id":"ch_1"}'], { cwd });
+    expect((await cli(["run", "--continue", "--id", "c1", "--json"], { cwd })).json()).toMatchObject({ status: "completed" });
+    const stopped = await cli(["run", "--continue", "--id", "c1", "--from-step", "cart", "--json"], { cwd });
+    expect(stopped.code, stopped.output).toBe(1);
+    expect(stopped.json()).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE", step: "charge" } });
+    expect(stopped.json().next.slice(0, 2)).toEqual(["steplog run --continue --id c1 --redo charge", "steplog run --continue --id c1 --reuse charge"]);
+    const reused = await cli(["run", "--continue", "--id", "c1", "--from-step", "cart", "--reuse", "charge", "--json"], { cwd });
+    expect(reused.json()).toMatchObject({ status: "completed", value: { charge: "ch_1" } });
+    const redone = await cli(["run", "--continue", "--id", "c1", "--redo", "charge", "--json"], { cwd });
+    expect(redone.json()).toMatchObject({ status: "completed", value: { charge: "ch_6" } });
+    const stray = await cli(["run", example("charge.mjs"), "--redo", "charge"], { cwd });
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toMatch(/--redo goes with --continue/);
+  });
+
   it("--from-step redoes that step and everything after it; --force takes back a dead-lettered run", async () => {
     const cwd = dirs.make();
     await cli(["run", example("hello.mjs"), "--id", "f1", "--", '{"topic":"x"}'], { cwd });

@@ -55,3 +55,18 @@ describe("a failure the workflow handled is replayed, not redone, after a crash"
     expect(effectsOf(file, "one")).toHaveLength(2);
   });
 });
+
+describe("a succeeded irreversible step is not run again without consent", () => {
+  it("across processes: fromStep before it stops there; redo in a later process runs it again, once", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ two: "irreversible" }) };
+    expect((await runWorker(file, "r", "start", env)).report?.result).toMatchObject({ status: "completed" });
+    const stopped = await runWorker(file, "r", "continue", env, { fromStep: "one" });
+    expect(stopped.report?.result).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE", step: "two" } });
+    expect(effectsOf(file, "two")).toHaveLength(1);
+    expect(inspectDb(file).attempts.map((a) => a.ending)).toEqual(["completed", "stopped"]);
+    const redone = await runWorker(file, "r", "continue", env, { redo: ["two"] });
+    expect(redone.report?.result).toMatchObject({ status: "completed", value: ["one done in attempt 2", "two done in attempt 3", "three done in attempt 3"] });
+    expect(effectsOf(file, "two").map((e) => e.attempt)).toEqual([1, 3]);
+  });
+});

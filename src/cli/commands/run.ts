@@ -1,7 +1,7 @@
-/** steplog run <workflow-file> [--id ID] [--continue] [--from-step S] [--timeout 10m] [--force] -- args… */
+/** steplog run <workflow-file> [--id ID] [--continue] [--from-step S] [--redo S] [--reuse S] [--timeout 10m] [--force] -- args… */
 
 import type { Engine } from "../../engine.js";
-import { booleanOption, durationOption, stringOption } from "../args.js";
+import { booleanOption, durationOption, listOption, stringOption } from "../args.js";
 import { attend, exitFor, report } from "../attempt-view.js";
 import type { Command } from "../command.js";
 import { UsageError, WorkflowLoadError } from "../exit.js";
@@ -14,7 +14,7 @@ export const run: Command = {
     summary: "start a run of a workflow file, or continue one",
     usage: [
       "steplog run <workflow-file> [--id ID] [--timeout 10m] [-- args…]",
-      "steplog run [<workflow-file>] --continue --id ID [--from-step STEP] [--force] [--timeout 10m]",
+      "steplog run [<workflow-file>] --continue --id ID [--from-step STEP] [--redo STEP] [--reuse STEP] [--force] [--timeout 10m]",
     ],
     description: [
       "Loads the module (.js, .mjs, .cjs, or .ts/.mts/.cts through tsx) whose default export is a workflow made with defineWorkflow, and starts a run of it. The file's absolute path is recorded as the run's source, so a later continue needs only the id.",
@@ -26,6 +26,13 @@ export const run: Command = {
       id: { type: "string", value: "ID", description: "The run's id (default: a new ULID). Required with --continue." },
       continue: { type: "boolean", description: "Continue run ID instead of starting one." },
       "from-step": { type: "string", value: "STEP", description: "With --continue: redo this step (a key like fetch#2, or a name) and everything after it." },
+      redo: {
+        type: "string",
+        multiple: true,
+        value: "STEP",
+        description: "With --continue: run this succeeded irreversible step again (a continue stops before one otherwise: REDO_IRREVERSIBLE); it is a start point of its own. Repeat for more.",
+      },
+      reuse: { type: "string", multiple: true, value: "STEP", description: "With --continue: hand this succeeded irreversible step's record back instead of running it again. Repeat for more." },
       force: { type: "boolean", description: "With --continue: take a dead-lettered run back with a fresh attempt budget." },
       timeout: { type: "string", value: "DURATION", description: "A deadline for this attempt: 30s, 10m, 2h. Past it the attempt ends timed-out." },
     },
@@ -43,12 +50,15 @@ export const run: Command = {
     const id = stringOption(parsed, "id");
     const fromStep = stringOption(parsed, "from-step");
     const force = booleanOption(parsed, "force");
+    const redo = listOption(parsed, "redo");
+    const reuse = listOption(parsed, "reuse");
     const timeoutMs = durationOption(parsed, "timeout", "run");
     const cwd = session.io.cwd;
 
     if (!isContinue) {
       if (file === undefined) throw new UsageError("steplog run: give a workflow file to start, or --continue --id ID to continue a run.", "Usage: steplog run <workflow-file> [--id ID] [-- args…]");
-      if (fromStep !== undefined || force) throw new UsageError(`steplog run: --${fromStep !== undefined ? "from-step" : "force"} goes with --continue.`);
+      const stray = fromStep !== undefined ? "from-step" : force ? "force" : redo.length > 0 ? "redo" : reuse.length > 0 ? "reuse" : undefined;
+      if (stray !== undefined) throw new UsageError(`steplog run: --${stray} goes with --continue.`);
       const loaded = await loadWorkflowFile(file, cwd);
       const args = await argsFrom(loaded, parsed.rest);
       let engine: Engine | undefined;
@@ -91,6 +101,8 @@ export const run: Command = {
       return engineRef.continue(id, {
         ...(fromStep !== undefined ? { fromStep } : {}),
         ...(force ? { force: true } : {}),
+        ...(redo.length > 0 ? { redo } : {}),
+        ...(reuse.length > 0 ? { reuse } : {}),
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         signal,
       });

@@ -105,6 +105,8 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   `,
   // 2: which steps each attempt reused (for timelines); absent until its ending records it
   (s) => `ALTER TABLE ${s}.attempts ADD COLUMN reused jsonb;`,
+  // 3: what a continue consented to for succeeded irreversible steps (redo / reuse); absent unless given
+  (s) => `ALTER TABLE ${s}.attempts ADD COLUMN consent jsonb;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,9 +9,10 @@ import type { PgClient } from "./connection.js";
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS "budgetUsed", source, deadline, value, error,
   waiting_for AS "waitingFor", wake_at AS "wakeAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
 const ATTEMPT_COLUMNS = `run_id AS "runId", number, host, boot_id AS "bootId", pid, process_start AS "processStart",
-  started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error, reused`;
-/** An attempt row as JSON; `reused` is absent (not null) until an ending records it. */
-const attemptJson = (a: string) => `CASE WHEN ${a}.reused IS NULL THEN to_jsonb(${a}) - 'reused' ELSE to_jsonb(${a}) END`;
+  started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error, reused, consent`;
+/** An attempt row as JSON; `reused` is absent (not null) until an ending records it, `consent` unless one was given. */
+const attemptJson = (a: string) =>
+  `(CASE WHEN ${a}.reused IS NULL THEN to_jsonb(${a}) - 'reused' ELSE to_jsonb(${a}) END) - (CASE WHEN ${a}.consent IS NULL THEN 'consent' ELSE '' END)`;
 const LEASE_COLUMNS = `run_id AS "runId", epoch, attempt, expires_at AS "expiresAt", heartbeat_at AS "heartbeatAt"`;
 const STEP_COLUMNS = `run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey", value, error,
   version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage`;
@@ -117,9 +118,26 @@ export class Sql {
 
   async insertAttempt(client: PgClient, a: AttemptRow, epoch: number, replacedExpiresAt: number | null): Promise<void> {
     await client.query(
-      `INSERT INTO ${this.s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, epoch, replaced_expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-      [a.runId, a.number, a.host, a.bootId, a.pid, a.processStart, a.startedAt, a.endedAt, a.ending, a.fromStep, a.forced, a.error, a.reused ? JSON.stringify(a.reused) : null, epoch, replacedExpiresAt],
+      `INSERT INTO ${this.s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, epoch, replaced_expires_at, consent)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+      [
+        a.runId,
+        a.number,
+        a.host,
+        a.bootId,
+        a.pid,
+        a.processStart,
+        a.startedAt,
+        a.endedAt,
+        a.ending,
+        a.fromStep,
+        a.forced,
+        a.error,
+        a.reused ? JSON.stringify(a.reused) : null,
+        epoch,
+        replacedExpiresAt,
+        a.consent ? JSON.stringify(a.consent) : null,
+      ],
     );
   }
 

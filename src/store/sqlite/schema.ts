@@ -152,6 +152,10 @@ export const MIGRATIONS: readonly string[] = [
     UPDATE steps SET run_num = (SELECT num FROM runs WHERE id = NEW.run_id) WHERE rowid = NEW.rowid;
   END;
   `,
+  // 5: what a continue consented to for succeeded irreversible steps (redo / reuse), as JSON
+  `
+  ALTER TABLE attempts ADD COLUMN consent TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

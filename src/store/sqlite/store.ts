@@ -20,6 +20,7 @@ import {
 } from "../../errors.js";
 import { taken } from "../claim-result.js";
 import type {
+  Consent,
   AttemptEnd,
   AttemptRow,
   ClaimDecision,
@@ -98,7 +99,7 @@ const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used 
   waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
-  started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, reused`;
+  started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, consent, reused`;
 /** The same without each attempt's list of reused steps (long for long runs; a claim does not read it). */
 const ATTEMPT_COLUMNS_LEAN = ATTEMPT_COLUMNS.replace(/, reused$/, ", NULL AS reused");
 const LEASE_COLUMNS = `run_id AS runId, epoch, attempt, expires_at AS expiresAt, heartbeat_at AS heartbeatAt`;
@@ -345,7 +346,12 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   #insertAttempt(attempt: AttemptRow): void {
-    this.#stmts!.insertAttempt.run({ ...attempt, forced: attempt.forced ? 1 : 0, reused: attempt.reused ? JSON.stringify(attempt.reused) : null });
+    this.#stmts!.insertAttempt.run({
+      ...attempt,
+      forced: attempt.forced ? 1 : 0,
+      reused: attempt.reused ? JSON.stringify(attempt.reused) : null,
+      consent: attempt.consent ? JSON.stringify(attempt.consent) : null,
+    });
   }
 
   /** Inside a batch: refuse the write unless the run's lease is still at this fence's epoch. */
@@ -618,8 +624,8 @@ function prepare(db: Db) {
                (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
     ),
     insertAttempt: db.prepare(
-      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused)
-       VALUES (@runId, @number, @host, @bootId, @pid, @processStart, @startedAt, @endedAt, @ending, @fromStep, @forced, @error, @reused)`,
+      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, consent)
+       VALUES (@runId, @number, @host, @bootId, @pid, @processStart, @startedAt, @endedAt, @ending, @fromStep, @forced, @error, @reused, @consent)`,
     ),
     upsertLease: db.prepare(
       `INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES (@runId, @epoch, @attempt, @expiresAt, @heartbeatAt)
@@ -648,10 +654,13 @@ function prepare(db: Db) {
   };
 }
 
-type StoredAttempt = Omit<AttemptRow, "forced" | "reused"> & { forced: number; reused: string | null };
+type StoredAttempt = Omit<AttemptRow, "forced" | "reused" | "consent"> & { forced: number; reused: string | null; consent: string | null };
 
-/** SQLite keeps booleans as 0/1 and lists as JSON; `reused` is absent until an ending records it. */
+/** SQLite keeps booleans as 0/1 and lists as JSON; `reused` is absent until an ending records it, `consent` unless one was given. */
 function attemptFromDb(row: StoredAttempt): AttemptRow {
-  const { reused, forced, ...rest } = row;
-  return reused === null ? { ...rest, forced: !!forced } : { ...rest, forced: !!forced, reused: JSON.parse(reused) as string[] };
+  const { reused, forced, consent, ...rest } = row;
+  const attempt: AttemptRow = { ...rest, forced: !!forced };
+  if (reused !== null) attempt.reused = JSON.parse(reused) as string[];
+  if (consent !== null) attempt.consent = JSON.parse(consent) as Consent;
+  return attempt;
 }
