@@ -157,11 +157,15 @@ export class RunCompletedError extends SteplogError {
 
 export class RunEscalatedError extends SteplogError {
   override name = "RunEscalatedError";
-  constructor(runId: string, step: string) {
+  /** `unrecorded`: the step's function returned (its effect happened) but its value could not be recorded. */
+  constructor(runId: string, step: string, unrecorded?: string) {
     super(
       "RUN_ESCALATED",
-      `Run ${q(runId)} waits for a person: step ${q(step)} was cut off inside an effect that must not be repeated blindly. ` +
-        `Find out whether it happened, then type engine.resolve(${q(runId)}, ${q(step)}, { value }) if it did or engine.resolve(${q(runId)}, ${q(step)}, { redo: true }) if it did not; then continue.`,
+      unrecorded === undefined
+        ? `Run ${q(runId)} waits for a person: step ${q(step)} was cut off inside an effect that must not be repeated blindly. ` +
+            `Find out whether it happened, then type engine.resolve(${q(runId)}, ${q(step)}, { value }) if it did or engine.resolve(${q(runId)}, ${q(step)}, { redo: true }) if it did not; then continue.`
+        : `Run ${q(runId)} waits for a person: step ${q(step)} returned, so its effect happened, but its value could not be recorded (${unrecorded}). ` +
+            `Find what it produced, then type engine.resolve(${q(runId)}, ${q(step)}, { value }) with it (or { redo: true } to do it again); then continue.`,
       { runId, step },
     );
   }
@@ -393,6 +397,31 @@ export class RedoIrreversibleError extends SteplogError {
         `steplog never repeats an irreversible effect without being told to. To run it again, type engine.continue(${q(runId)}, { redo: [${q(step)}] }); ` +
         `to keep its record and go on after it, engine.continue(${q(runId)}, { reuse: [${q(step)}] }).`,
       { runId, step },
+    );
+  }
+}
+
+/**
+ * A compensatable or irreversible step's function returned (its effect happened) but its value
+ * cannot be recorded: not serialisable, too large, or rejected by its result schema. Carries the
+ * code of that reason. The step is left intended: the next continue settles it by its policy.
+ */
+export class EffectUnrecordedError extends SteplogError {
+  override name = "EffectUnrecordedError";
+  constructor(runId: string, step: string, effect: string, reason: unknown) {
+    const policy =
+      effect === "irreversible"
+        ? "its query if it has one, else the human queue (steplog escalations)"
+        : "its query if it has one, else its compensate, then a new call with a new idempotency key";
+    // A codec that failed to seal the value: it could not be written, whatever the value.
+    const code: ErrorCode = reason instanceof SteplogError ? reason.code : "STORE_WRITE_FAILED";
+    const why = reason instanceof Error ? reason.message : String(reason);
+    super(
+      code,
+      `${reason instanceof SteplogError ? why : `Could not record the value of step ${q(step)} of run ${q(runId)}: ${why}.`} Step ${q(step)} is ${effect} and its function returned, so its effect has already happened: ` +
+        `it is recorded as an unknown outcome (intended, not failed), never as a failure a continue would simply redo. ` +
+        `Fix what it returns, then type engine.continue(${q(runId)}): the step is settled by ${policy}.`,
+      { runId, step, cause: reason },
     );
   }
 }

@@ -10,6 +10,7 @@ import type { Attempt } from "./attempt.js";
 import { StopRequest } from "./attempt.js";
 import type { StepFunction, StepInfo, StepOptions, Usage } from "./context.js";
 import {
+  EffectUnrecordedError,
   InvalidOptionError,
   PivotOrderError,
   RedoIrreversibleError,
@@ -345,6 +346,13 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         decoded = checked.value;
       }
     } catch (error) {
+      if (effect === "compensatable" || effect === "irreversible") {
+        // The effect happened and its value is lost: a failure would be redone, a second charge.
+        // Left intended, it is an unknown outcome the next continue settles by the step's policy.
+        const unrecorded = new EffectUnrecordedError(attempt.runId, key, effect, error);
+        attempt.endWith("failed", unrecorded);
+        throw markFailedStep(unrecorded, key);
+      }
       await settle(attempt, key, row, "failed", toErrorInfo(error, key));
       throw markFailedStep(error, key);
     }

@@ -80,8 +80,10 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
   }
 
   if (policy === "escalate") {
-    await settle(attempt, record, "escalated", { policy, found: "unknown", attempt: attempt.number }, "cut off inside its effect; waits for a person");
-    const escalated = new RunEscalatedError(attempt.runId, key);
+    const unrecorded = await unrecordedReason(attempt, record);
+    const what = unrecorded === undefined ? "cut off inside its effect" : `returned, but its value could not be recorded (${unrecorded})`;
+    await settle(attempt, record, "escalated", { policy, found: "unknown", attempt: attempt.number }, `${what}; waits for a person`);
+    const escalated = new RunEscalatedError(attempt.runId, key, unrecorded);
     attempt.endWith("escalated", escalated);
     throw escalated;
   }
@@ -89,6 +91,21 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
   await settle(attempt, record, "failed", { policy: "redrive", found: "unknown", attempt: attempt.number }, "cut off inside its effect; re-driven");
   attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "redrive", found: "unknown" });
   return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
+}
+
+/**
+ * Why the row is intended when its function returned: its attempt ended with an
+ * EffectUnrecordedError naming it (the value could not be recorded). Undefined for a cut-off.
+ */
+async function unrecordedReason(attempt: Attempt, record: StepRow): Promise<string | undefined> {
+  const ended = attempt.stored.attempts.find((a) => a.number === record.attempt)?.error;
+  if (!ended) return undefined;
+  try {
+    const info = await attempt.settings.payloads.decodeError(ended);
+    return info.step === record.key && info.name === "EffectUnrecordedError" ? (info.code ?? "unrecorded") : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Why a query's answer is neither `{ done: true, value }` nor `{ done: false }` (a description of it), or undefined when it is one. */
