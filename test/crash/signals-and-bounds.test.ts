@@ -38,6 +38,20 @@ describe("graceful ends", () => {
     expect(next.report?.result).toMatchObject({ status: "completed", attempt: 2 });
   });
 
+  it("SIGTERM while a step ignores its signal: the value it returns anyway is recorded succeeded (its effect happened), and a continue reuses it", async () => {
+    const file = tmpDb();
+    const env = { EFFECTS: JSON.stringify({ one: "irreversible" }) };
+    const worker = spawnWorker(file, "r", "start", { ...env, HANDLE_SIGNALS: "1", STEP_DELAY_MS: "700", IGNORE_ABORT: "1" });
+    await untilOutput(worker, "entered one");
+    worker.child.kill("SIGTERM");
+    const ended = await worker.done;
+    expect(ended.report?.result).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED", step: "one" } });
+    expect(inspectDb(file).steps.map((s) => [s.key, s.status])).toEqual([["one", "succeeded"]]);
+    const next = await runWorker(file, "r", "continue", env);
+    expect(next.report?.result).toMatchObject({ status: "completed", value: ["one done in attempt 1", "two done in attempt 2", "three done in attempt 2"] });
+    expect(readLedger(file).filter((e) => e.kind === "effect" && e.step === "one")).toHaveLength(1);
+  });
+
   it("a second SIGINT before the attempt has ended exits at once: a crash, and the run reads interrupted", async () => {
     const file = tmpDb();
     // The step ignores its signal, so the clean cancel after the first Ctrl-C cannot finish.
