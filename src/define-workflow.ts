@@ -6,6 +6,7 @@
 import type { WorkflowContext } from "./context.js";
 import { InvalidOptionError } from "./errors.js";
 import { checkName } from "./names.js";
+import { checkKnownKeys, type KnownKeys } from "./options.js";
 import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./schema.js";
 
 export const DEFAULT_MAX_ATTEMPTS = 10;
@@ -48,10 +49,21 @@ export interface Workflow<Args = unknown, R = unknown> {
 export type WorkflowArgs<W> = W extends Workflow<infer A, unknown> ? A : never;
 export type WorkflowResult<W> = W extends Workflow<unknown, infer R> ? R : never;
 
+const DEFINITION_KEYS: KnownKeys<WorkflowDefinition<undefined, unknown>> = {
+  name: true,
+  version: true,
+  args: true,
+  maxAttempts: true,
+  onFailure: true,
+  autoResume: true,
+  run: true,
+};
+
 export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefined, R = unknown>(
   definition: WorkflowDefinition<A, R>,
 ): Workflow<A extends StandardSchemaV1 ? InferInput<A> : unknown, R> {
-  checkName("workflow name", definition.name);
+  checkName("workflow name", definition?.name);
+  checkKnownKeys(`defineWorkflow(${JSON.stringify(definition.name)})`, definition, DEFINITION_KEYS);
   const maxAttempts = definition.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: maxAttempts must be a whole number ≥ 1, got ${String(definition.maxAttempts)}.`);

@@ -9,6 +9,7 @@
 import crypto from "node:crypto";
 import { CodecKeyMissingError, InvalidOptionError, StoreUnreadableError } from "./errors.js";
 import type { Codec } from "./payloads.js";
+import { checkKnownKeys, type KnownKeys } from "./options.js";
 
 export interface EncryptedCodecOptions {
   /** Key id → 32-byte key (a Buffer, or base64 / hex text of 32 bytes). */
@@ -33,6 +34,7 @@ function toKey(id: string, key: Buffer | string): Buffer {
 }
 
 export function encryptedCodec(options: EncryptedCodecOptions): Codec {
+  checkKnownKeys("encryptedCodec", options, { keys: true, current: true } satisfies KnownKeys<EncryptedCodecOptions>);
   const keys = new Map<string, Buffer>();
   for (const [i, [id, key]] of Object.entries(options.keys).entries()) {
     // Not echoed: a key given where its id belongs would be printed.

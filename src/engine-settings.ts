@@ -25,6 +25,8 @@ export type ProgressEvent =
 export interface TestHooks {
   override?: (key: string, name: string) => ((info: unknown) => unknown) | undefined;
   onCall?: (key: string, kind: "function" | "query" | "compensate") => void;
+  /** A step or wait was entered (its key given), whatever then became of it. */
+  onEnter?: (key: string, name: string) => void;
 }
 
 export interface EngineSettings {

@@ -31,6 +31,7 @@ import { Payloads, type Codec } from "./payloads.js";
 import type { RedactRule } from "./redact.js";
 import { markDone, markLive, type LiveToken } from "./live-attempts.js";
 import { checkName } from "./names.js";
+import { checkKnownKeys, type KnownKeys } from "./options.js";
 import { currentOwner } from "./owner.js";
 import { validate, type Validation } from "./schema.js";
 import { sqliteStore } from "./store/sqlite/store.js";
@@ -39,6 +40,18 @@ import { DEFAULT_MAX_VALUE_BYTES } from "./values.js";
 import { holderGone, redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "./views.js";
 
 export const TEST_HOOKS = Symbol.for("steplog.testHooks");
+
+const ENGINE_KEYS: KnownKeys<EngineOptions> = { workflows: true, store: true, leaseMs: true, maxValueBytes: true, clock: true, onProgress: true, codec: true, redact: true, handleSignals: true };
+const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, signal: true, source: true };
+const CONTINUE_KEYS: KnownKeys<ContinueOptions> = { fromStep: true, values: true, force: true, redo: true, reuse: true, timeoutMs: true, signal: true };
+const SEND_KEYS: KnownKeys<SendOptions> = { keep: true };
+const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
+const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
+const CANCEL_KEYS: KnownKeys<{ reason?: string }> = { reason: true };
+const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
+const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, limit: true };
+const WORK_KEYS: KnownKeys<WorkOptions> = { concurrency: true, pollMs: true, signal: true };
+const RESOLUTION_KEYS: KnownKeys<{ value?: unknown; redo?: true; by?: string }> = { value: true, redo: true, by: true };
 
 export interface EngineOptions {
   /** The workflows whose runs this engine may continue. */
@@ -192,6 +205,7 @@ class SteplogEngine implements Engine {
   readonly #redact: RedactRule | undefined;
 
   constructor(options: EngineOptions) {
+    checkKnownKeys("createEngine", options, ENGINE_KEYS);
     const leaseMs = options.leaseMs ?? 30_000;
     if (!(leaseMs >= 30)) throw new InvalidOptionError(`createEngine: leaseMs must be at least 30 ms, got ${String(options.leaseMs)}.`);
     const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
@@ -262,6 +276,7 @@ class SteplogEngine implements Engine {
   async start<W extends Workflow<any, any>>(workflowOrName: W | string, args: WorkflowArgs<W>, options: StartOptions = {}): Promise<RunResult<WorkflowResult<W>>> {
     this.#open();
     const workflow = typeof workflowOrName === "string" ? this.#workflow(workflowOrName, undefined) : workflowOrName;
+    checkKnownKeys(`start(${JSON.stringify(workflow.name)})`, options, START_KEYS);
     if (typeof workflowOrName !== "string") this.#register(workflow);
     const id = options.id === undefined ? newRunId() : checkName("run id", options.id);
     const deadline = this.#deadline(options.timeoutMs, `start(${JSON.stringify(workflow.name)})`);
@@ -311,6 +326,7 @@ class SteplogEngine implements Engine {
   async continue(id: string, options: ContinueOptions = {}): Promise<RunResult> {
     this.#open();
     checkName("run id", id);
+    checkKnownKeys(`continue(${JSON.stringify(id)})`, options, CONTINUE_KEYS, { runId: id });
     if (options.fromStep !== undefined && typeof options.fromStep !== "string") {
       throw new InvalidOptionError(`continue(${JSON.stringify(id)}): fromStep must be a step key or name.`, { runId: id });
     }
@@ -420,6 +436,7 @@ class SteplogEngine implements Engine {
   async send(id: string, event: string, payload?: unknown, options: SendOptions = {}): Promise<void> {
     this.#open();
     checkName("run id", id);
+    checkKnownKeys(`send(${JSON.stringify(id)}, ${JSON.stringify(event)})`, options, SEND_KEYS, { runId: id });
     await sendEvent(this.store, id, event, payload, options, this.#settings.clock.now(), this.#settings.payloads);
     this.#wake();
   }
@@ -427,6 +444,7 @@ class SteplogEngine implements Engine {
   async approve(id: string, step: string, options: { by?: string } = {}): Promise<void> {
     this.#open();
     checkName("run id", id);
+    checkKnownKeys(`approve(${JSON.stringify(id)}, ${JSON.stringify(step)})`, options, APPROVE_KEYS, { runId: id });
     await answerApproval(this.store, id, step, { approved: true, ...(options.by === undefined ? {} : { by: options.by }) }, this.#settings.clock.now(), this.#settings.payloads);
     this.#wake();
   }
@@ -434,12 +452,14 @@ class SteplogEngine implements Engine {
   async reject(id: string, step: string, options: { by?: string; reason?: string } = {}): Promise<void> {
     this.#open();
     checkName("run id", id);
+    checkKnownKeys(`reject(${JSON.stringify(id)}, ${JSON.stringify(step)})`, options, REJECT_KEYS, { runId: id });
     await answerApproval(this.store, id, step, { approved: false, ...options }, this.#settings.clock.now(), this.#settings.payloads);
   }
 
   async cancel(id: string, options: { reason?: string } = {}): Promise<RunStatus> {
     this.#open();
     checkName("run id", id);
+    checkKnownKeys(`cancel(${JSON.stringify(id)})`, options, CANCEL_KEYS, { runId: id });
     const reason = options.reason ?? "cancelled by request";
     const local = [...this.#running].find((entry) => entry.attempt.runId === id);
     if (local) {
@@ -455,6 +475,7 @@ class SteplogEngine implements Engine {
 
   async work(options: WorkOptions = {}): Promise<WorkSummary> {
     this.#open();
+    checkKnownKeys("work", options, WORK_KEYS);
     validateWorkOptions(options);
     // Stops on the caller's signal or when the engine closes.
     const stop = new AbortController();
@@ -499,6 +520,7 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     const valid = typeof answer === "object" && answer !== null && ("value" in answer || (answer as { redo?: unknown }).redo === true);
+    if (valid) checkKnownKeys(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)})`, answer, RESOLUTION_KEYS, { runId: id, step });
     if (!valid) throw new InvalidOptionError(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`, { runId: id, step });
     const judge = this.#judge(await this.#where());
     await resolveEscalation(this.store, id, step, answer, judge.now, this.#settings.payloads, (current) => {
@@ -539,6 +561,7 @@ class SteplogEngine implements Engine {
   async get(id: string, options: { redact?: boolean } = {}): Promise<RunView> {
     this.#open();
     checkName("run id", id);
+    checkKnownKeys(`get(${JSON.stringify(id)})`, options, GET_KEYS, { runId: id });
     const stored = await this.store.loadRun(id);
     if (!stored) throw new RunNotFoundError(id, this.store.location);
     const view = await viewRun(stored, this.#judge(await this.#where()), this.#settings.payloads);
@@ -547,6 +570,7 @@ class SteplogEngine implements Engine {
 
   async list(filter: ListFilter = {}): Promise<RunSummary[]> {
     this.#open();
+    checkKnownKeys("list", filter, LIST_KEYS);
     const wanted = filter.status === undefined ? undefined : Array.isArray(filter.status) ? filter.status : [filter.status];
     // `interrupted` is derived from `running` rows whose owner is gone.
     const stored: RunFilter = {};

@@ -2,6 +2,7 @@
 
 import type { RetryOptions } from "./context.js";
 import { InvalidOptionError } from "./errors.js";
+import { checkKnownKeys, type KnownKeys } from "./options.js";
 
 export interface RetryPolicy {
   maxAttempts: number;
@@ -19,8 +20,11 @@ export const DEFAULT_RETRY: RetryPolicy = {
   retryIf: () => true,
 };
 
+const RETRY_KEYS: KnownKeys<RetryOptions> = { maxAttempts: true, backoffMs: true, factor: true, maxBackoffMs: true, retryIf: true };
+
 export function retryPolicy(options: RetryOptions | undefined, step: string): RetryPolicy {
   if (options === undefined) return DEFAULT_RETRY;
+  checkKnownKeys(`Step ${JSON.stringify(step)}: retry`, options, RETRY_KEYS, { step });
   const policy = { ...DEFAULT_RETRY, ...stripUndefined(options) };
   const bad = (what: string) => new InvalidOptionError(`Step ${JSON.stringify(step)}: retry.${what}.`, { step });
   if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1) throw bad(`maxAttempts must be a whole number ≥ 1 (it counts calls, the first included)`);

@@ -26,6 +26,7 @@ import {
 } from "./errors.js";
 import { fault, faultArmed } from "./faults.js";
 import { checkName } from "./names.js";
+import { checkKnownKeys, type KnownKeys } from "./options.js";
 import { backoffDelay, retryPolicy } from "./retry-policy.js";
 import { validate } from "./schema.js";
 import type { Effect, StepRow } from "./store/types.js";
@@ -72,6 +73,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   checkOptions(attempt, call);
   const key = attempt.nextKey(call.name);
   attempt.lastEntered = key;
+  attempt.settings.hooks?.onEnter?.(key, call.name);
   if (attempt.plan.mode === "compensate") return replayForSaga(attempt, key, call);
   const record = attempt.latest.get(key);
 
@@ -124,10 +126,27 @@ function startAt(attempt: Attempt, key: string, record: StepRow | undefined, cal
   return execute(attempt, key, call, owedRedrive(attempt, key, record) ?? { idempotencyKey: idempotencyKeyFor(attempt, key) });
 }
 
+const STEP_KEYS: KnownKeys<StepOptions> = {
+  result: true,
+  upcast: true,
+  effect: true,
+  onUnknown: true,
+  query: true,
+  compensate: true,
+  retry: true,
+  timeoutMs: true,
+  approval: true,
+  errors: true,
+};
+
 function checkOptions(attempt: Attempt, call: StepCall): void {
   const { options, name } = call;
   const bad = (what: string) => new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: attempt.runId, step: name });
   if (typeof call.fn !== "function") throw bad("the last argument of ctx.step must be the step's function");
+  checkKnownKeys(() => `Run ${JSON.stringify(attempt.runId)}, step ${JSON.stringify(name)}`, options, STEP_KEYS, { runId: attempt.runId, step: name });
+  if (options.errors !== undefined && !(Array.isArray(options.errors) && options.errors.every((c) => typeof c === "function"))) {
+    throw bad("errors must be an array of error classes, e.g. [CardDeclined]");
+  }
   if (options.effect !== undefined && !EFFECTS.includes(options.effect)) throw bad(`effect must be one of ${EFFECTS.join(", ")}`);
   if (options.onUnknown !== undefined && !POLICIES.includes(options.onUnknown)) throw bad(`onUnknown must be one of ${POLICIES.join(", ")}`);
   if (options.onUnknown === "query" && !options.query) throw bad(`onUnknown "query" needs a query function`);

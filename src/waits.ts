@@ -9,6 +9,7 @@
 import type { Attempt } from "./attempt.js";
 import { EventRejectedError, InvalidOptionError, ResultRejectedError, ValueMissingError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "./errors.js";
 import { checkName, RESERVED_EVENT_PREFIX } from "./names.js";
+import { checkKnownKeys, type KnownKeys } from "./options.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
 import { isSettled, newRow, noteReused, outcomeOf, replayFailure, stopWith, supply, type StepCall } from "./step-runner.js";
@@ -67,6 +68,7 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
   checkName("step name", name);
   const key = attempt.nextKey(name);
   attempt.lastEntered = key;
+  attempt.settings.hooks?.onEnter?.(key, name);
   const record = attempt.latest.get(key);
   if (attempt.plan.mode === "compensate") {
     if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
@@ -119,7 +121,10 @@ async function failWait(attempt: Attempt, row: StepRow, error: Error, consumes?:
   attempt.emit({ type: "step-failed", runId: attempt.runId, step: row.key, error: info });
 }
 
+const WAIT_KEYS: KnownKeys<WaitForEventOptions<undefined>> = { schema: true, timeoutMs: true };
+
 export async function waitForEvent(attempt: Attempt, name: string, options: WaitForEventOptions<StandardSchemaV1 | undefined> = {}): Promise<unknown> {
+  checkKnownKeys(`Run ${JSON.stringify(attempt.runId)}, wait ${JSON.stringify(name)}`, options, WAIT_KEYS, { runId: attempt.runId });
   if (options.timeoutMs !== undefined && !(typeof options.timeoutMs === "number" && options.timeoutMs > 0 && Number.isFinite(options.timeoutMs))) {
     throw new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, wait ${JSON.stringify(name)}: timeoutMs must be a finite number of milliseconds > 0.`, { runId: attempt.runId });
   }

@@ -22,6 +22,7 @@ import type {
   Store,
   StoredRun,
 } from "./types.js";
+import { checkKnownKeys, type KnownKeys } from "../options.js";
 
 export interface MemoryStoreOptions {
   /** Shown in messages. Default "memory store #N". */
@@ -31,6 +32,7 @@ export interface MemoryStoreOptions {
 let created = 0;
 
 export function memoryStore(options: MemoryStoreOptions = {}): Store {
+  checkKnownKeys("memoryStore", options, { name: true } satisfies KnownKeys<MemoryStoreOptions>);
   created++;
   return new MemoryStore(options.name ?? `memory store #${created}`);
 }

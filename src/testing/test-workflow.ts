@@ -7,6 +7,7 @@ import type { RunResult } from "../attempt.js";
 import type { Workflow, WorkflowArgs } from "../define-workflow.js";
 import { createEngine, TEST_HOOKS, type ContinueOptions } from "../engine.js";
 import { InvalidOptionError, type ErrorInfo } from "../errors.js";
+import { checkKnownKeys, nearest, type KnownKeys } from "../options.js";
 import { memoryStore } from "../store/memory.js";
 import type { Effect, Store, StepRow } from "../store/types.js";
 import { encodeValue } from "../values.js";
@@ -68,7 +69,12 @@ export interface TestWorkflowResult {
 
 const SEED_OWNER = { host: "steplog-testing-seed", bootId: null, pid: 0, processStart: null };
 
+const OPTION_KEYS: KnownKeys<TestWorkflowOptions<Workflow>> = { args: true, earlier: true, mocks: true, fromStep: true, values: true, redo: true, reuse: true, store: true, runId: true };
+const EARLIER_KEYS: KnownKeys<EarlierAttempt> = { steps: true, intended: true, version: true, effects: true };
+
 export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, options: TestWorkflowOptions<W>): Promise<TestWorkflowResult> {
+  checkKnownKeys("testWorkflow", options, OPTION_KEYS);
+  checkKnownKeys("testWorkflow: earlier", options.earlier, EARLIER_KEYS);
   const ownStore = options.store === undefined;
   const store = options.store ?? memoryStore({ name: "testWorkflow memory store" });
   const runId = options.runId ?? "test-run";
@@ -79,6 +85,7 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
   const reused: string[] = [];
   const resolved: string[] = [];
   const mocks = options.mocks ?? {};
+  const entered = new Map<string, string>();
   const engine = createEngine({
     store,
     workflows: [workflow],
@@ -89,6 +96,7 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
       if (settled && !resolved.includes(event.step)) resolved.push(event.step);
     },
     [TEST_HOOKS]: {
+      onEnter: (key, name) => entered.set(key, name),
       override: (key, name) => (mocks[key] ?? mocks[name]) as ((info: unknown) => unknown) | undefined,
       onCall: (key, kind) => {
         if (kind === "function" && !ran.includes(key)) ran.push(key);
@@ -103,6 +111,7 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
     if (options.redo !== undefined) continueOptions.redo = options.redo;
     if (options.reuse !== undefined) continueOptions.reuse = options.reuse;
     const result = await engine.continue(runId, continueOptions);
+    refuseUnmatched(options, entered, ran, result.status);
     const run = await engine.get(runId);
     return {
       status: result.status,
@@ -121,11 +130,43 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
   }
 }
 
+/**
+ * A seeded step or a mock that matches no step the workflow entered is a typo (the real function
+ * ran instead) or a step the code no longer has: refused, naming it. Where the attempt ended
+ * before its end (escalated, stopped, waiting, failed), a key that resembles no entered step may
+ * lie beyond where it stopped, and is let be.
+ */
+function refuseUnmatched(options: TestWorkflowOptions<Workflow<any, any>>, entered: Map<string, string>, ran: string[], status: string): void {
+  const keys = [...entered.keys()];
+  const names = [...new Set(entered.values())];
+  const check = (what: string, given: string, matches: boolean) => {
+    if (matches) return;
+    const near = nearest(given, [...keys, ...names]);
+    if (status !== "completed" && near === undefined) return;
+    const ranNear = near !== undefined && ran.includes(near) ? ` (its real function ran)` : "";
+    throw new InvalidOptionError(
+      `testWorkflow: ${what} names ${JSON.stringify(given)}, which the workflow never entered` +
+        (near === undefined ? "." : `; did you mean ${JSON.stringify(near)}${ranNear}?`) +
+        ` Steps entered: ${keys.length === 0 ? "none" : keys.map((k) => JSON.stringify(k)).join(", ")}. ` +
+        `A seed or a mock that matches no step is not used, so the test would check something other than it says.`,
+    );
+  };
+  for (const key of Object.keys(options.earlier?.steps ?? {})) check("earlier.steps", key, entered.has(key));
+  for (const key of options.earlier?.intended ?? []) check("earlier.intended", key, entered.has(key));
+  for (const key of Object.keys(options.mocks ?? {})) check("mocks", key, entered.has(key) || names.includes(key));
+}
+
 /** Write attempt 1 through the store contract, as a real first attempt would have. */
 async function seed(store: Store, workflow: Workflow, runId: string, options: TestWorkflowOptions<Workflow<any, any>>): Promise<void> {
   const now = Date.now() - 60_000;
   const earlier = options.earlier ?? {};
   const version = earlier.version ?? workflow.version ?? null;
+  const seeded = new Set([...Object.keys(earlier.steps ?? {}), ...(earlier.intended ?? [])]);
+  for (const key of Object.keys(earlier.effects ?? {})) {
+    if (!seeded.has(key)) {
+      throw new InvalidOptionError(`testWorkflow: earlier.effects names ${JSON.stringify(key)}, which is neither in earlier.steps nor in earlier.intended; an effect is declared for a seeded step.`);
+    }
+  }
   const lease = await store.createRun(
     {
       id: runId,

@@ -40,6 +40,7 @@ import { Journal, type Tail } from "./journal.js";
 import { FileLock, MIN_LOCK_STALE_MS } from "./lock.js";
 import { apply, HEADER_LINE, type JournalRecord, type JournalState } from "./records.js";
 import { canonicalPath } from "../canonical-path.js";
+import { checkKnownKeys, type KnownKeys } from "../../options.js";
 
 export interface JsonlStoreOptions {
   /** The journal file, e.g. `.steplog/steplog.jsonl`. Its folder is created (0700) on the first start. */
@@ -71,6 +72,7 @@ export function jsonlStore(options: JsonlStoreOptions): JsonlStore {
 }
 
 const DEFAULT_LOCK_STALE_MS = 10_000;
+const JSONL_KEYS: KnownKeys<JsonlStoreOptions> = { path: true, durability: true, lockStaleMs: true, onWarning: true };
 /** How much longer than the stale time a writer waits for the lock: enough to take over a dead holder's. */
 const LOCK_WAIT_MARGIN_MS = 5_000;
 const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
@@ -121,6 +123,7 @@ class JsonlStoreImpl implements JsonlStore {
   #closed = false;
 
   constructor(options: JsonlStoreOptions) {
+    checkKnownKeys("jsonlStore", options, JSONL_KEYS);
     if (typeof options?.path !== "string" || options.path === "") throw new InvalidOptionError("jsonlStore: path must name the journal file, e.g. { path: \".steplog/steplog.jsonl\" }.");
     const durability = options.durability ?? "power";
     if (durability !== "power" && durability !== "process") throw new InvalidOptionError(`jsonlStore: durability must be "power" or "process", got ${JSON.stringify(durability)}.`);

@@ -45,8 +45,21 @@ import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { newRunStatement } from "./one-trip.js";
 import { WriteQueue } from "./write-queue.js";
+import { checkKnownKeys, type KnownKeys } from "../../options.js";
 
 export const DEFAULT_PG_SCHEMA = "steplog";
+
+const POSTGRES_KEYS: KnownKeys<PostgresStoreOptions> = {
+  connectionString: true,
+  pool: true,
+  schema: true,
+  ssl: true,
+  poolSize: true,
+  applicationName: true,
+  retryForMs: true,
+  idleInTransactionTimeoutMs: true,
+  connectTimeoutMs: true,
+};
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:5432/db`. Default: libpq's PGHOST, PGUSER, PGDATABASE… variables. */
@@ -108,6 +121,7 @@ class PostgresStoreImpl implements PostgresStore {
   #closed = false;
 
   constructor(options: PostgresStoreOptions) {
+    checkKnownKeys("postgresStore", options, POSTGRES_KEYS);
     this.#options = options;
     this.schema = options.schema ?? DEFAULT_PG_SCHEMA;
     const bad = (what: string) => new InvalidOptionError(`postgresStore: ${what}.`);

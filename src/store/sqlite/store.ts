@@ -44,6 +44,7 @@ import { fault } from "../../faults.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
 import { WriteQueue } from "./write-queue.js";
 import { canonicalPath } from "../canonical-path.js";
+import { checkKnownKeys, type KnownKeys } from "../../options.js";
 
 export interface SqliteStoreOptions {
   /** The database file. Default `.steplog/steplog.db` under the working directory. */
@@ -70,6 +71,8 @@ export interface SqliteStoreOptions {
 
 /** SQLite's page cache per connection, in SQLite's units: negative means KiB. */
 const DEFAULT_CACHE_SIZE = -2000;
+
+const SQLITE_KEYS: KnownKeys<SqliteStoreOptions> = { path: true, durability: true, busyTimeoutMs: true, readonly: true, pragmas: true, onWarning: true };
 
 const RESERVED_PRAGMAS = new Set(["journal_mode", "synchronous", "busy_timeout", "locking_mode"]);
 
@@ -139,6 +142,7 @@ class SqliteStoreImpl implements SqliteStore {
   #identity: { dev: number; ino: number } | undefined;
 
   constructor(options: SqliteStoreOptions) {
+    checkKnownKeys("sqliteStore", options, SQLITE_KEYS);
     this.#file = path.resolve(options.path ?? DEFAULT_SQLITE_PATH);
     this.location = `sqlite store at ${this.#file}`;
     this.#durability = options.durability ?? "power";
