@@ -10,6 +10,7 @@ import {
   AttemptEndedError,
   FromStepNotReachedError,
   LeaseLostError,
+  OrderChangedError,
   RunCancelledError,
   RunTimedOutError,
   SteplogError,
@@ -148,6 +149,60 @@ export class Attempt {
     } catch {
       // A progress listener must never break a run.
     }
+  }
+
+  /** Steps and waits entered so far: the next one's position in this attempt's call order. */
+  entered = 0;
+
+  /** The handed-back record recorded furthest along so far, to see records handed back out of order. */
+  #furthest: { key: string; position: number } | undefined;
+  #orderChangeSeen = false;
+
+  /**
+   * A record is handed back: if it was recorded at an earlier position than one handed back
+   * before it, the code enters its steps in another order than when they were recorded (a
+   * reordered list: a key may now hold another item's record). Warn once, or stop.
+   */
+  checkOrder(key: string, record: StepRow): void {
+    const position = record.position;
+    if (position === null || position === undefined) return;
+    const furthest = this.#furthest;
+    if (furthest === undefined || position > furthest.position) {
+      this.#furthest = { key, position };
+      return;
+    }
+    if (position === furthest.position || this.#orderChangeSeen) return;
+    // Keys of a name used once (`greet:${user.id}`) hold their own item whatever the order; only
+    // numbered keys (fetch, fetch#2, … in call order) can hand one item's record to another.
+    if (!this.#repeatedName(key) && !this.#repeatedName(furthest.key)) return;
+    this.#orderChangeSeen = true;
+    const name = record.name;
+    // Redo from the first step of that name this attempt entered: its record may be another item's too.
+    const redoFrom = this.#keyCounts.has(name) ? name : key;
+    if (this.workflow.onOrderChange === "stop") {
+      const error = new OrderChangedError(this.runId, key, furthest.key, redoFrom);
+      this.endWith("stopped", error);
+      throw error;
+    }
+    process.emitWarning(
+      `steplog: run ${JSON.stringify(this.runId)}, attempt ${this.number} handed back step ${JSON.stringify(key)} (recorded at position ${position}) after ${JSON.stringify(furthest.key)} (position ${furthest.position}): ` +
+        `the code enters its steps in another order than when they were recorded, and records are matched by key, so one may hold another item's value. ` +
+        `Name such steps after their item, redo them with engine.continue(${JSON.stringify(this.runId)}, { fromStep: ${JSON.stringify(redoFrom)} }), or set onOrderChange: "stop" on the workflow.`,
+      { code: "STEPLOG_ORDER_CHANGED" },
+    );
+  }
+
+  #repeated: Set<string> | undefined;
+
+  /** True when the key's name has more than one key in the records (name, name#2, …). */
+  #repeatedName(key: string): boolean {
+    if (!this.#repeated) {
+      const keysOf = new Map<string, Set<string>>();
+      for (const row of this.stored.steps) keysOf.set(row.name, (keysOf.get(row.name) ?? new Set()).add(row.key));
+      this.#repeated = new Set([...keysOf].filter(([, keys]) => keys.size > 1).map(([name]) => name));
+    }
+    const hash = key.lastIndexOf("#");
+    return hash !== -1 || this.#repeated.has(key);
   }
 
   /** The next key for a step name in call order: name, name#2, name#3, … */

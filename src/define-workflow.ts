@@ -30,6 +30,12 @@ export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
   onFailure?: "keep" | "compensate";
   /** Let engine.work() pick up this workflow's interrupted runs by itself. Default false. */
   autoResume?: boolean;
+  /**
+   * What a continue does when it hands records back in another order than they were recorded
+   * in (a loop over a list that was reordered): "warn" (default: a STEPLOG_ORDER_CHANGED process
+   * warning, once per attempt) or "stop" (the attempt stops there, ORDER_CHANGED).
+   */
+  onOrderChange?: "warn" | "stop";
   run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
 }
 
@@ -41,6 +47,7 @@ export interface Workflow<Args = unknown, R = unknown> {
   readonly maxAttempts: number;
   readonly onFailure: "keep" | "compensate";
   readonly autoResume: boolean;
+  readonly onOrderChange: "warn" | "stop";
   readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
   /** Type-only: the args `start` takes. */
   readonly __args?: Args;
@@ -56,6 +63,7 @@ const DEFINITION_KEYS: KnownKeys<WorkflowDefinition<undefined, unknown>> = {
   maxAttempts: true,
   onFailure: true,
   autoResume: true,
+  onOrderChange: true,
   run: true,
 };
 
@@ -74,6 +82,9 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
   if (definition.onFailure !== undefined && definition.onFailure !== "keep" && definition.onFailure !== "compensate") {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onFailure must be "keep" or "compensate".`);
   }
+  if (definition.onOrderChange !== undefined && definition.onOrderChange !== "warn" && definition.onOrderChange !== "stop") {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onOrderChange must be "warn" or "stop".`);
+  }
   if (typeof definition.run !== "function") {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: run must be a function (ctx, args) => Promise<result>.`);
   }
@@ -85,6 +96,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     maxAttempts,
     onFailure: definition.onFailure ?? "keep",
     autoResume: definition.autoResume === true,
+    onOrderChange: definition.onOrderChange ?? "warn",
     run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
   };
 }

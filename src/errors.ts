@@ -28,6 +28,7 @@ export const ERROR_CODES = [
   "INVALID_NAME",
   "INVALID_OPTION",
   "REDO_IRREVERSIBLE",
+  "ORDER_CHANGED",
   "STEP_TIMED_OUT",
   "RUN_TIMED_OUT",
   "RUN_CANCELLED",
@@ -422,6 +423,20 @@ export class EffectUnrecordedError extends SteplogError {
         `it is recorded as an unknown outcome (intended, not failed), never as a failure a continue would simply redo. ` +
         `Fix what it returns, then type engine.continue(${q(runId)}): the step is settled by ${policy}.`,
       { runId, step, cause: reason },
+    );
+  }
+}
+
+/** A continue handed records back in another order than they were recorded in, and the workflow asked to stop on it. */
+export class OrderChangedError extends SteplogError {
+  override name = "OrderChangedError";
+  constructor(runId: string, step: string, after: string, redoFrom: string) {
+    super(
+      "ORDER_CHANGED",
+      `Run ${q(runId)} stopped at step ${q(step)}: its record was made before that of ${q(after)}, which this attempt reached first, so the code now enters its steps in another order ` +
+        `(a list that was reordered between attempts?). Records are matched by key, so a record may belong to another item. ` +
+        `Name such steps after their item (ctx.step(\`${step.replace(/#\d+$/, "")}:\${item.id}\`, …)); to redo them, type engine.continue(${q(runId)}, { fromStep: ${q(redoFrom)} }).`,
+      { runId, step },
     );
   }
 }

@@ -41,6 +41,8 @@ export interface StepCall {
   name: string;
   options: StepOptions;
   fn: StepFunction<unknown>;
+  /** Where it was entered in this attempt's call order (steps and waits, reused ones included). */
+  position?: number;
 }
 
 export interface Identity {
@@ -72,6 +74,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   }
   checkOptions(attempt, call);
   const key = attempt.nextKey(call.name);
+  call.position = attempt.entered++;
   attempt.lastEntered = key;
   attempt.settings.hooks?.onEnter?.(key, call.name);
   if (attempt.plan.mode === "compensate") return replayForSaga(attempt, key, call);
@@ -222,6 +225,7 @@ async function checkReused(attempt: Attempt, key: string, record: StepRow, optio
 
 /** A record handed back instead of a call: counted, and told to listeners (steps and waits). */
 export function noteReused(attempt: Attempt, key: string, record: StepRow): void {
+  attempt.checkOrder(key, record);
   attempt.newestReused = Math.max(attempt.newestReused, record.attempt);
   attempt.reused.push(key);
   if (attempt.listening) {
@@ -266,6 +270,7 @@ export function newRow(attempt: Attempt, key: string, call: StepCall, idempotenc
     calls: 0,
     resolution: null,
     usage: null,
+    position: call.position ?? null,
   };
 }
 

@@ -52,6 +52,8 @@ export interface StepView {
   /** How the row was settled other than by its function: query, redrive, compensate, escalate, supplied. */
   resolution?: { policy: string; found: string; attempt?: number; compensation?: boolean };
   version: string | null;
+  /** Where the step was entered in its attempt's call order, from 0; null for rows of an older steplog. */
+  position: number | null;
 }
 
 export interface RunSummary {
@@ -154,6 +156,7 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
           endedAt: s.endedAt === null ? null : iso(s.endedAt),
           calls: s.calls,
           version: s.version,
+          position: s.position ?? null,
         };
         if (s.value !== null) step.value = await payloads.decode(s.value);
         if (s.error !== null) step.error = await payloads.decodeError(s.error);

@@ -67,6 +67,7 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
   // A wait's name becomes its step key (name#2 for repeats), so it follows the step-name rule.
   checkName("step name", name);
   const key = attempt.nextKey(name);
+  const position = attempt.entered++;
   attempt.lastEntered = key;
   attempt.settings.hooks?.onEnter?.(key, name);
   const record = attempt.latest.get(key);
@@ -87,10 +88,10 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
     // Before fromStep with nothing to hand back: like a step, it stops for its value (or takes one given).
     const values = attempt.plan.values;
     if (!values || !Object.hasOwn(values, key)) stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
-    return { key, reused: await supply(attempt, key, { name, options: { effect: "read" }, fn: () => undefined }, values[key]) };
+    return { key, reused: await supply(attempt, key, { name, options: { effect: "read" }, fn: () => undefined, position }, values[key]) };
   }
   if (record?.status === "intended" && waitOf(record)) return { key, row: record };
-  const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined };
+  const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined, position };
   const row = newRow(attempt, key, call, `${attempt.runId}:${key}`, attempt.settings.clock.now());
   const wait: WaitingFor = { kind, step: key, ...(kind === "event" ? { event: name } : {}) };
   const at = until();

@@ -133,6 +133,12 @@ export interface StepRow {
   /** How the row was settled when not by calling the function, as JSON. */
   resolution: string | null;
   usage: string | null;
+  /**
+   * Where the step was entered in its attempt's call order (0 for the first step or wait the
+   * attempt entered, reused ones included); null for rows written by an older steplog. A
+   * continue that hands records back in another order than these says so.
+   */
+  position: number | null;
 }
 
 export interface StoredRun {

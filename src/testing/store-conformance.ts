@@ -88,6 +88,7 @@ export function stepRow(runId: string, seq: number, key: string, patch: Partial<
     calls: 0,
     resolution: null,
     usage: null,
+    position: seq - 1,
     ...patch,
   };
 }

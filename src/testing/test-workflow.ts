@@ -214,6 +214,7 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
     calls: status === "intended" ? 0 : 1,
     resolution: null,
     usage: null,
+    position: seq - 1,
   });
   for (const [key, value] of Object.entries(earlier.steps ?? {})) {
     await store.writeIntent(lease, row(key, "succeeded", encodeValue(value, `The seeded value of step ${JSON.stringify(key)}`, { maxBytes: Number.MAX_SAFE_INTEGER })));

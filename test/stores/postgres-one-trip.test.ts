@@ -24,6 +24,7 @@ const step: StepRow = {
   calls: 0,
   resolution: null,
   usage: null,
+  position: 1,
 };
 /** The write's statements as one text (undefined when it goes the usual way). */
 const oneTripStatement = (s: string, write: AttemptWrite) => oneTripStatements(s, write)?.join(";\n");

@@ -655,5 +655,6 @@ function stepRowFor(runId: string) {
     calls: 0,
     resolution: null,
     usage: null,
+    position: 0,
   };
 }

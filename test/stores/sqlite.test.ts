@@ -289,7 +289,7 @@ describe("sqlite store: group commit", () => {
     const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
     const intent = store.writeIntent({ runId: "a", epoch: lease.epoch }, {
       runId: "a", seq: 1, attempt: 1, key: "s", name: "s", status: "intended", effect: "idempotent", idempotencyKey: "a:s", value: null, error: null,
-      version: null, intendedAt: now, endedAt: null, calls: 0, resolution: null, usage: null,
+      version: null, intendedAt: now, endedAt: null, calls: 0, resolution: null, usage: null, position: 0,
     });
     // Something SQLite cannot bind (an object) makes this run's insert throw inside the shared commit.
     const broken = store.createRun(row("b", { source: {} }) as never, attempt("b") as never, { expiresAt: now + 60_000, now });

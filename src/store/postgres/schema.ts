@@ -105,8 +105,9 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   `,
   // 2: which steps each attempt reused (for timelines); absent until its ending records it
   (s) => `ALTER TABLE ${s}.attempts ADD COLUMN reused jsonb;`,
-  // 3: what a continue consented to for succeeded irreversible steps (redo / reuse); absent unless given
-  (s) => `ALTER TABLE ${s}.attempts ADD COLUMN consent jsonb;`,
+  // 3: what a continue consented to for succeeded irreversible steps (redo / reuse), absent unless
+  // given; where each step was entered in its attempt's call order
+  (s) => `ALTER TABLE ${s}.attempts ADD COLUMN consent jsonb; ALTER TABLE ${s}.steps ADD COLUMN position integer;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -15,7 +15,7 @@ const attemptJson = (a: string) =>
   `(CASE WHEN ${a}.reused IS NULL THEN to_jsonb(${a}) - 'reused' ELSE to_jsonb(${a}) END) - (CASE WHEN ${a}.consent IS NULL THEN 'consent' ELSE '' END)`;
 const LEASE_COLUMNS = `run_id AS "runId", epoch, attempt, expires_at AS "expiresAt", heartbeat_at AS "heartbeatAt"`;
 const STEP_COLUMNS = `run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey", value, error,
-  version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage`;
+  version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage, position`;
 const EVENT_COLUMNS = `run_id AS "runId", seq, name, payload, sent_at AS "sentAt", consumed_by AS "consumedBy"`;
 
 export const RUN_FIELDS: Record<string, string> = {
@@ -52,7 +52,7 @@ const STEP_FIELDS: Record<string, string> = {
 
 /** The columns a new step row is written with, in the order insertStep (and one-trip.ts) give values. */
 export const STEP_INSERT_COLUMNS = `run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version,
-  intended_at, ended_at, calls, resolution, usage, written_epoch`;
+  intended_at, ended_at, calls, resolution, usage, written_epoch, position`;
 
 /** pg returns bigint as text unless told otherwise (a pool the user gave us may not be). */
 export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));
@@ -70,7 +70,7 @@ export class Sql {
       (SELECT coalesce(json_agg(t ORDER BY t.seq), '[]'::json) FROM (SELECT ${STEP_COLUMNS} FROM ${s}.steps WHERE run_id = $1) t) AS steps,
       (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = $1) l) AS lease,
       (SELECT coalesce(json_agg(e ORDER BY e.seq), '[]'::json) FROM (SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE run_id = $1) e) AS events`;
-    this.#insertStep = `INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`;
+    this.#insertStep = `INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`;
     this.lockLease = `SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1 FOR UPDATE`;
     this.lockLeaseSkipLocked = `${this.lockLease} SKIP LOCKED`;
   }
@@ -112,6 +112,7 @@ export class Sql {
       step.resolution,
       step.usage,
       epoch,
+      step.position,
     ]);
     return result.rowCount === 1;
   }

@@ -330,7 +330,7 @@ export class WriteQueue {
   async #sameStep(client: PgClient, step: StepRow): Promise<boolean> {
     const { rows } = await client.query(
       `SELECT row_to_json(t) AS step FROM (SELECT run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey",
-         value, error, version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage
+         value, error, version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage, position
        FROM ${this.sql.s}.steps WHERE run_id = $1 AND seq = $2) t`,
       [step.runId, step.seq],
     );

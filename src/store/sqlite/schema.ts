@@ -152,9 +152,11 @@ export const MIGRATIONS: readonly string[] = [
     UPDATE steps SET run_num = (SELECT num FROM runs WHERE id = NEW.run_id) WHERE rowid = NEW.rowid;
   END;
   `,
-  // 5: what a continue consented to for succeeded irreversible steps (redo / reuse), as JSON
+  // 5: what a continue consented to for succeeded irreversible steps (redo / reuse), as JSON;
+  // where each step was entered in its attempt's call order (a continue checks the order it hands records back in)
   `
   ALTER TABLE attempts ADD COLUMN consent TEXT;
+  ALTER TABLE steps ADD COLUMN position INTEGER;
   `,
 ];
 

@@ -107,7 +107,7 @@ const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, 
 const ATTEMPT_COLUMNS_LEAN = ATTEMPT_COLUMNS.replace(/, reused$/, ", NULL AS reused");
 const LEASE_COLUMNS = `run_id AS runId, epoch, attempt, expires_at AS expiresAt, heartbeat_at AS heartbeatAt`;
 const STEP_COLUMNS = `run_id AS runId, seq, attempt, key, name, status, effect, idempotency_key AS idempotencyKey, value, error,
-  version, intended_at AS intendedAt, ended_at AS endedAt, calls, resolution, usage`;
+  version, intended_at AS intendedAt, ended_at AS endedAt, calls, resolution, usage, position`;
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
@@ -537,7 +537,7 @@ class SqliteStoreImpl implements SqliteStore {
       const s = step;
       this.#stmts!.insertStepAt.run(
         this.#runNum(fence.runId), fence.runId, s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
-        s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage,
+        s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage, s.position,
       );
     }, true);
   }
@@ -639,14 +639,14 @@ function prepare(db: Db) {
     fenceOut: db.prepare(`UPDATE leases SET epoch = epoch + 1, attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
     releaseLease: db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
     insertStep: db.prepare(
-      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-       VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage)`,
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage, @position)`,
     ),
     getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
     // The hot path's two statements; the caller has checked the run's fence in this transaction.
     insertStepAt: db.prepare(
-      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     outcome: db.prepare(
       `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
