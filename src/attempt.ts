@@ -83,6 +83,11 @@ export class Attempt {
   readonly reused: string[] = [];
   readonly resolved: string[] = [];
   readonly inFlight = new Set<string>();
+  /**
+   * The step the last attempt stopped before with REDO_IRREVERSIBLE: a start point of this one
+   * too, so what it redid before that step is not followed by stale records after it.
+   */
+  carriedStart: string | undefined;
   /** Keys whose current row is a failure the workflow handled: thrown again, not redone (handled-failures.ts). */
   handled: ReadonlySet<string> = new Set();
   /** Step names already found valid in this attempt (a loop calls the same name many times). */
@@ -308,7 +313,10 @@ export class Attempt {
     const previous = this.stored.attempts.filter((a) => a.number < this.number).at(-1);
     if (previous?.ending === "stopped" && previous.error) {
       try {
-        this.#previousStopStep = (await this.settings.payloads.decodeError(previous.error)).step;
+        const stop = await this.settings.payloads.decodeError(previous.error);
+        this.#previousStopStep = stop.step;
+        // Stopped before a succeeded irreversible step: that step is where the next continue starts.
+        if (stop.code === "REDO_IRREVERSIBLE" && stop.step !== undefined) this.carriedStart = stop.step;
       } catch {
         // Only a hint for a stop's message; an unreadable one (a missing key) must not end the attempt here.
       }
@@ -317,7 +325,7 @@ export class Attempt {
     const cleanups = this.#watchDeadlineAndSignal();
     this.emit({ type: "attempt-started", runId: this.runId, workflow: this.workflow.name, attempt: this.number, fromStep: this.plan.fromStep });
     try {
-      if (this.plan.mode === "run") this.handled = await findHandledFailures(this.stored, this.settings.payloads);
+      this.handled = await findHandledFailures(this.stored, this.settings.payloads);
       const settled = await Promise.race([this.#runCode(args), this.#endedEarly.then(() => ({ kind: "ended" as const }))]);
       if (settled.kind !== "ended") await this.#drain();
       if (this.plan.mode === "compensate") return await this.#finishSaga();

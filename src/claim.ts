@@ -15,7 +15,7 @@ import {
   RunEscalatedError,
   StepNotFoundError,
 } from "./errors.js";
-import { currentOwner, judgeOwner } from "./owner.js";
+import { currentOwner, judgeOwner, type OwnerJudge } from "./owner.js";
 import type { Validation } from "./schema.js";
 import type { ClaimDecision, Consent, RunPatch, StoredRun } from "./store/types.js";
 
@@ -31,7 +31,8 @@ export interface ClaimRequest {
   args: Validation<unknown>;
   now: number;
   leaseMs: number;
-  isHeldHere: () => boolean;
+  /** Judges the holder of a live lease (owner.ts) from this process. */
+  owners: OwnerJudge;
   /** A worker's claim: take the run only if it is ready (due, or interrupted with autoResume). */
   requireReady?: boolean;
 }
@@ -49,9 +50,9 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
   if (lease && lease.attempt !== null) {
     const holder = current.attempts.find((a) => a.number === lease.attempt);
     if (holder) {
-      const verdict = judgeOwner(holder, lease, request.now, request.isHeldHere);
+      const verdict = judgeOwner(holder, lease, request.owners);
       if (!verdict.gone) {
-        return refuse(new RunBusyError(run.id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }));
+        return refuse(new RunBusyError(run.id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }, verdict));
       }
     }
   }

@@ -1,6 +1,6 @@
 /** What an engine passes to each attempt: its store, clock, limits and listeners. */
 
-import type { ErrorInfo } from "./errors.js";
+import type { ErrorInfo, LeaseHolder } from "./errors.js";
 import type { Payloads } from "./payloads.js";
 import type { AttemptEnding, RunStatus, Store } from "./store/types.js";
 
@@ -19,7 +19,9 @@ export type ProgressEvent =
   | { type: "step-succeeded"; runId: string; step: string; durationMs: number }
   | { type: "step-failed"; runId: string; step: string; error: ErrorInfo }
   | { type: "step-resolved"; runId: string; step: string; policy: string; found: string }
-  | { type: "attempt-ended"; runId: string; attempt: number; status: AttemptEnding; runStatus: RunStatus; error?: ErrorInfo };
+  | { type: "attempt-ended"; runId: string; attempt: number; status: AttemptEnding; runStatus: RunStatus; error?: ErrorInfo }
+  /** A continue found the run held by an owner it can judge only by its lease, and waits to see whether it is renewed. */
+  | { type: "claim-waiting"; runId: string; holder: LeaseHolder | undefined; waitMs: number };
 
 /** Test hooks used by steplog/testing: replace a step's function, count calls. */
 export interface TestHooks {

@@ -21,6 +21,7 @@ import {
   WorkflowNotRegisteredError,
 } from "./errors.js";
 import { isLiveHere } from "./live-attempts.js";
+import { watchLease } from "./lease-watch.js";
 import { recoverInterrupted, type RecoveredRun } from "./recover.js";
 import { answerApproval, sendEvent, type SendOptions } from "./events.js";
 import { cancelStoredRun } from "./cancel.js";
@@ -189,6 +190,22 @@ function consentOf(id: string, options: ContinueOptions): Consent | undefined {
   return redo.length + reuse.length === 0 ? undefined : { redo, reuse };
 }
 
+/** The longest a continue waits to see a lease go unrenewed (a longer lease is refused at once: RUN_BUSY says why). */
+const MAX_CLAIM_WAIT_MS = 120_000;
+
+/** Wait `ms`, or less if `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
 export function createEngine(options: EngineOptions = {}): Engine {
   return new SteplogEngine(options);
 }
@@ -260,7 +277,7 @@ class SteplogEngine implements Engine {
   }
 
   #judge(where: string): Judge {
-    return { now: this.#settings.clock.now(), isHeldHere: (runId) => isLiveHere(where, runId) };
+    return { now: this.#settings.clock.now(), isHeldHere: (runId) => isLiveHere(where, runId), where };
   }
 
   #open(): void {
@@ -401,7 +418,7 @@ class SteplogEngine implements Engine {
         args,
         now,
         leaseMs: this.#settings.leaseMs,
-        isHeldHere: () => isLiveHere(where, id),
+        owners: { isHeldHere: () => isLiveHere(where, id), watch: (lease) => watchLease(where, lease) },
         requireReady,
       });
       // Marked live inside the claim's transaction: between its commit and the attempt's start,
@@ -410,11 +427,29 @@ class SteplogEngine implements Engine {
       return decision;
     };
     let claimed: Awaited<ReturnType<Store["claimRun"]>>;
-    try {
-      claimed = await this.store.claimRun(id, decide);
-    } catch (error) {
-      if (live) markDone(live);
-      throw error;
+    // A holder judged by its lease alone counts as gone only once this process has watched the
+    // lease go unrenewed for a full period: a continue waits until then, looking again every
+    // second, and is refused as soon as the lease is renewed (its holder is alive). A worker does
+    // not wait: it looks again at its next poll.
+    let decidedBy: number | undefined;
+    for (;;) {
+      try {
+        claimed = await this.store.claimRun(id, decide);
+        break;
+      } catch (error) {
+        if (live) markDone(live);
+        live = undefined;
+        const wait = error instanceof RunBusyError ? error.decidedInMs : undefined;
+        if (requireReady || wait === undefined || wait > MAX_CLAIM_WAIT_MS || options.signal?.aborted) throw error;
+        const at = performance.now();
+        // Renewed while watched: the deadline moved on.
+        if (decidedBy !== undefined && at + wait > decidedBy + 250) throw error;
+        if (decidedBy === undefined) {
+          decidedBy = at + wait;
+          this.#settings.onProgress?.({ type: "claim-waiting", runId: id, holder: (error as RunBusyError).holder, waitMs: wait });
+        }
+        await pause(Math.min(wait + 25, 1000), options.signal);
+      }
     }
     if (claimed.kind === "missing") throw new RunNotFoundError(id, this.store.location);
     const plan: AttemptPlan = {

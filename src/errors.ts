@@ -133,14 +133,22 @@ export interface LeaseHolder {
 export class RunBusyError extends SteplogError {
   override name = "RunBusyError";
   readonly holder: LeaseHolder;
-  constructor(runId: string, holder: LeaseHolder) {
+  /**
+   * Set when the holder is judged by its lease alone: it counts as gone if the lease stays
+   * unrenewed this many ms more (a continue waits that long and looks again).
+   */
+  readonly decidedInMs: number | undefined;
+  /** `verdict`: why the holder counts as alive (owner.ts). */
+  constructor(runId: string, holder: LeaseHolder, verdict?: { why: string; decidedInMs?: number }) {
+    const why = verdict ? `: ${verdict.why}` : `; its lease runs to ${new Date(holder.expiresAt).toISOString()} by its own clock`;
     super(
       "RUN_BUSY",
-      `Run ${q(runId)} is held by attempt ${holder.attempt} (host ${holder.host}, pid ${holder.pid}); its lease expires at ${new Date(holder.expiresAt).toISOString()}. ` +
-        `Two attempts of one run never run at once: wait for that attempt to end, or stop that process and continue after the lease expires.`,
+      `Run ${q(runId)} is held by attempt ${holder.attempt} (host ${holder.host}, pid ${holder.pid})${why}. ` +
+        `Two attempts of one run never run at once: wait for that attempt to end, or stop that process; once it is gone (or its lease has gone unrenewed for a full period) a continue takes the run over.`,
       { runId, attempt: holder.attempt },
     );
     this.holder = holder;
+    this.decidedInMs = verdict?.decidedInMs;
   }
 }
 
@@ -409,11 +417,14 @@ export class RedoIrreversibleError extends SteplogError {
  */
 export class EffectUnrecordedError extends SteplogError {
   override name = "EffectUnrecordedError";
-  constructor(runId: string, step: string, effect: string, reason: unknown) {
-    const policy =
-      effect === "irreversible"
-        ? "its query if it has one, else the human queue (steplog escalations)"
-        : "its query if it has one, else its compensate, then a new call with a new idempotency key";
+  /** `policy`: how the next continue settles the step (its onUnknown, or its effect's default). */
+  constructor(runId: string, step: string, effect: string, reason: unknown, policy: "query" | "redrive" | "compensate" | "escalate") {
+    const settled = {
+      query: "asking its query whether the effect happened",
+      escalate: "the human queue (steplog escalations), where a person records what it produced",
+      compensate: "running its compensate, then calling it again with a new idempotency key",
+      redrive: "calling it again with the same idempotency key (its onUnknown is \"redrive\")",
+    }[policy];
     // A codec that failed to seal the value: it could not be written, whatever the value.
     const code: ErrorCode = reason instanceof SteplogError ? reason.code : "STORE_WRITE_FAILED";
     const why = reason instanceof Error ? reason.message : String(reason);
@@ -421,7 +432,7 @@ export class EffectUnrecordedError extends SteplogError {
       code,
       `${reason instanceof SteplogError ? why : `Could not record the value of step ${q(step)} of run ${q(runId)}: ${why}.`} Step ${q(step)} is ${effect} and its function returned, so its effect has already happened: ` +
         `it is recorded as an unknown outcome (intended, not failed), never as a failure a continue would simply redo. ` +
-        `Fix what it returns, then type engine.continue(${q(runId)}): the step is settled by ${policy}.`,
+        `Fix what it returns, then type engine.continue(${q(runId)}): the step is settled by ${settled}.`,
       { runId, step, cause: reason },
     );
   }
@@ -588,18 +599,24 @@ export class QueryAnswerInvalidError extends SteplogError {
 
 /** The plain, storable form of any thrown value. */
 export function toErrorInfo(error: unknown, step?: string): ErrorInfo {
-  return infoOf(error, step, 0);
+  return infoOf(error, step, 0, { stackChars: ERROR_LIMITS.stackChars, fieldsChars: ERROR_LIMITS.fieldsChars });
 }
 
-/** How far a cause chain is kept, and how much of a stack and of an error's own fields. */
+/** How far a cause chain is kept, and how much stack and own fields the whole chain keeps. */
 const ERROR_LIMITS = { causeDepth: 4, stackChars: 4000, fieldsChars: 8000 } as const;
+
+/** What is left of the chain's budget for stacks and fields. */
+interface Budget {
+  stackChars: number;
+  fieldsChars: number;
+}
 
 /** Keys an error keeps in its own slots of ErrorInfo, never among its fields. */
 const OWN_SLOTS = new Set(["name", "message", "stack", "cause", "code", "step"]);
 /** A SteplogError's context fields are in its message already. */
 const STEPLOG_CONTEXT = new Set(["runId", "attempt"]);
 
-function infoOf(error: unknown, step: string | undefined, depth: number): ErrorInfo {
+function infoOf(error: unknown, step: string | undefined, depth: number, budget: Budget): ErrorInfo {
   if (!(error instanceof Error)) {
     const info: ErrorInfo = { name: "Error", message: typeof error === "string" ? error : safeString(error) };
     if (step !== undefined) info.step = step;
@@ -615,23 +632,25 @@ function infoOf(error: unknown, step: string | undefined, depth: number): ErrorI
   if (typeof className === "string" && className !== "" && className !== error.name) info.className = className;
   const ours = error instanceof SteplogError;
   // steplog's own stacks and causes say nothing its message does not; a user's error keeps where it came from.
-  if (!ours && typeof error.stack === "string") info.stack = bounded(error.stack, ERROR_LIMITS.stackChars);
-  const fields = plainFields(error, ours);
+  if (!ours && typeof error.stack === "string" && budget.stackChars > 0) {
+    info.stack = bounded(error.stack, budget.stackChars);
+    budget.stackChars -= Math.min(error.stack.length, budget.stackChars);
+  }
+  const fields = plainFields(error, ours, budget);
   if (fields) info.fields = fields;
   // A steplog error's message already says what caused it (and its record must stay small: it may be written to a full disk).
-  if (!ours && "cause" in error && error.cause !== undefined && depth < ERROR_LIMITS.causeDepth) info.cause = infoOf(error.cause, undefined, depth + 1);
+  if (!ours && "cause" in error && error.cause !== undefined && depth < ERROR_LIMITS.causeDepth) info.cause = infoOf(error.cause, undefined, depth + 1, budget);
   return info;
 }
 
 /** An error's own enumerable fields that are plain JSON data, within a size bound; the rest are left out. */
-function plainFields(error: Error, ours: boolean): Record<string, unknown> | undefined {
+function plainFields(error: Error, ours: boolean, budget: Budget): Record<string, unknown> | undefined {
   let out: Record<string, unknown> | undefined;
-  let used = 0;
   for (const key of Object.keys(error)) {
     if (OWN_SLOTS.has(key) || (ours && STEPLOG_CONTEXT.has(key))) continue;
     const text = plainJson((error as unknown as Record<string, unknown>)[key]);
-    if (text === undefined || used + text.length > ERROR_LIMITS.fieldsChars) continue;
-    used += text.length;
+    if (text === undefined || text.length > budget.fieldsChars) continue;
+    budget.fieldsChars -= text.length;
     out ??= {};
     out[key] = JSON.parse(text);
   }
@@ -672,18 +691,25 @@ export type ErrorClass = abstract new (...args: never[]) => Error;
  * fields, stack and cause chain. With the class it was made from among `classes` (matched by
  * class name), it is an instance of that class (its constructor is not called); else an Error.
  */
-export function rebuildError(info: ErrorInfo, classes: readonly ErrorClass[] = []): Error {
+export function rebuildError(info: ErrorInfo, classes: readonly ErrorClass[] = [], context: { runId?: string } = {}): Error {
   const wanted = info.className ?? info.name;
-  const Class = classes.find((c) => c.name === wanted);
+  // steplog's own classes are always known (a caught STEP_TIMED_OUT comes back a StepTimedOutError).
+  const Class = classes.find((c) => c.name === wanted) ?? (info.code !== undefined ? OWN_CLASSES().find((c) => c.name === wanted) : undefined);
   const error: Error = Class ? (Object.create(Class.prototype) as Error) : new Error(info.message);
   const define = (key: string, value: unknown, enumerable: boolean) =>
     Object.defineProperty(error, key, { value, enumerable, writable: true, configurable: true });
+  if (error instanceof SteplogError) {
+    // What its constructor would have set: its context fields are not among the recorded ones.
+    define("runId", context.runId, true);
+    define("step", info.step, true);
+    define("attempt", undefined, true);
+  }
   define("message", info.message, false);
   if (error.name !== info.name) define("name", info.name, false);
   define("stack", info.stack ?? `${info.name}: ${info.message}`, false);
   for (const [key, value] of Object.entries(info.fields ?? {})) define(key, value, true);
   if (info.code !== undefined) define("code", info.code, true);
-  if (info.cause !== undefined) define("cause", rebuildError(info.cause, classes), false);
+  if (info.cause !== undefined) define("cause", rebuildError(info.cause, classes, context), false);
   return error;
 }
 
@@ -739,3 +765,6 @@ export class CodecKeyMissingError extends SteplogError {
     this.keyId = keyId;
   }
 }
+
+/** steplog's own error classes, by which a recorded error of theirs is rebuilt (a function: they are defined above). */
+const OWN_CLASSES = (): readonly ErrorClass[] => [RunNotFoundError, RunExistsError, RunBusyError, RunCompletedError, RunEscalatedError, DeadLetteredError, ArgsRejectedError, StoreUnreadableError, StoreFileGoneError, StoreTooNewError, StoreWriteFailedError, StoreReadOnlyError, LeaseLostError, WorkflowNotRegisteredError, StepNotFoundError, NotEscalatedError, ValueNotSerializableError, ValueTooLargeError, PivotOrderError, PastPivotError, InvalidNameError, InvalidOptionError, RedoIrreversibleError, EffectUnrecordedError, OrderChangedError, StepTimedOutError, RunTimedOutError, RunCancelledError, StoppedError, VersionChangedError, ResultRejectedError, FromStepNotReachedError, ValueMissingError, AttemptEndedError, EngineClosedError, QueryFailedError, QueryAnswerInvalidError, WaitTimedOutError, EventRejectedError, NotWaitingError, CodecKeyMissingError];

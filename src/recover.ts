@@ -4,10 +4,9 @@
  * so even a process that was only frozen can record nothing more). It re-runs nothing.
  */
 
-import { judgeOwner } from "./owner.js";
 import type { Payloads } from "./payloads.js";
 import type { Store, StoredRun } from "./store/types.js";
-import { holderGone, type Judge } from "./views.js";
+import { holderGone, judgeHolder, type Judge } from "./views.js";
 
 export interface RecoveredRun {
   id: string;
@@ -40,7 +39,7 @@ function mark(current: StoredRun, judge: Judge) {
   const { run, lease } = current;
   const holder = lease?.attempt == null ? undefined : current.attempts.find((a) => a.number === lease.attempt);
   if (run.status !== "running" || !lease || !holder) return { result: undefined };
-  const verdict = judgeOwner(holder, lease, judge.now, () => judge.isHeldHere(run.id));
+  const verdict = judgeHolder(holder, lease, judge);
   if (!verdict.gone) return { result: undefined };
   const step = current.steps.filter((s) => s.attempt === holder.number).at(-1)?.key;
   const explanation =

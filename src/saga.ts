@@ -11,7 +11,7 @@
 import type { Attempt } from "./attempt.js";
 import { SteplogError, toErrorInfo } from "./errors.js";
 import type { StepCall } from "./step-runner.js";
-import { newRow, outcomeOf } from "./step-runner.js";
+import { newRow, outcomeOf, replayFailure } from "./step-runner.js";
 import type { StepRow } from "./store/types.js";
 
 /** Thrown into the workflow's code to end the replay at the first step with nothing to hand back. */
@@ -54,6 +54,9 @@ export async function replayForSaga(attempt: Attempt, key: string, call: StepCal
     const undone = succeeded && rows.indexOf(succeeded) < rows.findLastIndex((r) => r.status === "compensated");
     attempt.saga.push({ key, call, value: succeeded?.value && !undone ? await attempt.settings.payloads.decode(succeeded.value) : undefined });
   }
+  // A failure the workflow handled is thrown again, so the replay takes the handler's path as the run did.
+  const latest = rows.at(-1);
+  if (latest?.status === "failed" && attempt.handled.has(key)) return replayFailure(attempt, key, latest, call.options.errors);
   if (!succeeded) throw new ReplayDone(`replay reached ${key}, which has no value to hand back`);
   const value = succeeded.value === null ? undefined : await attempt.settings.payloads.decode(succeeded.value);
   return call.options.upcast ? call.options.upcast(value, { version: succeeded.version }) : value;

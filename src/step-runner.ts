@@ -33,7 +33,8 @@ import type { Effect, StepRow } from "./store/types.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
 import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
-import { owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
+import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
+import type { Thrown } from "./handled-failures.js";
 import { decodeValue } from "./values.js";
 import { isBreakingChange } from "./versions.js";
 
@@ -84,7 +85,7 @@ function route(attempt: Attempt, call: StepCall): Promise<unknown> {
   if (!attempt.started) {
     const fromStep = attempt.plan.fromStep;
     // A step the continue said to redo is a start point too: it runs again even where everything before it is reused.
-    attempt.started = fromStep !== undefined ? key === fromStep : !isSettled(attempt, key, record) || attempt.plan.redo.has(key);
+    attempt.started = fromStep !== undefined ? key === fromStep : !isSettled(attempt, key, record) || attempt.plan.redo.has(key) || key === attempt.carriedStart;
     startsHere = attempt.started && fromStep === undefined;
   } else if (attempt.siblingsOf !== undefined || typeof (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] === "number") {
     // Entered (or launched, see launched-beside.ts) beside the start point, before it settled and
@@ -185,9 +186,11 @@ function handBack(attempt: Attempt, key: string, record: StepRow, options: StepO
  * workflow's handler takes the same path it took the first time.
  */
 export async function replayFailure(attempt: Attempt, key: string, record: StepRow, classes: StepOptions["errors"]): Promise<never> {
+  // Checked as the step is entered (before anything is awaited), so steps entered together keep their order.
+  attempt.checkOrder(key, record);
   const info = await attempt.settings.payloads.decodeError(record.error!);
   noteReused(attempt, key, record);
-  throw markFailedStep(rebuildError(info, classes ?? []), key);
+  throw markFailedStep(rebuildError(info, classes ?? [], { runId: attempt.runId }), key);
 }
 
 /**
@@ -196,6 +199,8 @@ export async function replayFailure(attempt: Attempt, key: string, record: StepR
  * run passes through thousands of these.
  */
 function reuse(attempt: Attempt, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
+  // Checked as the step is entered (before anything is awaited), so steps entered together keep their order.
+  attempt.checkOrder(key, record);
   if (!options.upcast && !attempt.plan.ignoreVersion && isBreakingChange(record.version, attempt.workflow.version)) {
     stopWith(attempt, new VersionChangedError(attempt.runId, key, record.version!, attempt.workflow.version!));
   }
@@ -225,7 +230,6 @@ async function checkReused(attempt: Attempt, key: string, record: StepRow, optio
 
 /** A record handed back instead of a call: counted, and told to listeners (steps and waits). */
 export function noteReused(attempt: Attempt, key: string, record: StepRow): void {
-  attempt.checkOrder(key, record);
   attempt.newestReused = Math.max(attempt.newestReused, record.attempt);
   attempt.reused.push(key);
   if (attempt.listening) {
@@ -340,12 +344,13 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         throw endedWhileAsking.error;
       }
       const info = toErrorInfo(error, key);
-      if ("threw" in verdict) {
-        // A predicate that throws decides nothing: the step failed with its own error, the predicate's kept as the cause.
+      if ("threw" in verdict && !(error instanceof Error && Object.hasOwn(error, "cause"))) {
+        // A predicate that throws decides nothing: the step failed with its own error, the
+        // predicate's kept as its cause (unless it has one: what is recorded is what is thrown).
         info.cause = toErrorInfo(verdict.threw);
-        if (error instanceof Error && !Object.hasOwn(error, "cause")) Object.defineProperty(error, "cause", { value: verdict.threw, configurable: true, writable: true });
+        if (error instanceof Error) Object.defineProperty(error, "cause", { value: verdict.threw, configurable: true, writable: true });
       }
-      await settle(attempt, key, row, "failed", info);
+      await settle(attempt, key, row, "failed", info, thrownNow(attempt));
       throw markFailedStep(error, key);
     }
     fault("after-fn", key);
@@ -373,11 +378,12 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
       if (effect === "compensatable" || effect === "irreversible") {
         // The effect happened and its value is lost: a failure would be redone, a second charge.
         // Left intended, it is an unknown outcome the next continue settles by the step's policy.
-        const unrecorded = new EffectUnrecordedError(attempt.runId, key, effect, error);
+        const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
+        const unrecorded = new EffectUnrecordedError(attempt.runId, key, effect, error, policy);
         attempt.endWith("failed", unrecorded);
         throw markFailedStep(unrecorded, key);
       }
-      await settle(attempt, key, row, "failed", toErrorInfo(error, key));
+      await settle(attempt, key, row, "failed", toErrorInfo(error, key), thrownNow(attempt));
       throw markFailedStep(error, key);
     }
 
@@ -434,7 +440,17 @@ export function failedStepOf(error: unknown): string | undefined {
 }
 
 /** Record a step that did not return a value: failed, or stopped by its attempt's end. */
-async function settle(attempt: Attempt, key: string, row: StepRow, status: "failed" | "stopped", error: ErrorInfo): Promise<void> {
+/** The mark of a failure thrown into the workflow's code now (handled-failures.ts). */
+export function thrownNow(attempt: Attempt): Thrown {
+  return { attempt: attempt.number, entered: attempt.entered };
+}
+
+/**
+ * Record a step that did not return a value: failed, or stopped by its attempt's end. `thrown`
+ * when its own error is thrown into the workflow's code (the code may handle it and go on).
+ */
+async function settle(attempt: Attempt, key: string, row: StepRow, status: "failed" | "stopped", error: ErrorInfo, thrown?: Thrown): Promise<void> {
+  if (thrown) row.resolution = JSON.stringify({ thrown });
   row.error = await attempt.settings.payloads.encodeError(error);
   row.status = status;
   row.endedAt = attempt.settings.clock.now();

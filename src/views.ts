@@ -4,7 +4,8 @@
  */
 
 import type { ErrorInfo } from "./errors.js";
-import { judgeOwner } from "./owner.js";
+import { judgeOwner, type OwnerVerdict } from "./owner.js";
+import { watchLease } from "./lease-watch.js";
 import type { AttemptRow, Consent, Effect, LeaseRow, RunListing, RunRow, RunStatus, StepStatus, StoredRun } from "./store/types.js";
 import type { Payloads } from "./payloads.js";
 import { findHandledFailures } from "./handled-failures.js";
@@ -88,12 +89,19 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export interface Judge {
   now: number;
   isHeldHere: (runId: string) => boolean;
+  /** The storage's id (Store.storageId), under which this process watches leases. */
+  where: string;
+}
+
+/** judgeOwner for a run of the judged storage. */
+export function judgeHolder(holder: AttemptRow, lease: LeaseRow, judge: Judge): OwnerVerdict {
+  return judgeOwner(holder, lease, { isHeldHere: () => judge.isHeldHere(lease.runId), watch: (l) => watchLease(judge.where, l) });
 }
 
 /** True when the attempt holding this lease is gone (the run reads interrupted). */
 export function holderGone(lease: LeaseRow | null, holder: AttemptRow | null | undefined, judge: Judge): boolean {
   if (!lease || lease.attempt === null || !holder || holder.number !== lease.attempt) return false;
-  return judgeOwner(holder, lease, judge.now, () => judge.isHeldHere(lease.runId)).gone;
+  return judgeHolder(holder, lease, judge).gone;
 }
 
 export function derivedStatus(run: RunRow, lease: LeaseRow | null, holder: AttemptRow | null | undefined, judge: Judge): RunStatus {
@@ -161,7 +169,11 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
         if (s.value !== null) step.value = await payloads.decode(s.value);
         if (s.error !== null) step.error = await payloads.decodeError(s.error);
         if (s.usage !== null) step.usage = JSON.parse(s.usage) as Record<string, number>;
-        if (s.resolution !== null) step.resolution = JSON.parse(s.resolution) as StepView["resolution"] & object;
+        if (s.resolution !== null) {
+          // A failure's mark of having been thrown into the code is the engine's (see `handled`), not a resolution.
+          const { thrown: _thrown, ...resolution } = JSON.parse(s.resolution) as StepView["resolution"] & { thrown?: unknown };
+          if (Object.keys(resolution).length > 0) step.resolution = resolution as StepView["resolution"] & object;
+        }
         if (handled.has(s.key) && current.get(s.key) === s.seq) step.handled = true;
         return step;
       }),

@@ -12,7 +12,7 @@ import { checkName, RESERVED_EVENT_PREFIX } from "./names.js";
 import { checkKnownKeys, type KnownKeys } from "./options.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "./schema.js";
-import { isSettled, newRow, noteReused, outcomeOf, replayFailure, stopWith, supply, type StepCall } from "./step-runner.js";
+import { isSettled, newRow, noteReused, outcomeOf, replayFailure, stopWith, supply, thrownNow, type StepCall } from "./step-runner.js";
 import type { EventRow, StepRow } from "./store/types.js";
 
 export interface WaitingFor {
@@ -75,12 +75,13 @@ async function enterWait(attempt: Attempt, name: string, kind: "event" | "sleep"
     if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
-  if (!attempt.started) attempt.started = attempt.plan.fromStep !== undefined ? key === attempt.plan.fromStep : !isSettled(attempt, key, record);
+  if (!attempt.started) attempt.started = attempt.plan.fromStep !== undefined ? key === attempt.plan.fromStep : !isSettled(attempt, key, record) || key === attempt.carriedStart;
   // A wait at or after the start point takes what arrives now: steps after it are not siblings.
   if (attempt.started) attempt.siblingsOf = undefined;
   // A timeout or a rejected payload the workflow caught is thrown again, not waited for again.
   if (!attempt.started && record?.status === "failed" && attempt.handled.has(key)) return replayFailure(attempt, key, record, undefined);
   if (!attempt.started && record?.status === "succeeded") {
+    attempt.checkOrder(key, record);
     noteReused(attempt, key, record);
     return { key, reused: record.value === null ? undefined : await attempt.settings.payloads.decode(record.value) };
   }
@@ -118,7 +119,9 @@ async function settleWait(attempt: Attempt, row: StepRow, patch: Partial<StepRow
 
 async function failWait(attempt: Attempt, row: StepRow, error: Error, consumes?: EventRow): Promise<void> {
   const info = toErrorInfo(error, row.key);
-  await settleWait(attempt, row, { status: "failed", error: await attempt.settings.payloads.encodeError(info) }, consumes);
+  // Thrown into the workflow's code: it may handle it and go on (handled-failures.ts).
+  const resolution = JSON.stringify({ ...(JSON.parse(row.resolution ?? "{}") as object), thrown: thrownNow(attempt) });
+  await settleWait(attempt, row, { status: "failed", error: await attempt.settings.payloads.encodeError(info), resolution }, consumes);
   attempt.emit({ type: "step-failed", runId: attempt.runId, step: row.key, error: info });
 }
 

@@ -107,8 +107,16 @@ export interface LeaseRow {
   epoch: number;
   /** The attempt holding it, or null once released. */
   attempt: number | null;
+  /** On the holder's clock; `expiresAt − heartbeatAt` is the lease's period. */
   expiresAt: number;
   heartbeatAt: number;
+  /**
+   * Optional, for a store with a clock every claimer shares (Postgres: the server's): how many
+   * ms ago the lease row was last written, by that clock, as read. With it, a lease counts as
+   * expired once this reaches its period; without it, a claimer must watch it go unrenewed for
+   * a period itself. Never the holder's clock against the claimer's.
+   */
+  ageMs?: number;
 }
 
 /** One execution of one step. Inserted as `intended`, updated once to its outcome. */

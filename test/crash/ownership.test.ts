@@ -23,7 +23,7 @@ describe("ownership across processes", () => {
       const busy = outcomes.filter((o) => o.report?.refused?.code === "RUN_BUSY");
       expect(completed, JSON.stringify(outcomes.map((o) => o.report))).toHaveLength(1);
       expect(busy).toHaveLength(1);
-      expect(busy[0]!.report!.refused!.message).toMatch(/held by attempt 2 \(host .+, pid \d+\); its lease expires at/);
+      expect(busy[0]!.report!.refused!.message).toMatch(/held by attempt 2 \(host .+, pid \d+\): process \d+ on .+ is alive\./);
       // The loser ran nothing: every call after the crash came from the winner.
       const afterCrash = readLedger(file).filter((e) => e.attempt !== 1);
       expect(new Set(afterCrash.map((e) => e.pid)).size).toBe(1);

@@ -2,7 +2,7 @@
 // (same name, message, code, fields, cause; the declared class) and the handler runs as before.
 // Only the failure that ended the attempt is redone. And what a stored error keeps.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, isSteplogError } from "../../src/index.js";
+import { createEngine, defineWorkflow, isSteplogError, StepTimedOutError } from "../../src/index.js";
 import { testWorkflow } from "../../src/testing.js";
 import { STORES } from "../helpers/stores.js";
 
@@ -206,6 +206,114 @@ describe.each(STORES)("a failure the workflow handled (%s)", (_name, makeStore) 
   });
 });
 
+describe.each(STORES)("failures the workflow did not go on from (%s)", (_name, makeStore) => {
+  it("allSettled, then the workflow throws its own error: the failed item is redone on continue", async () => {
+    let down = true;
+    const calls: string[] = [];
+    const workflow = defineWorkflow({
+      name: "settled-then-throw",
+      async run(ctx) {
+        const results = await Promise.allSettled(
+          ["a", "b", "c"].map((id) =>
+            ctx.step(`process:${id}`, async () => {
+              calls.push(id);
+              if (down && id === "b") throw new Error("down");
+              return id;
+            }),
+          ),
+        );
+        if (results.some((r) => r.status === "rejected")) throw new Error("an item failed");
+        return results.map((r) => (r as PromiseFulfilledResult<string>).value);
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "s" })).toMatchObject({ status: "failed" });
+    expect((await engine.get("s")).steps.find((s) => s.key === "process:b")?.handled).toBeUndefined();
+    down = false;
+    expect(await engine.continue("s")).toMatchObject({ status: "completed", value: ["a", "b", "c"] });
+    expect(calls.filter((c) => c === "b")).toHaveLength(2);
+    await engine.close();
+  });
+
+  it("Promise.all: a sibling that fails after the first rejection is not handled either", async () => {
+    let broken = true;
+    const workflow = defineWorkflow({
+      name: "all-siblings",
+      async run(ctx) {
+        return Promise.all([
+          ctx.step("a", async () => {
+            if (broken) throw new Error("a down");
+            return "a";
+          }),
+          ctx.step("b", async () => {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            if (broken) throw new Error("b down");
+            return "b";
+          }),
+        ]);
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "p" });
+    expect((await engine.get("p")).steps.map((s) => [s.key, s.status, s.handled ?? false])).toEqual([
+      ["a", "failed", false],
+      ["b", "failed", false],
+    ]);
+    broken = false;
+    expect(await engine.continue("p")).toMatchObject({ status: "completed", value: ["a", "b"] });
+    await engine.close();
+  });
+
+  it("a handled failure whose message equals a later failure's is still handled: nothing after it is redone", async () => {
+    let fails = true;
+    const calls: string[] = [];
+    const workflow = defineWorkflow({
+      name: "same-message",
+      async run(ctx) {
+        await ctx.step("lookup", async () => (calls.push("lookup"), Promise.reject(new Error("ECONNRESET")))).catch(() => "fallback");
+        await ctx.step("book", { effect: "compensatable", compensate: () => undefined }, async () => (calls.push("book"), "booking-1"));
+        await ctx.step("notify", async () => {
+          calls.push("notify");
+          if (fails) throw new Error("ECONNRESET");
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "m" });
+    fails = false;
+    expect(await engine.continue("m")).toMatchObject({ status: "completed" });
+    expect(calls).toEqual(["lookup", "book", "notify", "notify"]);
+    await engine.close();
+  });
+
+  it("a caught STEP_TIMED_OUT comes back a StepTimedOutError; a handled failure is replayed by the saga too", async () => {
+    const seen: boolean[] = [];
+    let compensated = 0;
+    let failLast = true;
+    const workflow = defineWorkflow({
+      name: "own-class",
+      async run(ctx) {
+        await ctx.step("book", { effect: "compensatable", compensate: () => void compensated++ }, async () => "booked");
+        try {
+          await ctx.step("slow", { timeoutMs: 10 }, ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))));
+        } catch (error) {
+          seen.push(error instanceof StepTimedOutError);
+          if (!(error instanceof StepTimedOutError)) throw error;
+        }
+        await ctx.step("last", async () => {
+          if (failLast) throw new Error("later");
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "o" })).toMatchObject({ status: "failed", error: { step: "last" } });
+    expect(await engine.compensate("o")).toMatchObject({ status: "compensated" });
+    expect(compensated).toBe(1);
+    expect(seen).toEqual([true, true]);
+    await engine.close();
+  });
+});
+
 describe("testWorkflow and stored errors", () => {
   it("a retryIf that throws records the step failed with the function's error, the predicate's as its cause", async () => {
     const workflow = defineWorkflow({
@@ -221,6 +329,22 @@ describe("testWorkflow and stored errors", () => {
     expect(result).toMatchObject({ status: "failed", error: { message: "gateway 502", step: "flaky", cause: { name: "TypeError", message: "predicate bug" } } });
     const [row] = (await engine.get("r")).steps;
     expect(row).toMatchObject({ status: "failed", calls: 1, error: { message: "gateway 502", cause: { message: "predicate bug" } } });
+    await engine.close();
+  });
+
+  it("a retryIf that throws leaves a cause of the function's error's own in place, recorded as thrown", async () => {
+    const workflow = defineWorkflow({
+      name: "retry-if-own-cause",
+      async run(ctx) {
+        return ctx.step("flaky", { retry: { maxAttempts: 2, backoffMs: 1, retryIf: () => { throw new TypeError("predicate bug"); } } }, async () => {
+          throw new Error("gateway 502", { cause: new Error("ECONNRESET") });
+        });
+      },
+    });
+    const engine = createEngine({ store: STORES[0]![1](), workflows: [workflow] });
+    const result = await engine.start(workflow, undefined, { id: "r" });
+    expect(result.error).toMatchObject({ message: "gateway 502", cause: { message: "ECONNRESET" } });
+    expect((await engine.get("r")).steps[0]!.error).toMatchObject({ cause: { message: "ECONNRESET" } });
     await engine.close();
   });
 

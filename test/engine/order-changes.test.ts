@@ -3,6 +3,7 @@
 // records back in another order than they were recorded in warns (STEPLOG_ORDER_CHANGED, once
 // per attempt), or stops with onOrderChange: "stop".
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { STORES } from "../helpers/stores.js";
 
@@ -77,6 +78,34 @@ describe.each(STORES)("order changes (%s)", (_name, makeStore) => {
     reorder();
     fix();
     expect(await engine.continue("g")).toMatchObject({ status: "completed", value: ["hi profile of bob", "hi profile of alice"] });
+    await settle();
+    expect(orderWarnings()).toEqual([]);
+    await engine.close();
+  });
+
+  it("steps entered together are checked in the order they were entered, though one of them is handed back later (a result schema, a replayed failure)", async () => {
+    let failLast = true;
+    const workflow = defineWorkflow({
+      name: "entered-together",
+      onOrderChange: "stop",
+      async run(ctx) {
+        const got = await Promise.all([
+          ctx.step("fetch", { result: z.number() }, async () => 1),
+          ctx.step("fetch", async () => 2),
+          ctx.step("fetch", async () => Promise.reject(new Error("404"))).catch(() => 0),
+          ctx.step("fetch", async () => 4),
+        ]);
+        await ctx.step("after", async () => "went on");
+        await ctx.step("last", async () => {
+          if (failLast) throw new Error("later");
+        });
+        return got;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "t" });
+    failLast = false;
+    expect(await engine.continue("t")).toMatchObject({ status: "completed", value: [1, 2, 0, 4] });
     await settle();
     expect(orderWarnings()).toEqual([]);
     await engine.close();

@@ -79,9 +79,32 @@ describe.each(STORES)("a succeeded irreversible step after the start point (%s)"
     shipFails = false;
     expect(await engine.continue("a")).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE", step: "charge" } });
     expect(calls).toEqual(["charge", "ship", "fraud-check"]);
-    // Told nothing more, a continue hands the charge back: everything before it is settled now.
-    expect(await engine.continue("a")).toMatchObject({ status: "completed" });
+    // Told nothing more, a continue stops there again (the charge is its start point), running nothing.
+    expect(await engine.continue("a")).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE", step: "charge" } });
+    expect(calls).toEqual(["charge", "ship", "fraud-check"]);
+    expect(await engine.continue("a", { reuse: ["charge"] })).toMatchObject({ status: "completed" });
     expect(calls).toEqual(["charge", "ship", "fraud-check", "ship"]);
+    await engine.close();
+  });
+
+  it("after the stop, reuse keeps the charge and runs what follows it again (it was made from the redone steps)", async () => {
+    let version = 1;
+    const calls: string[] = [];
+    const workflow = defineWorkflow({
+      name: "plan-charge-ship",
+      async run(ctx) {
+        const plan = await ctx.step("plan", async () => `plan v${version}`);
+        const charge = await ctx.step("charge", { effect: "irreversible" }, async () => (calls.push("charge"), "charged"));
+        const ship = await ctx.step("ship", async () => `shipped per ${plan}`);
+        return { plan, charge, ship };
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "p" });
+    version = 2;
+    expect(await engine.continue("p", { fromStep: "plan" })).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE" } });
+    expect(await engine.continue("p", { reuse: ["charge"] })).toMatchObject({ status: "completed", value: { plan: "plan v2", charge: "charged", ship: "shipped per plan v2" } });
+    expect(calls).toEqual(["charge"]);
     await engine.close();
   });
 

@@ -99,6 +99,17 @@ describe("testWorkflow refuses seeds and mocks that match no step entered", () =
     await expect(testWorkflow(workflow, { args: undefined, earlier: { steps: { plan: "p" }, effects: { charge: "irreversible" } } })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining("earlier.effects names \"charge\"") });
   });
 
+  it("a later occurrence of an entered name, past where the attempt stopped, is let be", async () => {
+    const charges = defineWorkflow({
+      name: "two-charges",
+      async run(ctx) {
+        for (const item of ["a", "b"]) await ctx.step("charge", { effect: "irreversible" }, async () => `charged ${item}`);
+      },
+    });
+    const run = await testWorkflow(charges, { args: undefined, earlier: { intended: ["charge"], steps: { "charge#2": "charged b" }, effects: { charge: "irreversible" } } });
+    expect(run).toMatchObject({ status: "escalated" });
+  });
+
   it("seeds past where the attempt stopped, unlike any entered step, are let be", async () => {
     const stops = defineWorkflow({
       name: "stops-early",

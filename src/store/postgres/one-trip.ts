@@ -72,7 +72,7 @@ export function oneTripStatements(s: string, write: AttemptWrite): string[] | un
         [t.resolution, "text"],
         [t.usage, "text"],
         [epoch, "bigint"],
-        [t.position, "integer"],
+        [t.position ?? null, "integer"],
       ]);
       if (values === undefined || t.runId !== runId) return undefined;
       return [

@@ -106,8 +106,21 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   // 2: which steps each attempt reused (for timelines); absent until its ending records it
   (s) => `ALTER TABLE ${s}.attempts ADD COLUMN reused jsonb;`,
   // 3: what a continue consented to for succeeded irreversible steps (redo / reuse), absent unless
-  // given; where each step was entered in its attempt's call order
-  (s) => `ALTER TABLE ${s}.attempts ADD COLUMN consent jsonb; ALTER TABLE ${s}.steps ADD COLUMN position integer;`,
+  // given; where each step was entered in its attempt's call order; and when each lease row was
+  // last written by the server's clock, which every claimer shares (set by a trigger, so every
+  // statement that writes a lease sets it): a lease's age is judged by it, never by comparing
+  // the holder's clock with the claimer's
+  (s) => `
+  ALTER TABLE ${s}.attempts ADD COLUMN consent jsonb;
+  ALTER TABLE ${s}.steps ADD COLUMN position integer;
+  ALTER TABLE ${s}.leases ADD COLUMN written_at timestamptz NOT NULL DEFAULT clock_timestamp();
+  CREATE FUNCTION ${s}.lease_written() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    NEW.written_at := clock_timestamp();
+    RETURN NEW;
+  END $$;
+  CREATE TRIGGER lease_written BEFORE INSERT OR UPDATE ON ${s}.leases FOR EACH ROW EXECUTE FUNCTION ${s}.lease_written();
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

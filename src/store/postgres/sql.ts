@@ -13,7 +13,9 @@ const ATTEMPT_COLUMNS = `run_id AS "runId", number, host, boot_id AS "bootId", p
 /** An attempt row as JSON; `reused` is absent (not null) until an ending records it, `consent` unless one was given. */
 const attemptJson = (a: string) =>
   `(CASE WHEN ${a}.reused IS NULL THEN to_jsonb(${a}) - 'reused' ELSE to_jsonb(${a}) END) - (CASE WHEN ${a}.consent IS NULL THEN 'consent' ELSE '' END)`;
-const LEASE_COLUMNS = `run_id AS "runId", epoch, attempt, expires_at AS "expiresAt", heartbeat_at AS "heartbeatAt"`;
+/** With the lease's age by the server's clock: a claim judges expiry by it (owner.ts). */
+const LEASE_COLUMNS = `run_id AS "runId", epoch, attempt, expires_at AS "expiresAt", heartbeat_at AS "heartbeatAt",
+  (extract(epoch FROM clock_timestamp() - written_at) * 1000)::float8 AS "ageMs"`;
 const STEP_COLUMNS = `run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey", value, error,
   version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage, position`;
 const EVENT_COLUMNS = `run_id AS "runId", seq, name, payload, sent_at AS "sentAt", consumed_by AS "consumedBy"`;
