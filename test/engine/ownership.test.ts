@@ -88,6 +88,30 @@ describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
     expect(await engine.continue("mine")).toMatchObject({ status: "completed" });
   });
 
+  it("the engine's clock far ahead or behind decides nothing: a live pid holds its run, and a lease elsewhere is watched, not compared", async () => {
+    const store = makeStore();
+    const now = Date.now();
+    await leftBy(store, "live-pid", { ...me, pid: sleeper.pid!, processStart: startTimeOf(sleeper.pid!) }, now + 30_000);
+    const ahead = createEngine({ store, workflows: [noop], clock: { now: () => Date.now() + 2 * hour } });
+    await expect(ahead.continue("live-pid")).rejects.toMatchObject({ code: "RUN_BUSY", message: expect.stringContaining("is alive") });
+    expect((await ahead.get("live-pid")).status).toBe("running");
+    // Another host's lease of 400 ms, renewed every 100 ms: the claimer watches it renew, whatever its clock says.
+    const renewing = await leftBy(store, "renewing", { host: "another-host", bootId: "b", pid: 1, processStart: 1 }, Date.now() + 400);
+    const renewer = setInterval(() => void store.renewLease(renewing, Date.now() + 400, Date.now()), 100);
+    try {
+      await expect(ahead.continue("renewing")).rejects.toMatchObject({ code: "RUN_BUSY" });
+    } finally {
+      clearInterval(renewer);
+    }
+    // Nobody renews it: taken over once this process has seen it unrenewed for its 400 ms, with a clock 2 h behind.
+    await leftBy(store, "abandoned", { host: "another-host", bootId: "b", pid: 1, processStart: 1 }, Date.now() + 400);
+    const behind = createEngine({ store, workflows: [noop], clock: { now: () => Date.now() - 2 * hour } });
+    const started = Date.now();
+    expect(await behind.continue("abandoned")).toMatchObject({ status: "completed", attempt: 2 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
   it("another boot on the same host is judged by lease expiry only", async () => {
     const store = makeStore();
     await leftBy(store, "old-boot-live", { ...me, bootId: "some-other-boot", pid: 2 ** 22 + 5 }, Date.now() + hour);

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { spawnNode, type ChildOutcome, type ChildRun } from "./child.js";
+import { spawnNode, type ChildOptions, type ChildOutcome, type ChildRun } from "./child.js";
 
 const WORKER = fileURLToPath(new URL("../crash/fixtures/worker.mjs", import.meta.url));
 
@@ -15,14 +15,15 @@ export interface WorkerRun extends ChildRun {
 }
 
 /** Run the crash-suite worker as a real child process. */
-export function spawnWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object): WorkerRun {
+/** `child.under`: a command to run the worker under (faketime, unshare). */
+export function spawnWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object, child: Pick<ChildOptions, "under"> = {}): WorkerRun {
   const args = [file, runId, mode];
   if (options) args.push(JSON.stringify(options));
-  return spawnNode(WORKER, args, { env: { STEPLOG_FAULT: "", ...env } });
+  return spawnNode(WORKER, args, { env: { STEPLOG_FAULT: "", ...env }, ...child });
 }
 
-export function runWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object) {
-  return spawnWorker(file, runId, mode, env, options).done;
+export function runWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object, child: Pick<ChildOptions, "under"> = {}) {
+  return spawnWorker(file, runId, mode, env, options, child).done;
 }
 
 export interface LedgerEntry {
