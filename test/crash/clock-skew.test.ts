@@ -82,7 +82,7 @@ describe.each(STORES)("leases under skewed clocks (%s)", (_store, storeEnv) => {
     const owner = spawnWorker(file, "r", "start", env, undefined, { under: ownerUnder });
     await untilEntered(owner, "one");
     const claimer = await runWorker(file, "r", "continue", { ...env, STEP_DELAY_MS: "0" }, undefined, { under: claimerUnder });
-    expect(claimer.report?.refused?.code, claimer.output).toBe("RUN_BUSY");
+    expect(claimer.report?.refused?.code, claimer.stdout + claimer.stderr).toBe("RUN_BUSY");
     const done = await owner.done;
     expect(done.report?.result, done.stdout + done.stderr).toMatchObject({ status: "completed", attempt: 1 });
     // Nobody but the owner ran a step.
@@ -103,7 +103,7 @@ describe.each(STORES)("leases under skewed clocks (%s)", (_store, storeEnv) => {
     const started = Date.now();
     const claimer = await runWorker(file, "r", "continue", { ...env, STEP_DELAY_MS: "0" }, undefined, { under: claimerUnder });
     const took = Date.now() - started;
-    expect(claimer.report?.result, claimer.output).toMatchObject({ status: "completed", attempt: 2 });
+    expect(claimer.report?.result, claimer.stdout + claimer.stderr).toMatchObject({ status: "completed", attempt: 2 });
     // It waited to see the lease go unrenewed (not longer than a period and the process's start-up).
     expect(took).toBeLessThan(Number(LEASE_MS) + 4000);
   }, 30_000);

@@ -6,6 +6,7 @@
  */
 
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import {
@@ -97,6 +98,8 @@ type Db = Database.Database;
 type Stmt = Database.Statement;
 
 const UNREADABLE_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CANTOPEN"]);
+/** What creating a file or folder answers where this process may not write. */
+const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
 
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
   waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
@@ -138,6 +141,10 @@ class SqliteStoreImpl implements SqliteStore {
   #fencesChecked = new Map<string, number>();
   #queue: WriteQueue | undefined;
   #closed = false;
+  /** Why the store is read from a snapshot and refuses writes (its folder cannot be written), if it is. */
+  #readOnlyWhy: string | undefined;
+  /** The private folder holding that snapshot, removed on close. */
+  #snapshotDir: string | undefined;
   /** The opened file's device and inode: the path naming another file, or none, means it was deleted or replaced meanwhile. */
   #identity: { dev: number; ino: number } | undefined;
 
@@ -187,11 +194,18 @@ class SqliteStoreImpl implements SqliteStore {
     const exists = fs.existsSync(this.#file);
     if (!exists && !create) return undefined;
     if (!exists && this.#readonly) throw new StoreReadOnlyError(this.location, "opened with readonly: true, and the file does not exist yet");
-    if (!exists) createOwnerOnlyFile(this.#file);
-    else warnIfShared(this.#file, this.location, this.#warn);
+    if (!exists) {
+      try {
+        createOwnerOnlyFile(this.#file);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code ?? "";
+        if (NOT_WRITABLE_CODES.has(code)) throw new StoreReadOnlyError(this.location, `${code}: its folder cannot be created or written by this user, so the file cannot be made`);
+        throw error;
+      }
+    } else warnIfShared(this.#file, this.location, this.#warn);
     let db: Db;
     try {
-      db = new Database(this.#file, { fileMustExist: true, readonly: this.#readonly });
+      db = this.#connect();
     } catch (error) {
       throw this.#unreadable(error);
     }
@@ -227,6 +241,50 @@ class SqliteStoreImpl implements SqliteStore {
       () => this.#fencesChecked.clear(),
     );
     return db;
+  }
+
+  /**
+   * The connection. A WAL store on a folder this process cannot write (a read-only mount, a
+   * folder owned by another user) cannot be opened where it lies when no one has it open: SQLite
+   * must create its -shm beside it. The file is fine, so it is read from a private snapshot copy
+   * instead, and every write is refused with STORE_READ_ONLY.
+   */
+  #connect(): Db {
+    const direct = new Database(this.#file, { fileMustExist: true, readonly: this.#readonly });
+    try {
+      direct.prepare("SELECT 1 FROM sqlite_master LIMIT 1").get();
+      return direct;
+    } catch (error) {
+      direct.close();
+      const why = (error as { code?: string }).code === "SQLITE_CANTOPEN" ? this.#unwritableFolder() : undefined;
+      if (why === undefined) throw error;
+      this.#readOnlyWhy = why;
+      return new Database(this.#snapshot(), { fileMustExist: true, readonly: true });
+    }
+  }
+
+  /** Why the store's folder cannot be written (EROFS: a read-only file system; EACCES: another user's), or undefined if it can. */
+  #unwritableFolder(): string | undefined {
+    try {
+      fs.accessSync(path.dirname(this.#file), fs.constants.W_OK);
+      return undefined;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "EROFS") return "it lies on a read-only file system";
+      if (code === "EACCES" || code === "EPERM") return "its folder is not writable by this user";
+      return undefined;
+    }
+  }
+
+  /** Copy the store (and its -wal, if one was left) into a private folder, to read it from there. */
+  #snapshot(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "steplog-readonly-"));
+    const copy = path.join(dir, path.basename(this.#file));
+    fs.copyFileSync(this.#file, copy);
+    fs.chmodSync(copy, 0o600);
+    if (fs.existsSync(`${this.#file}-wal`)) fs.copyFileSync(`${this.#file}-wal`, `${copy}-wal`);
+    this.#snapshotDir = dir;
+    return copy;
   }
 
   /** Read-only probe before any pragma that writes: a foreign or broken file is never touched. */
@@ -307,7 +365,9 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   #writable(db: Db, runId: string): void {
-    if (db.readonly) throw new StoreReadOnlyError(this.location, this.#readonly ? "opened with readonly: true" : "the file or its folder is not writable", runId);
+    if (db.readonly) {
+      throw new StoreReadOnlyError(this.location, this.#readonly ? "opened with readonly: true" : (this.#readOnlyWhy ?? "the file or its folder is not writable by this user"), runId);
+    }
   }
 
   /** A synchronous write transaction, after any queued attempt writes (so order is kept). */
@@ -601,6 +661,7 @@ class SqliteStoreImpl implements SqliteStore {
         this.#runNums.clear();
       }
     }
+    if (this.#snapshotDir) fs.rmSync(this.#snapshotDir, { recursive: true, force: true });
     this.#closed = true;
   }
 }
