@@ -101,6 +101,22 @@ const UNREADABLE_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CAN
 /** What creating a file or folder answers where this process may not write. */
 const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
 
+/** The not-writable code behind a failure to create `dir` (or a file in it), if that is what it was. */
+function notWritable(error: unknown, dir: string): string | undefined {
+  const code = (error as NodeJS.ErrnoException).code ?? "";
+  if (NOT_WRITABLE_CODES.has(code)) return code;
+  if (code !== "ENOENT") return undefined;
+  let existing = dir;
+  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  try {
+    fs.accessSync(existing, fs.constants.W_OK);
+    return undefined;
+  } catch (denied) {
+    const found = (denied as NodeJS.ErrnoException).code ?? "";
+    return NOT_WRITABLE_CODES.has(found) ? found : undefined;
+  }
+}
+
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
   waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy`;
@@ -198,8 +214,9 @@ class SqliteStoreImpl implements SqliteStore {
       try {
         createOwnerOnlyFile(this.#file);
       } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code ?? "";
-        if (NOT_WRITABLE_CODES.has(code)) throw new StoreReadOnlyError(this.location, `${code}: its folder cannot be created or written by this user, so the file cannot be made`);
+        // A recursive mkdir on a read-only file system may answer ENOENT: ask the nearest folder that exists.
+        const code = notWritable(error, path.dirname(this.#file));
+        if (code !== undefined) throw new StoreReadOnlyError(this.location, `${code}: its folder cannot be created or written by this user, so the file cannot be made`);
         throw error;
       }
     } else warnIfShared(this.#file, this.location, this.#warn);
