@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   "STORE_WRITE_FAILED",
   "STORE_READ_ONLY",
   "STORE_FILE_GONE",
+  "STORE_DRIVER_FAILED",
   "LEASE_LOST",
   "WORKFLOW_NOT_REGISTERED",
   "STEP_NOT_FOUND",
@@ -234,6 +235,18 @@ export class StoreFileGoneError extends SteplogError {
         `what was recorded since went to the old file${what === "deleted" ? ", which went with it" : ""}, and nothing more is recorded through this store object. ` +
         `Stop every process that had it open before putting a file at that path (a backup, say): SQLite's -wal and -shm files beside it belong to the old one. Then start again.`,
       runId === undefined ? {} : { runId },
+    );
+  }
+}
+
+/** The store's driver (better-sqlite3's native module, say) could not be loaded: the records themselves were not looked at. */
+export class StoreDriverFailedError extends SteplogError {
+  override name = "StoreDriverFailedError";
+  constructor(location: string, driver: string, reason: string, fix: string, cause?: unknown) {
+    super(
+      "STORE_DRIVER_FAILED",
+      `The ${location} could not be opened: ${driver} failed to load (${reason}). The store was not touched, and nothing is wrong with it. ${fix}`,
+      { cause },
     );
   }
 }

@@ -63,7 +63,7 @@ export class StoreUnavailableError extends CliError {
 }
 
 const NOT_FOUND = new Set(["RUN_NOT_FOUND", "STEP_NOT_FOUND"]);
-const STORE = new Set(["STORE_UNREADABLE", "STORE_TOO_NEW", "STORE_READ_ONLY", "STORE_WRITE_FAILED"]);
+const STORE = new Set(["STORE_UNREADABLE", "STORE_TOO_NEW", "STORE_READ_ONLY", "STORE_WRITE_FAILED", "STORE_DRIVER_FAILED"]);
 const WORKFLOW = new Set(["WORKFLOW_NOT_REGISTERED"]);
 const USAGE = new Set(["INVALID_NAME", "INVALID_OPTION"]);
 

@@ -11,6 +11,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import {
   InvalidOptionError,
+  StoreDriverFailedError,
   LeaseLostError,
   StoreFileGoneError,
   StoreReadOnlyError,
@@ -100,6 +101,25 @@ type Stmt = Database.Statement;
 const UNREADABLE_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CANTOPEN"]);
 /** What creating a file or folder answers where this process may not write. */
 const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
+
+/**
+ * better-sqlite3's native module failing to load (not built, built for another Node.js, another
+ * platform's binary): its own code, with the fix, never "restore the store from a backup".
+ */
+function driverFailed(error: unknown, location: string): StoreDriverFailedError | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: string }).code;
+  const native = code === "ERR_DLOPEN_FAILED" || /bindings file|NODE_MODULE_VERSION|better_sqlite3\.node|invalid ELF header|wrong ELF class/i.test(message);
+  if (!native) return undefined;
+  const needs = `Node.js ${process.version} (NODE_MODULE_VERSION ${process.versions.modules}) on ${process.platform}-${process.arch}`;
+  return new StoreDriverFailedError(
+    location,
+    "better-sqlite3's native module",
+    message.split("\n")[0]!,
+    `Build it for ${needs}: type npm rebuild better-sqlite3 (it needs python3, make and a C++ compiler), or npm ci again after switching Node.js versions.`,
+    error,
+  );
+}
 
 /** The not-writable code behind a failure to create `dir` (or a file in it), if that is what it was. */
 function notWritable(error: unknown, dir: string): string | undefined {
@@ -224,7 +244,7 @@ class SqliteStoreImpl implements SqliteStore {
     try {
       db = this.#connect();
     } catch (error) {
-      throw this.#unreadable(error);
+      throw driverFailed(error, this.location) ?? this.#unreadable(error);
     }
     try {
       this.#checkReadable(db);
