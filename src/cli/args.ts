@@ -44,6 +44,7 @@ export const COMMON_OPTIONS: Record<string, OptionSpec> = {
     value: "PATHS",
     description: "Show these value paths as [redacted], comma-separated: token,card.number (env STEPLOG_REDACT). Stored records are untouched.",
   },
+  create: { type: "boolean", description: "With --db or --store FILE for a command that reads: make an empty store there if there is none (a named path with no store is refused otherwise)." },
   "no-color": { type: "boolean", description: "No colour even on a terminal (colour is also off with NO_COLOR or when not a TTY)." },
   help: { type: "boolean", short: "h", description: "Show this help." },
 };

@@ -55,6 +55,14 @@ export class WorkflowLoadError extends CliError {
   }
 }
 
+/** A reading command named a store file that does not exist. */
+export class StoreMissingError extends CliError {
+  override name = "StoreMissingError";
+  constructor(message: string, hint?: string) {
+    super(message, EXIT.store, "STORE_MISSING", hint);
+  }
+}
+
 export class StoreUnavailableError extends CliError {
   override name = "StoreUnavailableError";
   constructor(message: string, hint?: string) {

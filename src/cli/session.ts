@@ -4,7 +4,9 @@
  * closed at the end.
  */
 
+import fs from "node:fs";
 import path from "node:path";
+import { createOwnerOnlyFile } from "../store/owner-only-files.js";
 import { createEngine, type Engine, type EngineOptions } from "../engine.js";
 import { isSteplogError } from "../errors.js";
 import { encryptedCodec, KEY_ID, keyBytes } from "../encrypted-codec.js";
@@ -12,7 +14,7 @@ import type { Codec } from "../payloads.js";
 import { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { booleanOption, stringOption, type Parsed } from "./args.js";
-import { StoreUnavailableError, UsageError } from "./exit.js";
+import { StoreMissingError, StoreUnavailableError, UsageError } from "./exit.js";
 import { painter, terminalJson, wantsColor, type Paint } from "./format.js";
 
 export interface Output {
@@ -29,7 +31,8 @@ export interface Io {
   now(): number;
 }
 
-export type StoreSpec = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string; schema?: string } | { kind: "jsonl"; path: string };
+/** `given`: the path was named (--db, --store, STEPLOG_DB, STEPLOG_STORE), not the default. */
+export type StoreSpec = { kind: "sqlite"; path: string; given: boolean } | { kind: "postgres"; url: string; schema?: string } | { kind: "jsonl"; path: string; given: boolean };
 
 export class Session {
   readonly json: boolean;
@@ -116,6 +119,7 @@ export class Session {
    * if that is refused (a store whose schema needs an upgrade), once more read-write.
    */
   async read<T>(fn: (engine: Engine) => Promise<T>): Promise<T> {
+    this.requireStore();
     const engine = await this.engine({ readonly: this.storeSpec.kind === "sqlite" });
     try {
       return await fn(engine);
@@ -123,6 +127,24 @@ export class Session {
       if (this.storeSpec.kind !== "sqlite" || !isSteplogError(error, "STORE_READ_ONLY") || !/upgrade/.test(error.message)) throw error;
       return fn(await this.engine());
     }
+  }
+
+  /**
+   * For a command that only reads (or marks) what a store holds: a named file with no store is a
+   * typo, not an empty store, and is refused (exit 5) unless --create asks for an empty one.
+   * The default store may simply not exist yet: it reads as empty.
+   */
+  requireStore(): void {
+    const spec = this.storeSpec;
+    if (spec.kind === "postgres" || !spec.given || fs.existsSync(spec.path)) return;
+    if (booleanOption(this.parsed, "create")) {
+      createOwnerOnlyFile(spec.path);
+      return;
+    }
+    throw new StoreMissingError(
+      `No store at ${spec.path}: the file does not exist, so there is nothing to read. A mistyped path would otherwise look like an empty store.`,
+      `Check the path (steplog ${this.command} --db <the store file>); to make an empty store there, add --create.`,
+    );
   }
 
   async close(): Promise<void> {
@@ -144,18 +166,19 @@ function storeSpecOf(parsed: Parsed, io: Io): StoreSpec {
   const fromEnv = store ?? io.env.STEPLOG_STORE ?? undefined;
   const postgres = db === undefined && fromEnv !== undefined && /^postgres(ql)?:\/\//i.test(fromEnv);
   if (stringOption(parsed, "schema") !== undefined && !postgres) throw new UsageError("--schema names a Postgres schema: give it with --store postgres://….");
-  if (db !== undefined) return { kind: "sqlite", path: path.resolve(io.cwd, db) };
+  if (db !== undefined) return { kind: "sqlite", path: path.resolve(io.cwd, db), given: true };
   if (fromEnv !== undefined && fromEnv !== "") {
     if (postgres) return { kind: "postgres", url: fromEnv, ...(schema === undefined ? {} : { schema }) };
-    if (/^jsonl:/i.test(fromEnv)) return { kind: "jsonl", path: path.resolve(io.cwd, fromEnv.slice("jsonl:".length)) };
-    if (/^sqlite:/i.test(fromEnv)) return { kind: "sqlite", path: path.resolve(io.cwd, fromEnv.slice("sqlite:".length)) };
+    if (/^jsonl:/i.test(fromEnv)) return { kind: "jsonl", path: path.resolve(io.cwd, fromEnv.slice("jsonl:".length)), given: true };
+    if (/^sqlite:/i.test(fromEnv)) return { kind: "sqlite", path: path.resolve(io.cwd, fromEnv.slice("sqlite:".length)), given: true };
     throw new UsageError(
       `--store ${JSON.stringify(fromEnv)} is not a store URL.`,
       "Give postgres://user@host:5432/db, jsonl:FILE or sqlite:FILE; for a SQLite file, --db FILE is enough.",
     );
   }
   const envDb = io.env.STEPLOG_DB;
-  return { kind: "sqlite", path: path.resolve(io.cwd, envDb !== undefined && envDb !== "" ? envDb : DEFAULT_SQLITE_PATH) };
+  const given = envDb !== undefined && envDb !== "";
+  return { kind: "sqlite", path: path.resolve(io.cwd, given ? envDb : DEFAULT_SQLITE_PATH), given };
 }
 
 /**

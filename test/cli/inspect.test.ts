@@ -2,6 +2,7 @@
 // happens on an empty or missing store.
 import fs from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
@@ -102,6 +103,38 @@ describe("steplog runs", () => {
     });
     expect(r.code, r.stderr).toBe(5);
     expect(r.stderr).toMatch(/The Postgres store is not available in this steplog build/);
+    expect(r.stderr).not.toContain("secret");
+  });
+});
+
+describe("stores named on the command line", () => {
+  it("a --db path with no store: refused for every reading command (exit 5), nothing created; --create makes an empty one", async () => {
+    const cwd = dirs.make();
+    const typo = path.join(cwd, "stepolg.db");
+    for (const args of [["runs"], ["show", "r"], ["escalations"], ["dead-letters"], ["recover"]]) {
+      const r = await cli([...args, "--db", typo], { cwd });
+      expect(r.code, `${args[0]}: ${r.output}`).toBe(5);
+      expect(r.stderr).toContain(`No store at ${typo}`);
+      expect(r.stderr).toContain("--create");
+    }
+    expect(fs.existsSync(typo)).toBe(false);
+    const made = await cli(["runs", "--db", typo, "--create"], { cwd });
+    expect(made.code, made.output).toBe(0);
+    expect(made.stdout).toMatch(/No runs/);
+    expect(fs.existsSync(typo)).toBe(true);
+    expect((await cli(["runs", "--db", typo], { cwd })).code).toBe(0);
+  });
+
+  it("--store postgres://… without pg installed: STORE_DRIVER_FAILED, exit 5, saying npm install pg", async () => {
+    const cwd = dirs.make();
+    const hook = path.join(cwd, "no-pg-hook.mjs");
+    fs.writeFileSync(hook, `export async function resolve(s, c, next) { if (s === "pg") { const e = new Error("Cannot find package 'pg'"); e.code = "ERR_MODULE_NOT_FOUND"; throw e; } return next(s, c); }\n`);
+    const register = path.join(cwd, "no-pg.mjs");
+    fs.writeFileSync(register, `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(hook).href)});\n`);
+    const r = await cli(["runs", "--store", "postgres://user:secret@127.0.0.1:1/none"], { cwd, env: { NODE_OPTIONS: `--import=${pathToFileURL(register).href}` } });
+    expect(r.code, r.output).toBe(5);
+    expect(r.stderr).toContain("STORE_DRIVER_FAILED");
+    expect(r.stderr).toContain("npm install pg");
     expect(r.stderr).not.toContain("secret");
   });
 });

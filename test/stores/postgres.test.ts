@@ -632,7 +632,7 @@ suite("postgres store", () => {
       try { await engine.get("x"); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
     const out = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
     const report = JSON.parse(out.stdout.trim().split("\n").at(-1) ?? "{}");
-    expect(report.code, out.stderr).toBe("INVALID_OPTION");
+    expect(report.code, out.stderr).toBe("STORE_DRIVER_FAILED");
     expect(report.message).toContain("npm install pg");
   });
 });

@@ -16,6 +16,7 @@ export const recover: Command = {
     positionals: { min: 0, max: 0, names: [] },
   },
   async run(session) {
+    session.requireStore();
     const engine = await session.engine();
     const found = await engine.recover();
     if (session.json) {

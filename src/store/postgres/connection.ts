@@ -8,7 +8,7 @@
  */
 
 import type { ConnectionOptions } from "node:tls";
-import { SteplogError } from "../../errors.js";
+import { SteplogError, StoreDriverFailedError } from "../../errors.js";
 
 export interface PgResult {
   rows: any[];
@@ -54,10 +54,12 @@ export function loadPg(): Promise<PgModule> {
       pgModule = undefined;
       const code = (error as { code?: string }).code;
       if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
-        throw new SteplogError(
-          "INVALID_OPTION",
-          "postgresStore needs the `pg` package, which is not installed. Type `npm install pg` (steplog lists it as an optional peer dependency), then start again.",
-          { cause: error },
+        throw new StoreDriverFailedError(
+          "Postgres store",
+          "the pg package",
+          "it is not installed",
+          "postgresStore needs it: type npm install pg (steplog lists it as an optional peer dependency), then start again.",
+          error,
         );
       }
       throw error;
