@@ -15,6 +15,7 @@ import {
   SteplogError,
   CodecKeyMissingError,
   InvalidOptionError,
+  StoreUnreadableError,
   RunCancelledError,
   RunExistsError,
   RunNotFoundError,
@@ -233,7 +234,7 @@ class SteplogEngine implements Engine {
       clock: options.clock ?? systemClock,
       leaseMs,
       maxValueBytes,
-      payloads: new Payloads(maxValueBytes, options.codec),
+      payloads: new Payloads(maxValueBytes, options.codec, this.store.location),
       onProgress: options.onProgress,
       hooks: options[TEST_HOOKS],
     };
@@ -371,16 +372,28 @@ class SteplogEngine implements Engine {
   }
 
   /** A CodecKeyMissingError for the first record of the run this engine's codec cannot open, if any. */
-  #unopenable(current: StoredRun): CodecKeyMissingError | undefined {
+  #unopenable(current: StoredRun): CodecKeyMissingError | StoreUnreadableError | undefined {
     const payloads = this.#settings.payloads;
     const runId = current.run.id;
+    const damaged = (what: string, reason: string) =>
+      new StoreUnreadableError(
+        this.store.location,
+        `run ${JSON.stringify(runId)}: ${what} does not decode (${reason}), so the store is damaged there`,
+        undefined,
+        false,
+        `The run was not continued and nothing was written. Restore the store from a backup; steplog never overwrites it.`,
+      );
     for (const step of current.steps) {
       const keyId = payloads.missingKey(step.value) ?? payloads.missingKey(step.error);
       if (keyId !== undefined) return new CodecKeyMissingError(keyId, payloads.keyIds, { runId, step: step.key });
+      const broken = payloads.damage(step.value) ?? payloads.damage(step.error);
+      if (broken !== undefined) return damaged(`the record of step ${JSON.stringify(step.key)} (attempt ${step.attempt})`, broken);
     }
     for (const event of current.events) {
       const keyId = payloads.missingKey(event.payload);
       if (keyId !== undefined) return new CodecKeyMissingError(keyId, payloads.keyIds, { runId });
+      const broken = payloads.damage(event.payload);
+      if (broken !== undefined) return damaged(`the payload of event ${JSON.stringify(event.name)}`, broken);
     }
     return undefined;
   }

@@ -5,7 +5,7 @@
  * through the codec; statuses, names and times stay plain so the step log can still be queried.
  */
 
-import { CodecKeyMissingError, type ErrorInfo, type SteplogErrorDetails } from "./errors.js";
+import { CodecKeyMissingError, StoreUnreadableError, type ErrorInfo, type SteplogErrorDetails } from "./errors.js";
 import { decodeValue, encodeValue } from "./values.js";
 
 /** Turns stored text into other stored text and back; async allowed. */
@@ -40,7 +40,33 @@ export class Payloads {
   constructor(
     readonly maxBytes: number,
     private readonly codec: Codec | undefined,
+    /** The store's location, for the message when a stored payload turns out damaged. */
+    private readonly location = "store",
   ) {}
+
+  /**
+   * Why a stored payload cannot be read back (damaged on disk: a page SQLite's integrity check
+   * does not see), or undefined. Checked before a claim so that a damaged run is refused before
+   * anything is written. A payload sealed by a codec is checked when it is opened instead.
+   */
+  damage(stored: string | null): string | undefined {
+    if (stored === null || this.codec || SEALED.test(stored)) return undefined;
+    try {
+      JSON.parse(stored);
+      return undefined;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  /** JSON.parse of stored text, a failure named as the damage it is (STORE_UNREADABLE). */
+  #parse(text: string): unknown {
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new StoreUnreadableError(this.location, `a recorded payload does not decode (${(error as Error).message}): the store is damaged`, error, false, "It was left untouched. Restore it from a backup.");
+    }
+  }
 
   /** Encode a value; `plain` is the readable JSON (what the first attempt decodes), `stored` what is written. */
   /** Without a codec the answer is immediate (no promise): the step hot path takes it as it is. */
@@ -53,9 +79,18 @@ export class Payloads {
 
   /** Without a codec the answer is immediate (no promise), as with encode. */
   decode(stored: string): unknown {
-    if (!this.codec) return decodeValue(plainOrRefuse(stored));
+    if (!this.codec) return this.#decodeValue(plainOrRefuse(stored));
     const opened = this.codec.decode(stored);
-    return typeof opened === "string" ? decodeValue(opened) : opened.then(decodeValue);
+    return typeof opened === "string" ? this.#decodeValue(opened) : opened.then((text) => this.#decodeValue(text));
+  }
+
+  #decodeValue(text: string): unknown {
+    try {
+      return decodeValue(text);
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error;
+      return this.#parse(text); // throws, naming the damage
+    }
   }
 
   /** The id of a key `stored` is sealed with that this engine cannot open, if it can tell. */
@@ -78,6 +113,6 @@ export class Payloads {
   }
 
   async decodeError(stored: string): Promise<ErrorInfo> {
-    return JSON.parse(this.codec ? await this.codec.decode(stored) : plainOrRefuse(stored)) as ErrorInfo;
+    return this.#parse(this.codec ? await this.codec.decode(stored) : plainOrRefuse(stored)) as ErrorInfo;
   }
 }

@@ -4,6 +4,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
@@ -126,5 +127,28 @@ describe("a lost or broken store between attempts", () => {
     const report = JSON.parse(last!);
     expect(report.refused?.code, out.stdout + out.stderr).toBe("STORE_READ_ONLY");
     expect(fs.existsSync(`${file}.ledger`)).toBe(false);
+  });
+});
+
+describe("a damaged value in an otherwise sound store", () => {
+  it("a step's stored value that does not decode: the continue is refused (STORE_UNREADABLE naming the run and step), nothing is written; get says the same", async () => {
+    const file = tmpDb();
+    await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "three" });
+    // Damage one record's text as a bad page would (integrity_check still passes: the page is well formed).
+    const db = new Database(file);
+    db.prepare("UPDATE steps SET value = substr(value, 1, 7) WHERE key = 'two'").run();
+    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+    db.close();
+    const before = sha(file);
+    const next = await runWorker(file, "r", "continue");
+    expect(next.report?.refused?.code, next.stdout + next.stderr).toBe("STORE_UNREADABLE");
+    expect(next.report!.refused!.message).toMatch(/run "r": the record of step "two" \(attempt 1\) does not decode/);
+    expect(next.report!.refused!.message).toContain("nothing was written");
+    expect(next.report!.refused!.message).toContain("Restore the store from a backup");
+    expect(sha(file)).toBe(before);
+    expect(readLedger(file).filter((e) => e.step === "three")).toHaveLength(1);
+    const engine = createEngine({ store: sqliteStore({ path: file }) });
+    await expect(engine.get("r")).rejects.toMatchObject({ code: "STORE_UNREADABLE", message: expect.stringContaining("does not decode") });
+    await engine.close();
   });
 });
