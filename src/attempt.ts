@@ -9,6 +9,7 @@ import type { Workflow } from "./define-workflow.js";
 import {
   AttemptEndedError,
   FromStepNotReachedError,
+  isStoreRefusal,
   LeaseLostError,
   OrderChangedError,
   RunCancelledError,
@@ -445,7 +446,9 @@ export class Attempt {
     }
 
     const run = this.stored.run;
-    const counts = ending !== "completed" && ending !== "waiting" && ending !== "escalated";
+    // A store that refused a statement of steplog's own (a bug in steplog, not in the run) counts no attempt.
+    const refusedByStore = [settled.kind === "threw" ? settled.error : undefined, writeFailure, this.endReason?.error].some(isStoreRefusal);
+    const counts = ending !== "completed" && ending !== "waiting" && ending !== "escalated" && !refusedByStore;
     const budgetUsed = counts ? run.budgetUsed : Math.max(0, run.budgetUsed - 1);
     const runStatus: RunStatus = counts && budgetUsed >= this.workflow.maxAttempts ? "dead-lettered" : ending;
     return this.#recordEnding({ ending, runStatus, error, value: valueText, budgetUsed, parked: ending === "waiting" ? this.parkedOn : undefined });

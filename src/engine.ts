@@ -194,6 +194,11 @@ function consentOf(id: string, options: ContinueOptions): Consent | undefined {
 /** The longest a continue waits to see a lease go unrenewed (a longer lease is refused at once: RUN_BUSY says why). */
 const MAX_CLAIM_WAIT_MS = 120_000;
 
+/** A clock that reads whole ms (a clock made from performance.now() reads fractions). */
+function wholeMs(clock: Clock): Clock {
+  return clock === systemClock ? clock : { now: () => Math.floor(clock.now()) };
+}
+
 /** Wait `ms`, or less if `signal` aborts. */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
@@ -224,14 +229,16 @@ class SteplogEngine implements Engine {
 
   constructor(options: EngineOptions) {
     checkKnownKeys("createEngine", options, ENGINE_KEYS);
-    const leaseMs = options.leaseMs ?? 30_000;
+    // Every stored time is a whole number of ms (Postgres keeps them in bigint columns): times
+    // read from the clock are rounded down, lengths of time and what they lead to rounded up.
+    const leaseMs = Math.ceil(options.leaseMs ?? 30_000);
     if (!(leaseMs >= 30)) throw new InvalidOptionError(`createEngine: leaseMs must be at least 30 ms, got ${String(options.leaseMs)}.`);
     const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
     if (!(maxValueBytes > 0)) throw new InvalidOptionError(`createEngine: maxValueBytes must be > 0, got ${String(options.maxValueBytes)}.`);
     this.store = options.store ?? sqliteStore();
     this.#settings = {
       store: this.store,
-      clock: options.clock ?? systemClock,
+      clock: wholeMs(options.clock ?? systemClock),
       leaseMs,
       maxValueBytes,
       payloads: new Payloads(maxValueBytes, options.codec, this.store.location),
@@ -288,7 +295,7 @@ class SteplogEngine implements Engine {
   #deadline(timeoutMs: number | undefined, where: string): number | undefined {
     if (timeoutMs === undefined) return undefined;
     if (!(typeof timeoutMs === "number" && timeoutMs > 0)) throw new InvalidOptionError(`${where}: timeoutMs must be a number of milliseconds > 0, got ${String(timeoutMs)}.`);
-    return this.#settings.clock.now() + timeoutMs;
+    return Math.ceil(this.#settings.clock.now() + timeoutMs);
   }
 
   async start<W extends Workflow<any, any>>(workflowOrName: W | string, args: WorkflowArgs<W>, options: StartOptions = {}): Promise<RunResult<WorkflowResult<W>>> {

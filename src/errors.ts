@@ -269,30 +269,59 @@ export class StoreWriteFailedError extends SteplogError {
    * when it may have committed all the same (a COMMIT got no reply, or a journal line began to
    * be written).
    */
-  constructor(location: string, what: string, details: SteplogErrorDetails, command?: { maybeRecorded: boolean }) {
+  /** `fix`: what to mend before trying again (default: free space or fix the store — a file's advice). */
+  constructor(location: string, what: string, details: SteplogErrorDetails, command?: { maybeRecorded: boolean }, fix = "free space or fix the store") {
     const reason = details.cause instanceof Error ? details.cause.message : String(details.cause);
     const id = q(details.runId ?? "<id>");
+    const Fix = fix.charAt(0).toUpperCase() + fix.slice(1);
     const next =
       command === undefined
         ? `The attempt stopped there; a step whose outcome was not recorded is resolved by its policy on the next continue. ` +
-          `Free space or fix the store, then type engine.continue(${id}).`
+          `${Fix}, then type engine.continue(${id}).`
         : command.maybeRecorded
           ? `It may have been recorded all the same: look with engine.get(${id}) before doing it again.`
-          : `Nothing was changed: free space or fix the store, then do it again.`;
+          : `Nothing was changed: ${fix}, then do it again.`;
     super("STORE_WRITE_FAILED", `Could not record ${what}${details.runId === undefined ? "" : ` of run ${id}`} in ${location}: ${reason}. ${next}`, details);
   }
 }
 
 export class StoreReadOnlyError extends SteplogError {
   override name = "StoreReadOnlyError";
-  constructor(location: string, why: string, runId?: string) {
+  /** `fix`: what makes it writable (default: a file's advice). */
+  constructor(location: string, why: string, runId?: string, fix = "make the file and its folder writable by this user (and open it without readonly: true)") {
     super(
       "STORE_READ_ONLY",
-      `The ${location} is read-only (${why}), so nothing can be recorded and no step was run. ` +
-        `To start or continue runs, make the file and its folder writable by this user (and open it without readonly: true).`,
+      `The ${location} is read-only (${why}), so nothing can be recorded and no step was run. To start or continue runs, ${fix}.`,
       runId === undefined ? {} : { runId },
     );
   }
+}
+
+/**
+ * The database server refused a statement steplog wrote (an SQL state that no operator can fix:
+ * a value out of range, a broken statement): a bug in steplog, not a fault of the store. Not a
+ * SteplogError on purpose: the steplog command reports it as INTERNAL, asking for a bug report.
+ * An attempt that ends by it is not counted toward maxAttempts.
+ */
+export class StoreRefusedError extends Error {
+  override name = "StoreRefusedError";
+  constructor(
+    location: string,
+    what: string,
+    readonly sqlState: string,
+    reason: string,
+    runId: string | undefined,
+  ) {
+    super(
+      `steplog internal error: the ${location} refused ${what}${runId === undefined ? "" : ` of run ${q(runId)}`} (SQL state ${sqlState}: ${reason}). ` +
+        `This is a bug in steplog, not a fault of the server: please report it with this message. Nothing of that write was recorded, and the attempt is not counted; a continue tries again.`,
+    );
+  }
+}
+
+/** True for an error that a store refusing steplog's own statement raised (see StoreRefusedError). */
+export function isStoreRefusal(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { name?: unknown }).name === "StoreRefusedError" && typeof (error as { sqlState?: unknown }).sqlState === "string";
 }
 
 export class LeaseLostError extends SteplogError {

@@ -135,7 +135,7 @@ export async function waitForEvent(attempt: Attempt, name: string, options: Wait
   // The wait's name is also the event's: one steplog keeps for itself could never be sent.
   if (typeof name === "string" && name.startsWith(RESERVED_EVENT_PREFIX)) checkName("event name", name);
   const now = attempt.settings.clock.now();
-  const entered = await enterWait(attempt, name, "event", () => (options.timeoutMs === undefined ? undefined : now + options.timeoutMs));
+  const entered = await enterWait(attempt, name, "event", () => (options.timeoutMs === undefined ? undefined : Math.ceil(now + options.timeoutMs)));
   if ("reused" in entered) {
     // A reused payload goes through the schema as it is now, like a reused step's value.
     if (!options.schema) return entered.reused;
@@ -177,7 +177,7 @@ export async function sleep(attempt: Attempt, name: string, msOrDate: number | D
   const valid = msOrDate instanceof Date ? !Number.isNaN(msOrDate.getTime()) : typeof msOrDate === "number" && Number.isFinite(msOrDate) && msOrDate >= 0;
   if (!valid) throw new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, sleep ${JSON.stringify(name)}: give a number of milliseconds ≥ 0 or a valid Date.`, { runId: attempt.runId });
   const now = attempt.settings.clock.now();
-  const entered = await enterWait(attempt, name, "sleep", () => (msOrDate instanceof Date ? msOrDate.getTime() : now + msOrDate));
+  const entered = await enterWait(attempt, name, "sleep", () => (msOrDate instanceof Date ? msOrDate.getTime() : Math.ceil(now + msOrDate)));
   if ("reused" in entered) return;
   const { key, row } = entered;
   const wait = waitOf(row)!;

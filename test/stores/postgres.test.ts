@@ -276,6 +276,75 @@ suite("postgres store", () => {
     await refusing.end();
   });
 
+  it("times with fractional milliseconds are stored whole (wake times rounded up): sleeps, wait timeouts and deadlines work", async () => {
+    const schema = freshSchema();
+    const flow = defineWorkflow({
+      name: "fractions",
+      async run(ctx) {
+        await ctx.step("a", { timeoutMs: 100.25 }, async () => 1);
+        await ctx.sleep("nap", 250.7);
+        return ctx.waitForEvent("go", { timeoutMs: 100.25 }).catch(() => "timed out");
+      },
+    });
+    const engine = createEngine({ store: store(schema), workflows: [flow], leaseMs: 1000.5 });
+    const started = Date.now();
+    expect(await engine.start(flow, undefined, { id: "f", timeoutMs: 5000.5 })).toMatchObject({ status: "waiting", waitingFor: { kind: "sleep" } });
+    const parked = (await engine.store.loadRun("f"))!;
+    expect(Number.isInteger(parked.run.wakeAt)).toBe(true);
+    expect(parked.run.wakeAt! - started).toBeGreaterThanOrEqual(251);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await engine.continue("f", { timeoutMs: 5000.5 })).toMatchObject({ status: "waiting", waitingFor: { kind: "event" } });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(await engine.continue("f")).toMatchObject({ status: "completed", value: "timed out" });
+    await engine.close();
+  });
+
+  it("a statement the server refuses as wrong (a steplog bug): not a store failure, the SQL state named, the attempt not counted", async () => {
+    const schema = freshSchema();
+    let refuse = true;
+    const refusing = interceptedPool(2, async (client, text, values) => {
+      if (refuse && text.includes("INSERT INTO") && text.includes(".steps")) {
+        throw Object.assign(new Error('value "9999999999999" is out of range for type integer'), { code: "22003" });
+      }
+      return client.query(text, values);
+    });
+    const flow = defineWorkflow({ name: "refused", maxAttempts: 1, run: (ctx) => ctx.step("a", async () => "done") });
+    const engine = createEngine({ store: postgresStore({ pool: refusing, schema }), workflows: [flow] });
+    const first = await engine.start(flow, undefined, { id: "r" });
+    expect(first).toMatchObject({ status: "failed", runStatus: "failed", error: { name: "StoreRefusedError", fields: { sqlState: "22003" } } });
+    expect(first.error!.code).toBeUndefined();
+    expect(first.error!.message).toMatch(/SQL state 22003.*This is a bug in steplog/);
+    refuse = false;
+    // With maxAttempts 1 a counted attempt would have dead-lettered the run.
+    expect(await engine.continue("r")).toMatchObject({ status: "completed", value: "done" });
+    await engine.close();
+    await refusing.end();
+  });
+
+  it("a full disk on the server: STORE_WRITE_FAILED saying to free space on the database server, no file advice", async () => {
+    const schema = freshSchema();
+    let full = false;
+    const filling = interceptedPool(2, async (client, text, values) => {
+      if (full && text.includes(".steps")) throw Object.assign(new Error("could not extend file: No space left on device"), { code: "53100" });
+      return client.query(text, values);
+    });
+    const flow = defineWorkflow({
+      name: "disk",
+      async run(ctx) {
+        full = true;
+        return ctx.step("a", async () => "done");
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: filling, schema }), workflows: [flow] });
+    const result = await engine.start(flow, undefined, { id: "d" });
+    expect(result).toMatchObject({ status: "failed", error: { code: "STORE_WRITE_FAILED" } });
+    expect(result.error!.message).toMatch(/free space on the database server/i);
+    expect(result.error!.message).not.toMatch(/the file|its folder/);
+    full = false;
+    await engine.close();
+    await filling.end();
+  });
+
   it("a new run whose COMMIT reply is lost past retryForMs: STORE_WRITE_FAILED saying it may have been recorded (it was), not to continue", async () => {
     const schema = freshSchema();
     await store(schema).migrate().then(() => undefined);

@@ -17,9 +17,11 @@ import { taken as takenResult } from "../claim-result.js";
 import type { ConnectionOptions } from "node:tls";
 import {
   InvalidOptionError,
+  isStoreRefusal,
   RunBusyError,
   SteplogError,
   StoreReadOnlyError,
+  StoreRefusedError,
   StoreUnreadableError,
   StoreWriteFailedError,
 } from "../../errors.js";
@@ -40,7 +42,7 @@ import type {
   Store,
   StoredRun,
 } from "../types.js";
-import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isConnectionSettingsError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
+import { CommitUnknownError, Connection, createPool, describeTarget, guardCheckouts, isConnectionError, isConnectionSettingsError, isDbError, redact, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { newRunStatement } from "./one-trip.js";
@@ -103,6 +105,13 @@ type Refused = { refused: Error };
 
 /** A COMMIT sent without a reply, in the last try or an earlier one, may have been carried out. */
 const maybeCommitted = (error: unknown, tx: TxState | undefined) => error instanceof CommitUnknownError || tx?.commitSent === true || tx?.maybeCommitted === true;
+
+/**
+ * SQL states that say the statement itself is wrong (a value out of range for its column, a
+ * type mismatch, a syntax error): no operator can fix them, so they are steplog's bugs. Anything
+ * else (a lost connection, a full disk, a lock timeout, a dropped table) is the server's state.
+ */
+const REFUSALS = /^(22|21|0A|42601|42804|42883|42P08|42P18)/;
 
 const isRefused = (value: unknown): value is Refused => typeof value === "object" && value !== null && "refused" in value;
 
@@ -239,13 +248,31 @@ class PostgresStoreImpl implements PostgresStore {
     return new StoreUnreadableError(this.location, reason, this.#cause(error), unreachable || isConnectionSettingsError(error));
   }
 
+  /**
+   * A write that failed, by cause: a role or a standby that may not write (STORE_READ_ONLY); the
+   * server out of resources (a full disk, too many connections) or out of reach, once the retries
+   * are spent (STORE_WRITE_FAILED, with server advice, never a file's); any other refusal of a
+   * statement steplog wrote is a bug in steplog (StoreRefusedError: INTERNAL, attempt not counted).
+   */
   #writeError(error: unknown, what: string, runId: string | undefined, command?: { maybeRecorded: boolean }): Error {
-    if (error instanceof SteplogError) return error;
+    if (error instanceof SteplogError || isStoreRefusal(error)) return error as Error;
     const code = (error as { code?: unknown }).code;
+    const details = { cause: this.#cause(error), ...(runId === undefined ? {} : { runId }) };
     if (code === "42501" || code === "25006") {
-      return new StoreReadOnlyError(this.location, `${this.#reason(error)}: this role may not write here, or the server is a read-only standby`, runId);
+      return new StoreReadOnlyError(
+        this.location,
+        `${this.#reason(error)}: this role may not write here, or the server is a read-only standby`,
+        runId,
+        "connect as a role that may write to steplog's schema, on the primary server",
+      );
     }
-    return new StoreWriteFailedError(this.location, what, { cause: this.#cause(error), ...(runId === undefined ? {} : { runId }) }, command);
+    if (typeof code === "string" && /^53/.test(code)) {
+      return new StoreWriteFailedError(this.location, what, details, command, "free space on the database server (or raise its limits)");
+    }
+    if (isDbError(error) && REFUSALS.test(String(code))) {
+      return new StoreRefusedError(this.location, what, String(code), this.#reason(error), runId);
+    }
+    return new StoreWriteFailedError(this.location, what, details, command, "check that the database server is up and reachable");
   }
 
   /** A read: absent schema → `absent`; errors → STORE_UNREADABLE. Waits for this process's queued writes first. */
