@@ -180,9 +180,6 @@ bool rslow[NPROC];              /* it may wait for the store across ticks (a fau
 /* watchLease: this process's sighting of the current lease */
 bool wseen[NPROC];
 byte wsince[NPROC];
-/* the attempt's view of the log, read in the claim's transaction (Attempt.latest) */
-byte lst[NPROC * NSTEPS];
-byte lslot[NPROC * NSTEPS];
 
 /* fault budgets */
 byte crashes = CRASHES;
@@ -263,6 +260,27 @@ end:
   od
 }
 
+/* The store receives a renewal (renewLease: fenced); its reply may be lost. */
+inline renewalArrives() {
+  if
+  :: FENCED(aep[me]) ->
+     leaseChanged();
+#if BREAK == 2
+     lsage = rsince[me];
+#endif
+     rst[me] = R_OK;
+     if
+     :: wfaults > 0 -> wfaults--; healthy[me] = 0;
+        if
+        :: rst[me] = R_ERR          /* the reply is lost: an error */
+        :: rst[me] = R_SENT         /* Postgres: run again on a new connection */
+        fi
+     :: true
+     fi
+  :: else -> rst[me] = R_LOST
+  fi
+}
+
 /* ---------------- the lease keeper of process `me` ---------------- */
 proctype Keeper(byte me) provided (!frozen[me]) {
 end:
@@ -274,33 +292,14 @@ end:
        :: rst[me] == R_IDLE ->
           rst[me] = R_SENT; rsince[me] = 0;
           if
-          :: rfaults > 0 -> rfaults--; rslow[me] = 1; healthy[me] = 0     /* the store is slow or cut off */
-          :: true
+          :: rfaults > 0 -> rfaults--; rslow[me] = 1; healthy[me] = 0  /* the store is slow or cut off */
+          :: true -> renewalArrives()                                   /* it reaches the store at once */
           fi
        :: else
        fi
      }
-  /* the store receives the renewal (renewLease: fenced) */
-  :: atomic {
-       krun[me] && rst[me] == R_SENT ->
-       if
-       :: FENCED(aep[me]) ->
-          leaseChanged();
-#if BREAK == 2
-          lsage = rsince[me];
-#endif
-          rst[me] = R_OK;
-          if
-          :: wfaults > 0 -> wfaults--; healthy[me] = 0;
-             if
-             :: rst[me] = R_ERR          /* the reply is lost: an error */
-             :: rst[me] = R_SENT         /* Postgres: run again on a new connection (applied again) */
-             fi
-          :: true
-          fi
-       :: else -> rst[me] = R_LOST
-       fi
-     }
+  /* a slow renewal reaches the store */
+  :: atomic { krun[me] && rst[me] == R_SENT -> renewalArrives() }
   /* a slow renewal fails without reaching the store */
   :: atomic { krun[me] && rst[me] == R_SENT && rslow[me] -> rst[me] = R_ERR }
   /* the replies (#renew) */
@@ -414,196 +413,228 @@ inline endAttempt(res, retrying, done) {
   fi
 }
 
-/* The attempt's view of step s, read in the claim's transaction: its latest row. */
-inline snapshot(s) {
-  lst[me * NSTEPS + s] = 0; lslot[me * NSTEPS + s] = NONE;
-  i = 0;
+/* The attempt's view of step k, read in the claim's transaction: its latest row. */
+inline snapshot(k, st, sl) {
+  st = 0; sl = NONE; i = 0;
   do
   :: i < nrows ->
-     if :: rstep[i] == s -> lst[me * NSTEPS + s] = rstat[i]; lslot[me * NSTEPS + s] = i :: else fi;
+     if :: rstep[i] == k -> st = rstat[i]; sl = i :: else fi;
      i++
   :: else -> break
-  od
+  od;
+  i = 0
 }
 
-/* ---------------- a worker process ---------------- */
+/* the worker's phases */
+#define PH_CLAIM   0
+#define PH_SETTLE  1
+#define PH_INTENT  2
+#define PH_CALL    3
+#define PH_OUTCOME 4
+#define PH_END     5
+
+/* The attempt's local state, forgotten when it ends. */
+inline forget() {
+  s = 0; slot = NONE; res = 0; started = 0; retrying = 0; done = 0; entry = 0;
+  lst0 = 0; lst1 = 0; lslot0 = 0; lslot1 = 0; phase = PH_CLAIM
+}
+
+/* The attempt ended LEASE_LOST: it writes nothing more; its keeper stops (Attempt.#leaseLost). */
+inline leaseLost() {
+  stopKeeper(me); lost[me] = 0; aep[me] = 0; forget()
+}
+
+#define LST(k)   ((k) == 0 -> lst0 : lst1)
+#define LSLOT(k) ((k) == 0 -> lslot0 : lslot1)
+
+/*
+ * route/startAt for the next step, from the attempt's view: before the start point a succeeded
+ * record is reused; the first step without one is the start point, and from there every step
+ * runs; a row left intended by another attempt is resolved first (redrive).
+ */
+inline advance() {
+  do
+  :: s < NSTEPS && !started && LST(s) == SUC -> s++
+  :: else -> break
+  od;
+  retrying = 0; entry = 1;
+  if
+  :: s == NSTEPS -> done = 1; phase = PH_END
+  :: else ->
+     started = 1;
+     if
+     :: LST(s) == INT -> slot = LSLOT(s); phase = PH_SETTLE
+     :: else -> slot = NONE; phase = PH_INTENT
+     fi
+  fi
+}
+
+/* A write failed with an error other than LEASE_LOST: run it again (Postgres) or give up. */
+#define RETRY_OR_FAIL  if :: retrying = 1 :: retrying = 0; done = 0; entry = 0; phase = PH_END fi
+
+/* ---------------- a worker process: continues of the run, one after another ---------------- */
 proctype Worker(byte me) provided (!frozen[me]) {
-  byte s, slot, res, i, prev;
-  bool started, retrying, gone, done;
+  byte phase = PH_CLAIM;
+  byte s, slot = NONE, res, i, prev;
+  byte lst0, lst1, lslot0, lslot1;
+  bool started, retrying, gone, done, entry;
 
-  {
-    skip;
-CLAIM:
-    /* claimRun(decideClaim(...)) in one transaction, again and again (a worker's polls) */
-    atomic {
-      if
-      :: completed -> goto FINISHED                                     /* RUN_COMPLETED */
-      :: else
-      fi;
-      prev = holder;
-      if
-      :: holder == NONE || holder == me -> gone = 1                     /* released; rule 4 */
-      :: else ->
-         if
-         :: SAMEHOST(holder, me) && dead[holder] -> gone = 1            /* its pid is dead */
-         :: SAMEHOST(holder, me) && !dead[holder] && !frozen[holder] -> gone = 0   /* alive: held */
-         :: else ->
+  do
+  /* claimRun(decideClaim(...)) in one transaction, again and again (a worker's polls) */
+  :: atomic {
+       phase == PH_CLAIM ->
+       if
+       :: completed -> break                                            /* RUN_COMPLETED */
+       :: else
+       fi;
+       prev = holder;
+       if
+       :: holder == NONE || holder == me -> gone = 1                    /* released; rule 4 */
+       :: else ->
+          if
+          :: SAMEHOST(holder, me) && dead[holder] -> gone = 1           /* its pid is dead */
+          :: SAMEHOST(holder, me) && !dead[holder] && !frozen[holder] -> gone = 0  /* alive: held */
+          :: else ->
 #if BREAK == 2
-            gone = (lsage >= P - SKEW)                                  /* expiresAt <= my clock */
+             gone = (lsage >= P - SKEW)                                 /* expiresAt <= my clock */
 #elif defined(SERVER_CLOCK)
-            gone = (lwage >= P)                                         /* lease.ageMs >= period */
+             gone = (lwage >= P)                                        /* lease.ageMs >= period */
 #else
-            /* watchLease: first sighting, or the same lease unrenewed for a full period */
-            if
+             /* watchLease: a first sighting, or the same lease unrenewed for a full period */
+             if
 #if BREAK == 5
-            :: true -> wseen[me] = 1; wsince[me] = 0; gone = 0
+             :: true -> wseen[me] = 1; wsince[me] = 0; gone = 0
 #else
-            :: !wseen[me] -> wseen[me] = 1; wsince[me] = 0; gone = 0
-            :: else -> gone = (wsince[me] >= P)
+             :: !wseen[me] -> wseen[me] = 1; wsince[me] = 0; gone = 0
+             :: else -> gone = (wsince[me] >= P)
 #endif
-            fi
+             fi
 #endif
-         fi
-      fi;
-      if
-      :: gone ->
-         /* P5: a live, renewing holder is never taken over */
-         assert(prev == NONE || prev == me || dead[prev] || !krun[prev] || lost[prev] || !healthy[prev]);
-         epoch++; holder = me; leaseChanged();
+          fi
+       fi;
+       if
+       :: gone ->
+          /* P5: a live, renewing holder is never taken over */
+          assert(prev == NONE || prev == me || dead[prev] || !krun[prev] || lost[prev] || !healthy[prev]);
+          epoch++; holder = me; leaseChanged();
 #if BREAK == 2
-         lsage = 0;
+          lsage = 0;
 #endif
-         aep[me] = epoch; lost[me] = 0; healthy[me] = 1;
-         krun[me] = 1; rtick[me] = 0; darmed[me] = 1; hexp[me] = P; rst[me] = R_IDLE; rsince[me] = 0; rslow[me] = 0;
-         snapshot(0); snapshot(1);
-         i = 0; s = 0; started = 0; gone = 0; prev = 0;
-         /* the claim's reply may be lost: Postgres finds its own attempt holding the lease; others fail the continue */
-         if
-         :: wfaults > 0 -> wfaults--; healthy[me] = 0;
-            if
-            :: goto STEP                                                /* retried: it is ours */
-            :: stopKeeper(me); aep[me] = 0; goto CLAIM                  /* the continue fails; the lease stays taken */
-            fi
-         :: true -> goto STEP
-         fi
-      :: else -> gone = 0; prev = 0; goto CLAIM                         /* RUN_BUSY: look again */
-      fi
-    };
+          aep[me] = epoch; lost[me] = 0; healthy[me] = 1;
+          krun[me] = 1; rtick[me] = 0; darmed[me] = 1; hexp[me] = P; rst[me] = R_IDLE; rsince[me] = 0; rslow[me] = 0;
+          snapshot(0, lst0, lslot0); snapshot(1, lst1, lslot1);
+          s = 0; started = 0; gone = 0; prev = 0;
+          /* the claim's reply may be lost: Postgres finds its own attempt holding the lease; the others fail the continue */
+          if
+          :: wfaults > 0 -> wfaults--; healthy[me] = 0;
+             if
+             :: advance()
+             :: stopKeeper(me); aep[me] = 0; forget()                   /* the lease stays taken, unused */
+             fi
+          :: true -> advance()
+          fi
+       :: else -> prev = 0                                              /* RUN_BUSY: look again */
+       fi
+     }
 
-STEP:
-    atomic {
-      if
-      :: lost[me] -> goto LOSTEND                                       /* assertRunning */
-      :: !lost[me] && s == NSTEPS -> done = 1; retrying = 0; goto END
-      :: else
-      fi;
-      if
-      :: !started && lst[me * NSTEPS + s] == SUC -> s++; goto STEP      /* reused */
-      :: else -> started = 1
-      fi;
-      if
-      :: lst[me * NSTEPS + s] == INT -> slot = lslot[me * NSTEPS + s]; retrying = 0; goto SETTLE
-      :: else -> slot = NONE; retrying = 0; goto INTENT
-      fi
-    };
+  /* resolveUnknownOutcome, policy redrive: the cut-off row is settled failed */
+  :: atomic {
+       phase == PH_SETTLE ->
+       if
+       :: entry && lost[me] -> leaseLost()                              /* assertRunning */
+       :: else ->
+          entry = 0;
+          writeOutcome(slot, FAIL, res, retrying);
+          if
+          :: res == W_OK -> retrying = 0; slot = NONE; phase = PH_INTENT   /* execute(), same key */
+          :: res == W_REFUSED -> leaseLost()
+          :: res == W_LOSTREP || res == W_ERR -> RETRY_OR_FAIL
+          :: res == W_INTERNAL -> retrying = 0; done = 0; phase = PH_END
+          fi
+       fi
+     }
 
-SETTLE:
-    /* resolveUnknownOutcome, policy redrive: the cut-off row is settled failed */
-    atomic {
-      if :: lost[me] -> goto LOSTEND :: else fi;
-      writeOutcome(slot, FAIL, res, retrying);
-      if
-      :: res == W_OK -> retrying = 0; slot = NONE; goto INTENT
-      :: res == W_REFUSED -> goto LOST
-      :: res == W_LOSTREP || res == W_ERR ->
-         if :: retrying = 1; goto SETTLE :: goto FAILEND fi
-      :: res == W_INTERNAL -> goto FAILEND
-      fi
-    };
-
-INTENT:
-    /* fault point before-intent: a crash may come here, as anywhere */
+  /* execute: the intent, durable before the function is called (fault point before-intent) */
+  :: atomic {
+       phase == PH_INTENT ->
+       if
+       :: entry && lost[me] -> leaseLost()                              /* assertRunning */
+       :: else ->
+          entry = 0;
 #if BREAK == 3
-    /* the function is called while the intent is still on its way */
-    atomic {
-      if :: lost[me] -> goto LOSTEND :: else fi;
-      assert(slot != NONE && slot < nrows && rstep[slot] == s && repoch[slot] == aep[me]);   /* P3 */
-    };
+          /* the function is called while the intent is still on its way */
+          assert(slot != NONE && slot < nrows && rstep[slot] == s && repoch[slot] == aep[me]);   /* P3 */
 #endif
-    atomic {
-      if :: lost[me] -> goto LOSTEND :: else fi;
-      writeIntent(s, slot, res, retrying);
-      if
-      :: res == W_OK -> retrying = 0
-      :: res == W_REFUSED -> goto LOST
-      :: res == W_LOSTREP || res == W_ERR ->
-         if :: retrying = 1; goto INTENT :: goto FAILEND fi
-      fi
-    };
-    /* fault point after-intent */
-CALL:
-    atomic {
-      if :: lost[me] -> goto LOSTEND :: else fi;                       /* endedBefore */
-      /* the function is entered: the effect starts */
-      assert(slot != NONE && slot < nrows && rstep[slot] == s && repoch[slot] == aep[me]);   /* P3 */
-      i = 0;
-      do
-      :: i < nrows -> assert(!(rstep[i] == s && rstat[i] == SUC && routep[i] < aep[me])); i++   /* P2 */
-      :: else -> break
-      od;
-      i = 0
-    };
-    /* ... the function runs (it may be cut off, frozen, or outlive its lease) ... */
-    atomic {
-      if :: lost[me] -> goto LOSTEND :: else fi;                       /* fault point after-fn; endedWhileRunning */
-      retrying = 0
-    };
-OUTCOME:
-    atomic {
-      if :: lost[me] -> goto LOSTEND :: else fi;
-      writeOutcome(slot, SUC, res, retrying);
-      if
-      :: res == W_OK -> retrying = 0; slot = NONE; s++; goto STEP       /* fault point after-outcome */
-      :: res == W_REFUSED -> goto LOST
-      :: res == W_LOSTREP || res == W_ERR ->
-         if :: retrying = 1; goto OUTCOME :: goto FAILEND fi
-      :: res == W_INTERNAL -> goto FAILEND
-      fi
-    };
+          writeIntent(s, slot, res, retrying);
+          if
+          :: res == W_OK -> retrying = 0; phase = PH_CALL
+          :: res == W_REFUSED -> leaseLost()
+          :: res == W_LOSTREP || res == W_ERR -> RETRY_OR_FAIL
+          fi
+       fi
+     }
 
-FAILEND:
-    atomic { done = 0; retrying = 0; slot = NONE; goto END };
-END:
-    /* fault point before-end; endAttempt releases the lease */
-    atomic {
-      if :: lost[me] -> goto LOSTEND :: else fi;
-      endAttempt(res, retrying, done);
-      if
-      :: res == W_OK -> stopKeeper(me); aep[me] = 0; goto NEXT
-      :: res == W_REFUSED -> goto LOST
-      :: res == W_LOSTREP || res == W_ERR ->
-         if :: retrying = 1; goto END :: stopKeeper(me); aep[me] = 0; goto NEXT fi
-      fi
-    };
-LOST:
-    atomic { lost[me] = 1; goto LOSTEND };
-LOSTEND:
-    /* LEASE_LOST: the attempt writes nothing more; its keeper stops */
-    atomic { stopKeeper(me); lost[me] = 0; aep[me] = 0; goto NEXT };
-NEXT:
-    atomic { s = 0; slot = NONE; res = 0; started = 0; retrying = 0; done = 0; lst[me * NSTEPS] = 0; lst[me * NSTEPS + 1] = 0; lslot[me * NSTEPS] = 0; lslot[me * NSTEPS + 1] = 0; goto CLAIM };
-FINISHED:
-    skip
-  } unless {
-    atomic { dead[me] -> s = 0; slot = 0; res = 0; i = 0; prev = 0; started = 0; retrying = 0; gone = 0; done = 0 }
+  /* fault point after-intent; then the function is entered: the effect starts */
+  :: atomic {
+       phase == PH_CALL ->
+       if
+       :: lost[me] -> leaseLost()                                       /* endedBefore */
+       :: else ->
+          assert(slot != NONE && slot < nrows && rstep[slot] == s && repoch[slot] == aep[me]);   /* P3 */
+          i = 0;
+          do
+          :: i < nrows -> assert(!(rstep[i] == s && rstat[i] == SUC && routep[i] < aep[me])); i++   /* P2 */
+          :: else -> break
+          od;
+          i = 0; phase = PH_OUTCOME
+       fi
+     }
+
+  /* ... the function runs (it may be cut off, frozen, or outlive its lease); it returns:
+     fault point after-fn, then the outcome */
+  :: atomic {
+       phase == PH_OUTCOME ->
+       if
+       :: lost[me] -> leaseLost()                                       /* endedWhileRunning: lease-lost */
+       :: else ->
+          writeOutcome(slot, SUC, res, retrying);
+          if
+          :: res == W_OK ->                                             /* fault point after-outcome */
+             slot = NONE; s++; advance()
+          :: res == W_REFUSED -> leaseLost()
+          :: res == W_LOSTREP || res == W_ERR -> RETRY_OR_FAIL
+          :: res == W_INTERNAL -> retrying = 0; done = 0; phase = PH_END
+          fi
+       fi
+     }
+
+  /* fault point before-end; endAttempt records the ending and releases the lease */
+  :: atomic {
+       phase == PH_END ->
+       if
+       :: lost[me] -> leaseLost()                                       /* #finish: lease-lost */
+       :: else ->
+          endAttempt(res, retrying, done);
+          if
+          :: res == W_OK -> stopKeeper(me); aep[me] = 0; forget()
+          :: res == W_REFUSED -> leaseLost()
+          :: res == W_LOSTREP || res == W_ERR ->
+             if
+             :: retrying = 1
+             :: stopKeeper(me); aep[me] = 0; forget()                   /* the attempt returns; its keeper stops */
+             fi
+          fi
+       fi
+     }
+  od unless {
+    atomic { dead[me] -> forget(); i = 0; prev = 0; gone = 0 }
   }
 }
 
 /* ---------------- faults ---------------- */
 inline crash(q) {
   crashes--; dead[q] = 1; frozen[q] = 0; healthy[q] = 0; lost[q] = 0; aep[q] = 0;
-  stopKeeper(q); wseen[q] = 0; wsince[q] = 0;
-  lst[q * NSTEPS] = 0; lst[q * NSTEPS + 1] = 0; lslot[q * NSTEPS] = 0; lslot[q * NSTEPS + 1] = 0
+  stopKeeper(q); wseen[q] = 0; wsince[q] = 0
 }
 
 #define FAULTS_FOR(q) \

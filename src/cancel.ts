@@ -14,6 +14,8 @@ export async function cancelStoredRun(store: Store, runId: string, reason: strin
   const before = await store.loadRun(runId);
   const error = await payloads.encodeError(toErrorInfo(new RunCancelledError(runId, before?.steps.at(-1)?.key, reason)));
   const status = await store.updateRun(runId, (current) => {
+    const sealed = payloads.sealedBeyond(current);
+    if (sealed) return { error: sealed, result: current.run.status };
     if (current.run.status === "completed") return { error: new RunCompletedError(runId, current.steps[0]?.key), result: current.run.status };
     if (current.run.status === "cancelled") return { result: current.run.status };
     const held = current.lease !== null && current.lease.attempt !== null;

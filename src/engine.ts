@@ -390,15 +390,13 @@ class SteplogEngine implements Engine {
         false,
         `The run was not continued and nothing was written. Restore the store from a backup; steplog never overwrites it.`,
       );
+    const sealed = payloads.sealedBeyond(current);
+    if (sealed) return sealed;
     for (const step of current.steps) {
-      const keyId = payloads.missingKey(step.value) ?? payloads.missingKey(step.error);
-      if (keyId !== undefined) return new CodecKeyMissingError(keyId, payloads.keyIds, { runId, step: step.key });
       const broken = payloads.damage(step.value) ?? payloads.damage(step.error);
       if (broken !== undefined) return damaged(`the record of step ${JSON.stringify(step.key)} (attempt ${step.attempt})`, broken);
     }
     for (const event of current.events) {
-      const keyId = payloads.missingKey(event.payload);
-      if (keyId !== undefined) return new CodecKeyMissingError(keyId, payloads.keyIds, { runId });
       const broken = payloads.damage(event.payload);
       if (broken !== undefined) return damaged(`the payload of event ${JSON.stringify(event.name)}`, broken);
     }

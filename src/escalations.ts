@@ -78,6 +78,8 @@ export async function resolveEscalation(
   const valueText = isValue ? (await payloads.encode(answer.value, `The value given for step ${JSON.stringify(step)}`, { runId, step })).stored : null;
   const redoError = await payloads.encodeError({ name: "ResolvedByPerson", message: `A person said the effect of step ${JSON.stringify(step)} did not happen; redo it.`, step });
   const done = await store.updateRun(runId, (current) => {
+    const sealed = payloads.sealedBeyond(current);
+    if (sealed) return { error: sealed, result: false };
     const held = busy(current);
     if (held) return { error: held, result: false };
     const rows = current.steps.filter((row) => row.key === step);

@@ -32,6 +32,9 @@ export async function sendEvent(store: Store, runId: string, name: string, paylo
   checkName("event name", name);
   const text = (await payloads.encode(payload, `The payload of event ${JSON.stringify(name)}`, { runId })).stored;
   const seq = await store.updateRun(runId, (current) => {
+    // A run sealed with a key this engine lacks takes no payload of ours (it would lie there in clear).
+    const sealed = payloads.sealedBeyond(current);
+    if (sealed) return { error: sealed, result: 0 };
     const waiting = waitingFor(current);
     const awaited = waiting?.kind === "event" && waiting.event === name;
     if (!awaited && options.keep !== true) return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current), "event"), result: 0 };
@@ -55,6 +58,8 @@ export async function answerApproval(store: Store, runId: string, step: string, 
   const stopped = new StoppedError(runId, step, reason, `To ask again, type engine.continue(${JSON.stringify(runId)}).`);
   const error = await payloads.encodeError({ name: stopped.name, message: stopped.message, code: stopped.code, step });
   const done = await store.updateRun(runId, (current) => {
+    const sealed = payloads.sealedBeyond(current);
+    if (sealed) return { error: sealed, result: false };
     const waiting = waitingFor(current);
     if (waiting?.kind !== "approval" || waiting.step !== step) {
       return { error: new NotWaitingError(runId, `approval of step ${JSON.stringify(step)}`, describeState(current), "approval"), result: false };

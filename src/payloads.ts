@@ -7,6 +7,7 @@
 
 import { CodecKeyMissingError, StoreUnreadableError, type ErrorInfo, type SteplogErrorDetails } from "./errors.js";
 import { decodeValue, encodeValue } from "./values.js";
+import type { StoredRun } from "./store/types.js";
 
 /** Turns stored text into other stored text and back; async allowed. */
 export interface Codec {
@@ -100,6 +101,26 @@ export class Payloads {
     const id = sealed[1] ?? "?";
     if (!this.codec) return id;
     return this.codec.keyIds === undefined || this.codec.keyIds.includes(id) ? undefined : id;
+  }
+
+  /**
+   * A CodecKeyMissingError for the first record of the run this engine's codec cannot open
+   * (its args, a step's value or error, an event's payload), if any. A run whose records are
+   * sealed takes no plain payloads either: an engine without the key must not write beside them.
+   */
+  sealedBeyond(current: StoredRun): CodecKeyMissingError | undefined {
+    const runId = current.run.id;
+    const argsKey = this.missingKey(current.run.args);
+    if (argsKey !== undefined) return new CodecKeyMissingError(argsKey, this.keyIds, { runId });
+    for (const step of current.steps) {
+      const keyId = this.missingKey(step.value) ?? this.missingKey(step.error);
+      if (keyId !== undefined) return new CodecKeyMissingError(keyId, this.keyIds, { runId, step: step.key });
+    }
+    for (const event of current.events) {
+      const keyId = this.missingKey(event.payload);
+      if (keyId !== undefined) return new CodecKeyMissingError(keyId, this.keyIds, { runId });
+    }
+    return undefined;
   }
 
   /** The key ids this engine can open, for a message. */

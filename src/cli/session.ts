@@ -119,8 +119,9 @@ export class Session {
    * if that is refused (a store whose schema needs an upgrade), once more read-write.
    */
   async read<T>(fn: (engine: Engine) => Promise<T>): Promise<T> {
-    this.requireStore();
+    // The engine first: its settings (STEPLOG_KEYS) are checked before the store is looked for.
     const engine = await this.engine({ readonly: this.storeSpec.kind === "sqlite" });
+    this.requireStore();
     try {
       return await fn(engine);
     } catch (error) {

@@ -5,7 +5,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow, encryptedCodec } from "../../src/index.js";
 import { sqliteStore } from "../../src/sqlite.js";
 import { tmpDir } from "../helpers/tmp.js";
 
@@ -28,6 +28,25 @@ function storeBytes(dir: string): string {
 }
 
 describe("secrets through the steplog command", () => {
+  it("reject, approve, send, cancel and resolve without the key: refused before anything is written (CODEC_KEY_MISSING)", async () => {
+    const cwd = tmpDir();
+    const db = path.join(cwd, "steplog.db");
+    const key = crypto.randomBytes(32);
+    const ship = defineWorkflow({ name: "ship", run: (ctx) => ctx.step("ship", { approval: true }, async () => "shipped") });
+    const engine = createEngine({ store: sqliteStore({ path: db }), workflows: [ship], codec: encryptedCodec({ keys: { k1: key }, current: "k1" }) });
+    expect(await engine.start(ship, undefined, { id: "a" })).toMatchObject({ status: "waiting" });
+    await engine.close();
+    for (const args of [["reject", "a", "ship", "--reason", "plaintext-reason", "--by", "eve"], ["approve", "a", "ship"], ["send", "a", "go", '"plaintext"'], ["cancel", "a"], ["resolve", "a", "ship", "--value", '"plaintext"']]) {
+      const r = steplog([...args, "--db", db], {}, cwd);
+      expect(r.code, `${args[0]}: ${r.stderr}`).not.toBe(0);
+      expect(r.stderr, args[0]).toContain("CODEC_KEY_MISSING");
+    }
+    expect(storeBytes(cwd)).not.toContain("plaintext");
+    const reader = createEngine({ store: sqliteStore({ path: db }), codec: encryptedCodec({ keys: { k1: key }, current: "k1" }) });
+    expect(await reader.get("a")).toMatchObject({ status: "waiting", waitingFor: { kind: "approval" } });
+    await reader.close();
+  });
+
   it("run, crash, continue and show with an encrypted store: the secret is never stored in plain text, and --redact hides it on screen", async () => {
     const cwd = tmpDir();
     const secret = `sk-${crypto.randomBytes(12).toString("hex")}`;
@@ -47,6 +66,8 @@ describe("secrets through the steplog command", () => {
     const html = path.join(cwd, "t.html");
     expect(steplog(["show", "s1", "--db", db, "--html", html, "--redact", "token"], env, cwd).code).toBe(0);
     expect(fs.readFileSync(html, "utf8")).not.toContain(secret);
+    // The page holds what the store holds, decrypted: owner-only, as the store files are.
+    expect(fs.statSync(html).mode & 0o777).toBe(0o600);
     // With the key and without --redact, the operator sees it; without the key, nothing is readable.
     expect(steplog(["show", "s1", "--db", db, "--json"], env, cwd).stdout).toContain(secret);
     const noKey = steplog(["show", "s1", "--db", db, "--json"], { THE_SECRET: "" }, cwd);
@@ -106,7 +127,7 @@ describe("what the steplog command never prints", () => {
     const cwd = tmpDir();
     let key = crypto.randomBytes(32).toString("base64url");
     while (!/[-_]/.test(key)) key = crypto.randomBytes(32).toString("base64url");
-    const out = steplog(["runs", "--db", path.join(cwd, "steplog.db")], { STEPLOG_KEYS: `k1=${key}` }, cwd);
+    const out = steplog(["runs", "--db", path.join(cwd, "steplog.db"), "--create"], { STEPLOG_KEYS: `k1=${key}` }, cwd);
     expect(out.code, out.stderr).toBe(0);
   });
 

@@ -157,4 +157,32 @@ describe.skipIf(!process.env.STEPLOG_PG_URL)("encryptedCodec on Postgres", () =>
       await admin.end();
     }
   });
+
+  it("a run sealed with a key this engine lacks takes no plain payload: send, approve, reject, cancel and resolve are refused, nothing written", async () => {
+    const file = tmpDb();
+    const sealed = createEngine({ store: sqliteStore({ path: file }), workflows: [fetchToken], codec: encryptedCodec({ keys, current: "k1" }) });
+    await sealed.start(fetchToken, { account: "acme", password: "x" }, { id: "t" });
+    await sealed.close();
+    const before = storeBytes(file).length;
+    const plain = createEngine({ store: sqliteStore({ path: file }) });
+    const attempts: Array<[string, () => Promise<unknown>]> = [
+      ["send", () => plain.send("t", "confirm", { by: "eve" })],
+      ["send keep", () => plain.send("t", "other", "x", { keep: true })],
+      ["approve", () => plain.approve("t", "login", { by: "eve" })],
+      ["reject", () => plain.reject("t", "login", { by: "eve", reason: "plain text" })],
+      ["cancel", () => plain.cancel("t", { reason: "plain text" })],
+      ["resolve", () => plain.resolve("t", "login", { value: "plain text" })],
+    ];
+    for (const [what, call] of attempts) {
+      await expect(call(), what).rejects.toMatchObject({ code: "CODEC_KEY_MISSING", message: expect.stringContaining(`key "k1"`) });
+    }
+    await plain.close();
+    const after = createEngine({ store: sqliteStore({ path: file }), codec: encryptedCodec({ keys, current: "k1" }) });
+    const view = await after.get("t");
+    expect(view.status).toBe("waiting");
+    expect((await after.store.loadRun("t"))!.events).toEqual([]);
+    await after.close();
+    expect(storeBytes(file).toString("latin1")).not.toContain("plain text");
+    expect(before).toBeGreaterThan(0);
+  });
 });

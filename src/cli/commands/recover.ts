@@ -16,8 +16,8 @@ export const recover: Command = {
     positionals: { min: 0, max: 0, names: [] },
   },
   async run(session) {
-    session.requireStore();
     const engine = await session.engine();
+    session.requireStore();
     const found = await engine.recover();
     if (session.json) {
       session.printJson(found.map((r) => ({ ...r, next: command("steplog", "run", "--continue", "--id", r.id) })));

@@ -38,7 +38,9 @@ export const show: Command = {
     if (htmlFile !== undefined) {
       written = path.resolve(session.io.cwd, htmlFile);
       try {
-        fs.writeFileSync(written, renderHtml(timeline, session.now()));
+        // Owner-only, as the stores are: the page holds decrypted values.
+        fs.writeFileSync(written, renderHtml(timeline, session.now()), { mode: 0o600 });
+        fs.chmodSync(written, 0o600);
       } catch (error) {
         throw new CliError(`Could not write ${written}: ${(error as Error).message}`, EXIT.usage, "HTML_NOT_WRITTEN");
       }
