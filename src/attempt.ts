@@ -9,6 +9,7 @@ import type { Workflow } from "./define-workflow.js";
 import {
   AttemptEndedError,
   FromStepNotReachedError,
+  isSteplogError,
   isStoreRefusal,
   LeaseLostError,
   OrderChangedError,
@@ -490,7 +491,8 @@ export class Attempt {
       });
     } catch (endError) {
       if (endError instanceof SteplogError && endError.code === "LEASE_LOST") return await this.#leaseLost(endError);
-      const info = toErrorInfo(endError);
+      // A store that failed a step's write first (a full disk) fails the ending too: the first failure, naming its step, says what happened.
+      const info = error?.code === "STORE_WRITE_FAILED" && isSteplogError(endError, "STORE_WRITE_FAILED") ? error : toErrorInfo(endError);
       this.emit({ type: "attempt-ended", runId: this.runId, attempt: this.number, status: "failed", runStatus: "running", error: info });
       return { id: this.runId, status: "failed", runStatus: "running", error: info, attempt: this.number };
     }

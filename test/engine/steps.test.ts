@@ -1,6 +1,6 @@
 // ctx.step itself: keys, idempotency keys, what the function receives, retries, timeouts, the intent.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, type StepInfo } from "../../src/index.js";
+import { createEngine, defineWorkflow, StoreWriteFailedError, type StepInfo } from "../../src/index.js";
 import { memoryStore } from "../../src/memory.js";
 import type { StepRow, Store } from "../../src/store/types.js";
 import { STORES, withOverrides } from "../helpers/stores.js";
@@ -354,5 +354,31 @@ describe("a step's signal", () => {
     process.off("warning", onWarning);
     expect(seen.size).toBe(40);
     expect(warnings).not.toContain("MaxListenersExceededWarning");
+  });
+});
+
+describe("a store that fails every write from some point on (a full disk)", () => {
+  it("the attempt's error names the first write that failed, the step's, not the attempt's ending", async () => {
+    const inner = memoryStore();
+    let full = false;
+    const diskFull = (what: string, runId: string) =>
+      new StoreWriteFailedError(inner.location, what, { runId, cause: new Error("database or disk is full") });
+    const store = withOverrides(inner, {
+      writeIntent: (original, fence, step) => (full ? Promise.reject(diskFull(`the intent of step ${JSON.stringify(step.key)}`, fence.runId)) : original(fence, step)),
+      endAttempt: (original, fence, end) => (full ? Promise.reject(diskFull("the attempt's ending", fence.runId)) : original(fence, end)),
+    });
+    const workflow = defineWorkflow({
+      name: "fills-up",
+      async run(ctx) {
+        await ctx.step("a", async () => 1);
+        full = true;
+        return ctx.step("b", async () => 2);
+      },
+    });
+    const engine = createEngine({ store, workflows: [workflow] });
+    const result = await engine.start(workflow, undefined, { id: "d" });
+    expect(result).toMatchObject({ status: "failed", runStatus: "running", error: { code: "STORE_WRITE_FAILED", step: "b" } });
+    expect(result.error!.message).toContain(`Could not record the intent of step "b"`);
+    await engine.close();
   });
 });
