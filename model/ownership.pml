@@ -142,7 +142,6 @@
 /* a renewal in progress (LeaseKeeper #renewing) */
 #define R_IDLE 0
 #define R_SENT 1
-#define R_OK   2
 #define R_LOST 3
 #define R_ERR  4
 
@@ -155,7 +154,6 @@ byte rstep[MAXROWS];
 byte rstat[MAXROWS];
 byte repoch[MAXROWS];           /* epoch of the attempt that wrote the intent */
 byte routep[MAXROWS];           /* ghost: epoch of the attempt whose outcome the row holds */
-byte rocnt[MAXROWS];            /* ghost: outcomes recorded on the row (P1) */
 #ifdef SERVER_CLOCK
 byte lwage = 0;                 /* ticks since the lease row was written, by the store's clock */
 #endif
@@ -225,7 +223,7 @@ inline leaseChanged() {
 
 /* LeaseKeeper.stop(): no more timers. A renewal in flight is forgotten. */
 inline stopKeeper(q) {
-  krun[q] = 0; rtick[q] = 0; darmed[q] = 0; hexp[q] = 0; rst[q] = R_IDLE; rsince[q] = 0; rslow[q] = 0
+  healthy[q] = 0; krun[q] = 0; rtick[q] = 0; darmed[q] = 0; hexp[q] = 0; rst[q] = R_IDLE; rsince[q] = 0; rslow[q] = 0
 }
 
 /* ---------------- the clock ---------------- */
@@ -268,14 +266,14 @@ inline renewalArrives() {
 #if BREAK == 2
      lsage = rsince[me];
 #endif
-     rst[me] = R_OK;
      if
      :: wfaults > 0 -> wfaults--; healthy[me] = 0;
         if
         :: rst[me] = R_ERR          /* the reply is lost: an error */
         :: rst[me] = R_SENT         /* Postgres: run again on a new connection */
         fi
-     :: true
+     :: true ->                     /* recorded: the deadline moves on (#armDeadline) */
+        hexp[me] = P - rsince[me]; darmed[me] = 1; rst[me] = R_IDLE; rsince[me] = 0; rslow[me] = 0
      fi
   :: else -> rst[me] = R_LOST
   fi
@@ -303,7 +301,6 @@ end:
   /* a slow renewal fails without reaching the store */
   :: atomic { krun[me] && rst[me] == R_SENT && rslow[me] -> rst[me] = R_ERR }
   /* the replies (#renew) */
-  :: atomic { krun[me] && rst[me] == R_OK -> hexp[me] = P - rsince[me]; darmed[me] = 1; rst[me] = R_IDLE; rsince[me] = 0; rslow[me] = 0 }
   :: atomic { krun[me] && rst[me] == R_LOST -> stopKeeper(me); lost[me] = 1 }
   :: atomic {
        krun[me] && rst[me] == R_ERR ->
@@ -345,8 +342,8 @@ inline spoil(res) {
 /* writeIntent: a new row `intended`; `slot` is its seq (NONE while none was written). */
 inline writeIntent(s, slot, res, retrying) {
   if
-  :: !retrying && wfaults > 0 -> wfaults--; res = W_ERR
-  :: else ->
+  :: !retrying && wfaults > 0 -> wfaults--; res = W_ERR          /* not applied */
+  :: true ->
      if
      :: retrying && slot != NONE ->
         /* #sameStep: our own row, exactly as written (still intended) */
@@ -359,7 +356,7 @@ inline writeIntent(s, slot, res, retrying) {
         :: FENCED(aep[me]) ->
            assert(nrows < MAXROWS);
            slot = nrows; nrows++;
-           rstep[slot] = s; rstat[slot] = INT; repoch[slot] = aep[me]; routep[slot] = 0; rocnt[slot] = 0;
+           rstep[slot] = s; rstat[slot] = INT; repoch[slot] = aep[me]; routep[slot] = 0;
            res = W_OK
         :: else -> res = W_REFUSED
         fi
@@ -371,8 +368,8 @@ inline writeIntent(s, slot, res, retrying) {
 /* writeOutcome on row `slot`: applied only under the live lease and while the row is intended. */
 inline writeOutcome(slot, st, res, retrying) {
   if
-  :: !retrying && wfaults > 0 -> wfaults--; res = W_ERR
-  :: else ->
+  :: !retrying && wfaults > 0 -> wfaults--; res = W_ERR          /* not applied */
+  :: true ->
      if
      :: retrying && rstat[slot] == st && routep[slot] == aep[me] -> res = W_OK   /* already(): ours */
      :: else ->
@@ -384,8 +381,10 @@ inline writeOutcome(slot, st, res, retrying) {
 #else
         :: FENCED(aep[me]) ->
 #endif
-           rstat[slot] = st; routep[slot] = aep[me]; rocnt[slot]++;
-           assert(rocnt[slot] <= 1);                                   /* P1 */
+           /* P1: rows start intended and an outcome moves them away for good, so this says
+              no row gets a second outcome */
+           assert(rstat[slot] == INT);
+           rstat[slot] = st; routep[slot] = aep[me];
            res = W_OK
         fi
      fi;
@@ -396,8 +395,8 @@ inline writeOutcome(slot, st, res, retrying) {
 /* endAttempt: the ending recorded and the lease released, in one transaction. */
 inline endAttempt(res, retrying, done) {
   if
-  :: !retrying && wfaults > 0 -> wfaults--; res = W_ERR
-  :: else ->
+  :: !retrying && wfaults > 0 -> wfaults--; res = W_ERR          /* not applied */
+  :: true ->
      if
      :: retrying && epoch == aep[me] && holder == NONE -> res = W_OK     /* our own ending, recorded */
      :: else ->

@@ -38,8 +38,15 @@ const flow = defineWorkflow({
   },
 });
 
-function cli(args: string[], cwd: string, asNobody = false) {
-  const command = asNobody ? ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", process.execPath] : [process.execPath];
+/**
+ * `withoutDac`: as root without the capabilities that let root ignore file modes (setpriv drops
+ * CAP_DAC_OVERRIDE): it can still read this checkout wherever it is, but not write where only
+ * another user may.
+ */
+function cli(args: string[], cwd: string, withoutDac = false) {
+  const command = withoutDac
+    ? ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search", process.execPath]
+    : [process.execPath];
   const r = spawnSync(command[0]!, [...command.slice(1), BIN, ...args], { cwd, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -87,9 +94,9 @@ describe("stores that cannot be written", () => {
 
   rootIt("a folder owned by another user: STORE_READ_ONLY (EACCES) for a new store, CLI exit 5", async () => {
     const dir = tmpDir();
+    execFileSync("chown", ["nobody:nogroup", dir]);
     fs.chmodSync(dir, 0o755);
-    for (let d = dir; d !== path.dirname(d); d = path.dirname(d)) fs.chmodSync(d, fs.statSync(d).mode | 0o005);
-    const run = cli(["run", example("hello.mjs"), "--db", path.join(dir, "steplog.db"), "--", '{"topic":"x"}'], "/tmp", true);
+    const run = cli(["run", example("hello.mjs"), "--db", path.join(dir, "steplog.db"), "--", '{"topic":"x"}'], dir, true);
     expect(run.code, run.stderr).toBe(5);
     expect(run.stderr).toContain("STORE_READ_ONLY");
     expect(run.stderr).toContain("EACCES");
