@@ -2,13 +2,13 @@ import { defineConfig } from "tsup";
 
 // One entry per package export; test/package/exports.test.ts checks the two agree.
 export const entries = {
-  index: "src/index.ts",
-  sqlite: "src/sqlite.ts",
-  postgres: "src/postgres.ts",
-  memory: "src/memory.ts",
-  testing: "src/testing.ts",
-  agents: "src/agents.ts",
-  jsonl: "src/jsonl.ts",
+  index: "src/entries/index.ts",
+  sqlite: "src/entries/sqlite.ts",
+  postgres: "src/entries/postgres.ts",
+  memory: "src/entries/memory.ts",
+  testing: "src/entries/testing.ts",
+  agents: "src/entries/agents.ts",
+  jsonl: "src/entries/jsonl.ts",
 };
 
 // Bins: built with the entries (sharing their chunks) but not exported; the source starts with

@@ -6,8 +6,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { createEngine } from "../src/index.js";
-import { sqliteStore } from "../src/sqlite.js";
+import { createEngine } from "../src/entries/index.js";
+import { sqliteStore } from "../src/entries/sqlite.js";
 import { spawnNode } from "./helpers/child.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -6,7 +6,7 @@
 // (In your own project, import from "steplog"; this example imports the repo's source so it
 // type-checks before the package is built.)
 
-import { defineWorkflow } from "../../src/index.js";
+import { defineWorkflow } from "../../src/entries/index.js";
 
 interface Args {
   names: string[];

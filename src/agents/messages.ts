@@ -9,7 +9,7 @@
  * tool call cut off by a crash (its step has no outcome) is not given a result.
  */
 
-import { SteplogError } from "../errors.js";
+import { SteplogError } from "../base/errors.js";
 import { isRecordedToolError, TOOL_ERROR_KEY } from "./tools.js";
 import { isModelStepName, keyOf, toolStepName } from "./step-names.js";
 

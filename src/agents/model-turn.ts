@@ -4,9 +4,9 @@
  * cost are recorded as the step's usage (summed per run by engine.get and the steplog command).
  */
 
-import { SteplogError } from "../errors.js";
-import type { RetryOptions, StepInfo, StepOptions, Usage, WorkflowContext } from "../context.js";
-import type { StandardSchemaV1 } from "../schema.js";
+import { SteplogError } from "../base/errors.js";
+import type { RetryOptions, StepInfo, StepOptions, Usage, WorkflowContext } from "../workflow/context.js";
+import type { StandardSchemaV1 } from "../workflow/schema.js";
 import { isMachineryError, markFatal, throwIfFatal } from "./run-state.js";
 import { modelStepName } from "./step-names.js";
 

@@ -7,7 +7,7 @@
  * the AI SDK's LanguageModelV3 (or V2). Every other member is passed through untouched.
  */
 
-import type { RetryOptions, WorkflowContext } from "../context.js";
+import type { RetryOptions, WorkflowContext } from "../workflow/context.js";
 import { modelTurn, usageOf, type TurnUsage } from "./model-turn.js";
 import { throwIfFatal } from "./run-state.js";
 

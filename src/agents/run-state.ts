@@ -9,9 +9,9 @@
  * tool call of the same attempt throws it instead of running.
  */
 
-import { StopRequest } from "../attempt.js";
-import type { WorkflowContext } from "../context.js";
-import { isSteplogError } from "../errors.js";
+import { StopRequest } from "../steps/attempt.js";
+import type { WorkflowContext } from "../workflow/context.js";
+import { isSteplogError } from "../base/errors.js";
 
 interface Entry {
   seq: number;

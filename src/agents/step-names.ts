@@ -9,8 +9,8 @@
  * reversible (parseToolStepName). A name that is still too long is refused with INVALID_OPTION.
  */
 
-import { InvalidOptionError } from "../errors.js";
-import { MAX_NAME_LENGTH } from "../names.js";
+import { InvalidOptionError } from "../base/errors.js";
+import { MAX_NAME_LENGTH } from "../workflow/names.js";
 
 /** Name of a model-turn step: `model`, or `model:<label>`. */
 export const MODEL_STEP = "model";

@@ -11,9 +11,9 @@
  * call order: 1, 2, … — deterministic, since a continue replays the code in the same order.
  */
 
-import type { CompensateInfo, Effect, QueryAnswer, QueryInfo, RetryOptions, StepInfo, StepOptions, UnknownOutcomePolicy, WorkflowContext } from "../context.js";
-import { IN_SIBLING_WINDOW, LAUNCHED_BESIDE_START } from "../launched-beside.js";
-import { InvalidOptionError } from "../errors.js";
+import type { CompensateInfo, Effect, QueryAnswer, QueryInfo, RetryOptions, StepInfo, StepOptions, UnknownOutcomePolicy, WorkflowContext } from "../workflow/context.js";
+import { IN_SIBLING_WINDOW, LAUNCHED_BESIDE_START } from "../steps/launched-beside.js";
+import { InvalidOptionError } from "../base/errors.js";
 import { inTurn, isMachineryError, markFatal, nextCallNumber, throwIfFatal } from "./run-state.js";
 import { toolStepName } from "./step-names.js";
 

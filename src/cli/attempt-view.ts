@@ -3,10 +3,10 @@
  * Ctrl-C handling, then the ending, the value or error, the run's cost and the next commands.
  */
 
-import type { RunResult } from "../attempt.js";
-import type { Engine } from "../engine.js";
-import type { ProgressEvent } from "../engine-settings.js";
-import type { RunView } from "../views.js";
+import type { RunResult } from "../steps/attempt.js";
+import type { Engine } from "../engine/engine.js";
+import type { ProgressEvent } from "../steps/settings.js";
+import type { RunView } from "../commands/views.js";
 import { errorText } from "./describe.js";
 import { EXIT, type ExitCode } from "./exit.js";
 import { command, formatUsage, oneLineJson, safe } from "./format.js";

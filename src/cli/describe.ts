@@ -4,7 +4,7 @@
  * the caller escapes it for its medium (safe() for a terminal, escapeHtml for a page).
  */
 
-import type { ErrorInfo } from "../errors.js";
+import type { ErrorInfo } from "../base/errors.js";
 import { formatDuration } from "./format.js";
 import type { TimelineAttempt, TimelineEntry } from "./timeline.js";
 

@@ -3,7 +3,7 @@
  * SteplogError maps to a code by its `code`; anything else is an internal error.
  */
 
-import { isSteplogError } from "../errors.js";
+import { isSteplogError } from "../base/errors.js";
 
 export const EXIT = {
   /** Done: the command did what was asked (for run, compensate, work: the attempt completed). */

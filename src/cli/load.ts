@@ -9,7 +9,7 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { isWorkflow, type Workflow } from "../define-workflow.js";
+import { isWorkflow, type Workflow } from "../workflow/define-workflow.js";
 import { WorkflowLoadError } from "./exit.js";
 
 export interface LoadedWorkflow {

@@ -6,7 +6,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { isSteplogError } from "../errors.js";
+import { isSteplogError } from "../base/errors.js";
 import { COMMON_OPTIONS, parseCommand, renderHelp, type Parsed } from "./args.js";
 import type { Command } from "./command.js";
 import { approve, reject } from "./commands/approve.js";

@@ -5,8 +5,8 @@
  * printed once, when it is final.
  */
 
-import type { ProgressEvent } from "../engine-settings.js";
-import type { ErrorInfo } from "../errors.js";
+import type { ProgressEvent } from "../steps/settings.js";
+import type { ErrorInfo } from "../base/errors.js";
 import { formatAge, formatDuration, HOUR_MS, painter, safe, stripAnsi, truncate, type Paint } from "./format.js";
 import type { Output } from "./session.js";
 

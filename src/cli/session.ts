@@ -7,10 +7,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { createOwnerOnlyFile } from "../store/owner-only-files.js";
-import { createEngine, type Engine, type EngineOptions } from "../engine.js";
-import { isSteplogError } from "../errors.js";
-import { encryptedCodec, KEY_ID, keyBytes } from "../encrypted-codec.js";
-import type { Codec } from "../payloads.js";
+import { createEngine, type Engine, type EngineOptions } from "../engine/engine.js";
+import { isSteplogError } from "../base/errors.js";
+import { encryptedCodec, KEY_ID, keyBytes } from "../payloads/encrypted-codec.js";
+import type { Codec } from "../payloads/payloads.js";
 import { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { booleanOption, stringOption, type Parsed } from "./args.js";

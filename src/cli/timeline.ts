@@ -4,10 +4,10 @@
  * the next commands to type. `steplog show` prints it, --json emits it, --html draws it.
  */
 
-import type { Escalation } from "../escalations.js";
-import type { ErrorInfo } from "../errors.js";
-import type { AttemptView, RunView, StepView } from "../views.js";
-import type { WaitingFor } from "../waits.js";
+import type { Escalation } from "../commands/escalations.js";
+import type { ErrorInfo } from "../base/errors.js";
+import type { AttemptView, RunView, StepView } from "../commands/views.js";
+import type { WaitingFor } from "../steps/waits.js";
 import { addUsage, command } from "./format.js";
 
 export type EntryKind = "ran" | "reused" | "compensation";

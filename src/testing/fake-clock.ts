@@ -1,6 +1,6 @@
 /** A clock a test moves by hand: for timers, waits and deadlines without real sleeps. */
 
-import type { Clock } from "../engine-settings.js";
+import type { Clock } from "../base/clock.js";
 
 export interface FakeClock extends Clock {
   /** Move the clock forward by `ms`. */

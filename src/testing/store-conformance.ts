@@ -10,7 +10,7 @@
  */
 
 import assert from "node:assert/strict";
-import { isSteplogError, RunBusyError } from "../errors.js";
+import { isSteplogError, RunBusyError } from "../base/errors.js";
 import type { AttemptRow, EventRow, Lease, RunRow, StepRow, Store, StoredRun } from "../store/types.js";
 
 export interface StoreConformanceOptions {
@@ -383,6 +383,20 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       await created(store, "made-first", { createdAt: NOW - 100, workflow: "b", status: "waiting", wakeAt: NOW + 2 });
       assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 1000 })).map((l) => l.run.id), ["earliest", "made-first", "new", "later"]);
       assert.deepEqual((await store.listRuns({ status: ["waiting"], dueBy: NOW + 1000, limit: 2 })).map((l) => l.run.id), ["earliest", "made-first"]);
+    }));
+
+    it("listRuns' limit at its edges: 0 and below list nothing, a fraction is rounded down, a huge or infinite one lists everything", withStore(async (store) => {
+      for (const [id, at] of [["a", NOW - 2], ["b", NOW - 1], ["c", NOW]] as const) await created(store, id, { createdAt: at });
+      const ids = async (limit: number) => (await store.listRuns({ limit })).map((l) => l.run.id);
+      assert.deepEqual(await ids(0), []);
+      assert.deepEqual(await ids(-1), []);
+      assert.deepEqual(await ids(-0.5), []);
+      assert.deepEqual(await ids(Number.NaN), []);
+      assert.deepEqual(await ids(1.9), ["c"]);
+      assert.deepEqual(await ids(2), ["c", "b"]);
+      assert.deepEqual(await ids(1e300), ["c", "b", "a"]);
+      assert.deepEqual(await ids(Number.POSITIVE_INFINITY), ["c", "b", "a"]);
+      assert.deepEqual(await ids(Number.MAX_SAFE_INTEGER), ["c", "b", "a"]);
     }));
 
     if (options.reopen) {

@@ -3,16 +3,16 @@
  * exactly what a second attempt runs. Attempt 1 is the seed; the attempt under test is 2.
  */
 
-import type { RunResult } from "../attempt.js";
-import type { Workflow, WorkflowArgs } from "../define-workflow.js";
-import { createEngine, TEST_HOOKS, type ContinueOptions } from "../engine.js";
-import { InvalidOptionError, type ErrorInfo } from "../errors.js";
-import { checkKnownKeys, nearest, type KnownKeys } from "../options.js";
+import type { RunResult } from "../steps/attempt.js";
+import type { Workflow, WorkflowArgs } from "../workflow/define-workflow.js";
+import { createEngine, TEST_HOOKS, type ContinueOptions } from "../engine/engine.js";
+import { InvalidOptionError, type ErrorInfo } from "../base/errors.js";
+import { checkKnownKeys, nearest, type KnownKeys } from "../base/options.js";
 import { memoryStore } from "../store/memory.js";
 import type { Effect, Store, StepRow } from "../store/types.js";
-import { encodeValue } from "../values.js";
-import type { RunView, StepView } from "../views.js";
-import type { StepInfo } from "../context.js";
+import { encodeValue } from "../payloads/values.js";
+import type { RunView, StepView } from "../commands/views.js";
+import type { StepInfo } from "../workflow/context.js";
 
 const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
 

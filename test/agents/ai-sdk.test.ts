@@ -4,10 +4,10 @@
 import { generateText, stepCountIs, streamText, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { durableModel, durableTools, messagesFromSteps, ModelTurnFailedError, pendingToolCalls } from "../../src/agents.js";
-import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/index.js";
-import { memoryStore } from "../../src/memory.js";
-import { testWorkflow } from "../../src/testing.js";
+import { durableModel, durableTools, messagesFromSteps, ModelTurnFailedError, pendingToolCalls } from "../../src/entries/agents.js";
+import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/entries/index.js";
+import { memoryStore } from "../../src/entries/memory.js";
+import { testWorkflow } from "../../src/entries/testing.js";
 import { scriptedModel, type ScriptedTurn } from "./mock-model.js";
 
 /** The keys of the scripted support agent's steps, in order: four model turns and three tool calls. */

@@ -4,8 +4,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { createEngine } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDir } from "../helpers/tmp.js";
 import { spawnNode } from "../helpers/child.js";
 

@@ -1,7 +1,7 @@
 // messagesFromSteps on step logs written by hand: what it reads, in what order, and what it
 // refuses to make up (a tool call without an outcome).
 import { describe, expect, it } from "vitest";
-import { messagesFromSteps, pendingToolCalls, readTurn, ToolCallPendingError, type StepRowLike } from "../../src/agents.js";
+import { messagesFromSteps, pendingToolCalls, readTurn, ToolCallPendingError, type StepRowLike } from "../../src/entries/agents.js";
 
 const openaiTurn = (content: string | null, calls: Array<[string, string, object]> = []) => ({
   choices: [{ message: { role: "assistant", content, ...(calls.length ? { tool_calls: calls.map(([id, name, args]) => ({ id, type: "function", function: { name, arguments: JSON.stringify(args) } })) } : {}) } }],

@@ -10,10 +10,10 @@ import {
   parseToolStepName,
   toolStepName,
   usageOf,
-} from "../../src/agents.js";
-import { createEngine, defineWorkflow, isSteplogError, type WorkflowContext } from "../../src/index.js";
-import { memoryStore } from "../../src/memory.js";
-import { testWorkflow } from "../../src/testing.js";
+} from "../../src/entries/agents.js";
+import { createEngine, defineWorkflow, isSteplogError, type WorkflowContext } from "../../src/entries/index.js";
+import { memoryStore } from "../../src/entries/memory.js";
+import { testWorkflow } from "../../src/entries/testing.js";
 import { untilAborted } from "../helpers/abort.js";
 
 async function runOnce<T>(body: (ctx: WorkflowContext) => Promise<T>) {

@@ -6,8 +6,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { assertBuilt, cli, example, TempDirs } from "./helpers.js";
 import { countNear, decodePng, distinctColours } from "./png.js";
 

@@ -3,8 +3,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createEngine } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { assertBuilt, BIN, cli, collect, example, spawnCli, TempDirs, waitForOutput, writeWorkflow } from "./helpers.js";
 
 const dirs = new TempDirs();

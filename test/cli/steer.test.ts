@@ -3,8 +3,8 @@
 import crypto from "node:crypto";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createEngine } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { assertBuilt, cli, collect, example, spawnCli, TempDirs, waitForOutput } from "./helpers.js";
 
 const dirs = new TempDirs();

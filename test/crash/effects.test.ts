@@ -2,8 +2,8 @@
 // the effect landed in the ledger, before its outcome), then a new process continues. Each
 // policy answers by the step's declaration; no irreversible effect is repeated on its own.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { inspectDb } from "../helpers/inspect.js";
 import { spawnNode } from "../helpers/child.js";

@@ -9,8 +9,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { postgresStore } from "../../src/postgres.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { postgresStore } from "../../src/entries/postgres.js";
 import { tmpDir } from "../helpers/tmp.js";
 import { spawnNode, type ChildRun } from "../helpers/child.js";
 

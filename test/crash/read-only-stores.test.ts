@@ -6,8 +6,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { BIN, example } from "../cli/helpers.js";
 import { tmpDir } from "../helpers/tmp.js";
 

@@ -1,8 +1,8 @@
 // Graceful ends (SIGINT/SIGTERM with handleSignals), a second Ctrl-C, and poison runs that
 // crash on every attempt until they are dead-lettered. Real processes throughout.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { inspectDb } from "../helpers/inspect.js";
 import { readLedger, runWorker, spawnWorker } from "../helpers/worker.js";

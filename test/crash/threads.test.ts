@@ -7,8 +7,8 @@ import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "steplog-threads-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

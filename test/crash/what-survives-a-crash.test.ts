@@ -2,8 +2,8 @@
 // "crash: kill -9 → no ending, reads interrupted; every step that ended is kept, the one in
 // flight is intended; a continue resolves the intended step by its policy, then goes on".
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { readLedger, runWorker } from "../helpers/worker.js";
 

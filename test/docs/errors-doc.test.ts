@@ -3,8 +3,8 @@
 import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { ERROR_CODES, SteplogError } from "../../src/errors.js";
-import * as steplog from "../../src/index.js";
+import { ERROR_CODES, SteplogError } from "../../src/base/errors.js";
+import * as steplog from "../../src/entries/index.js";
 
 const DOC = fileURLToPath(new URL("../../docs/errors.md", import.meta.url));
 

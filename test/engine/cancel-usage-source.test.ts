@@ -1,6 +1,6 @@
 // engine.cancel(id), info.usage() and the recorded source.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {

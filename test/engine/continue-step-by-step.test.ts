@@ -1,7 +1,7 @@
 // DESIGN.md, "A continue, step by step".
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { untilAborted } from "../helpers/abort.js";
 import { STORES } from "../helpers/stores.js";
 
@@ -224,7 +224,7 @@ describe.each(STORES)("a continue, step by step (%s)", (_name, makeStore) => {
 
 describe("the attempt's error names the step that failed", () => {
   it("with steps running at once, the one that threw, not the last one entered", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const workflow = defineWorkflow({
       name: "fan-out",
       async run(ctx) {
@@ -244,7 +244,7 @@ describe("the attempt's error names the step that failed", () => {
 
 describe("steps launched beside the start point (siblings) are reused only while nothing new has happened", () => {
   it("a wait that takes a new event ends it: a step after the wait runs on the new payload", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const booked: string[] = [];
     let slowFails = true;
     const workflow = defineWorkflow({
@@ -273,7 +273,7 @@ describe("steps launched beside the start point (siblings) are reused only while
   });
 
   it("a cut-off sibling settled by its query ends it: a step after it runs on the value the query found", async () => {
-    const { testWorkflow } = await import("../../src/testing.js");
+    const { testWorkflow } = await import("../../src/entries/testing.js");
     const workflow = defineWorkflow({
       name: "query-beside",
       async run(ctx) {
@@ -291,7 +291,7 @@ describe("steps launched beside the start point (siblings) are reused only while
   });
 
   it("a sibling's record older than a record handed back before it is run again: its inputs may have changed", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const sent: string[] = [];
     let plan = "A";
     let cut: AbortController | undefined;

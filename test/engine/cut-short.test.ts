@@ -2,10 +2,10 @@
 // a value it returns anyway is the truth (its effect happened) and is recorded succeeded; a
 // throw after the abort is recorded failed. The attempt still ends cancelled.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, type Engine } from "../../src/index.js";
-import { jsonlStore } from "../../src/jsonl.js";
-import { memoryStore } from "../../src/memory.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow, type Engine } from "../../src/entries/index.js";
+import { jsonlStore } from "../../src/entries/jsonl.js";
+import { memoryStore } from "../../src/entries/memory.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import type { Store } from "../../src/store/types.js";
 import { withOverrides } from "../helpers/stores.js";
 import { tmpDb } from "../helpers/tmp.js";

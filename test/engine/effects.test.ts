@@ -2,9 +2,9 @@
 // override, and what the step log records. The unknown outcome is seeded with testWorkflow.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow, type Effect, type StepOptions, type UnknownOutcomePolicy } from "../../src/index.js";
-import { memoryStore } from "../../src/memory.js";
-import { testWorkflow } from "../../src/testing.js";
+import { createEngine, defineWorkflow, type Effect, type StepOptions, type UnknownOutcomePolicy } from "../../src/entries/index.js";
+import { memoryStore } from "../../src/entries/memory.js";
+import { testWorkflow } from "../../src/entries/testing.js";
 
 /** A service that remembers effects by idempotency key, as a queryable, compensatable API would. */
 function service() {

@@ -2,8 +2,8 @@
 // (same name, message, code, fields, cause; the declared class) and the handler runs as before.
 // Only the failure that ended the attempt is redone. And what a stored error keeps.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, isSteplogError, StepTimedOutError } from "../../src/index.js";
-import { testWorkflow } from "../../src/testing.js";
+import { createEngine, defineWorkflow, isSteplogError, StepTimedOutError } from "../../src/entries/index.js";
+import { testWorkflow } from "../../src/entries/testing.js";
 import { STORES } from "../helpers/stores.js";
 
 class CardDeclined extends Error {

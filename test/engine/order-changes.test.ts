@@ -4,7 +4,7 @@
 // per attempt), or stops with onOrderChange: "stop".
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 let warnings: Error[] = [];

@@ -2,11 +2,11 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { memoryStore } from "../../src/memory.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { memoryStore } from "../../src/entries/memory.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
-import { currentOwner, parseScope, scopeOf } from "../../src/owner.js";
+import { currentOwner, parseScope, scopeOf } from "../../src/ownership/owner.js";
 import type { OwnerRow, Store } from "../../src/store/types.js";
 import { STORES, withOverrides } from "../helpers/stores.js";
 

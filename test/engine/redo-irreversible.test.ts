@@ -1,8 +1,8 @@
 // A succeeded irreversible step is never run again without consent: a continue whose start point
 // comes before it stops there (REDO_IRREVERSIBLE) until it is told `redo` or `reuse`.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { testWorkflow } from "../../src/testing.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { testWorkflow } from "../../src/entries/testing.js";
 import { STORES } from "../helpers/stores.js";
 
 describe.each(STORES)("a succeeded irreversible step after the start point (%s)", (_name, makeStore) => {

@@ -1,7 +1,7 @@
 // Refusals: bad input gets a clear, typed error and loses nothing.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow, isSteplogError, SteplogError } from "../../src/index.js";
+import { createEngine, defineWorkflow, isSteplogError, SteplogError } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 const ok = defineWorkflow({

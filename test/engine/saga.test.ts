@@ -1,7 +1,7 @@
 // DESIGN.md, "Sagas and the pivot": three compensatable steps and an irreversible pivot,
 // failed before and after the pivot; compensate(id), onFailure, PAST_PIVOT, PIVOT_ORDER.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 function trip(failAt: { value: string | undefined }, log: string[], onFailure: "keep" | "compensate" = "keep") {

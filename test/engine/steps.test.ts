@@ -1,7 +1,7 @@
 // ctx.step itself: keys, idempotency keys, what the function receives, retries, timeouts, the intent.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, StoreWriteFailedError, type StepInfo } from "../../src/index.js";
-import { memoryStore } from "../../src/memory.js";
+import { createEngine, defineWorkflow, StoreWriteFailedError, type StepInfo } from "../../src/entries/index.js";
+import { memoryStore } from "../../src/entries/memory.js";
 import type { StepRow, Store } from "../../src/store/types.js";
 import { STORES, withOverrides } from "../helpers/stores.js";
 
@@ -307,7 +307,7 @@ describe("the intent is durable before the function runs", () => {
 
 describe("a group-committed outcome that fails", () => {
   it("is never lost: the attempt ends failed (STORE_WRITE_FAILED), not completed, and the step stays intended", async () => {
-    const { StoreWriteFailedError } = await import("../../src/errors.js");
+    const { StoreWriteFailedError } = await import("../../src/base/errors.js");
     const inner = memoryStore();
     const store = withOverrides(inner, {
       writeOutcome: (original, fence, outcome) =>

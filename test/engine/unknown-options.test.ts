@@ -1,13 +1,13 @@
 // Typos in options are refused (INVALID_OPTION, naming the key and the nearest valid one), never
 // silently ignored: nothing is recorded and nothing runs.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { jsonlStore } from "../../src/jsonl.js";
-import { memoryStore } from "../../src/memory.js";
-import { postgresStore } from "../../src/postgres.js";
-import { sqliteStore } from "../../src/sqlite.js";
-import { testWorkflow } from "../../src/testing.js";
-import { encryptedCodec } from "../../src/index.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { jsonlStore } from "../../src/entries/jsonl.js";
+import { memoryStore } from "../../src/entries/memory.js";
+import { postgresStore } from "../../src/entries/postgres.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
+import { testWorkflow } from "../../src/entries/testing.js";
+import { encryptedCodec } from "../../src/entries/index.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 const refusal = (key: string, near?: string) => ({

@@ -2,7 +2,7 @@
 // result schema, too large, not serialisable) is left intended, an unknown outcome, on every store.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow } from "../../src/index.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 describe.each(STORES)("an effect whose value cannot be recorded (%s)", (_name, makeStore) => {

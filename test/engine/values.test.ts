@@ -1,7 +1,7 @@
 // Values: what a continue hands back is exactly what the first attempt got, or the step fails clearly.
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { decodeValue, encodeValue, tryEncode, Unencodable } from "../../src/values.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { decodeValue, encodeValue, tryEncode, Unencodable } from "../../src/payloads/values.js";
 import { STORES } from "../helpers/stores.js";
 
 const RICH = {

@@ -1,6 +1,6 @@
 // The version rule: which recorded versions count as a breaking change from the code's.
 import { describe, expect, it } from "vitest";
-import { isBreakingChange } from "../../src/versions.js";
+import { isBreakingChange } from "../../src/workflow/versions.js";
 
 describe("isBreakingChange", () => {
   it("semver: another major is breaking, and another minor under 0.x; patches, pre-releases and a leading v are not", () => {

@@ -1,8 +1,8 @@
 // Runs that wait: durable sleep, events, approvals and the worker, with a fake clock (no real sleeps).
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow, type Engine, type WorkflowContext } from "../../src/index.js";
-import { fakeClock } from "../../src/testing.js";
+import { createEngine, defineWorkflow, type Engine, type WorkflowContext } from "../../src/entries/index.js";
+import { fakeClock } from "../../src/entries/testing.js";
 import { STORES, withOverrides } from "../helpers/stores.js";
 
 /** Run a worker until `until` says so (or a few seconds pass), then stop it. */
@@ -282,7 +282,7 @@ describe("the worker loop: what it picks up", () => {
   });
 
   it("due runs of workflows this worker does not have do not hide its own", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const store = memoryStore();
     const nap = (name: string) => defineWorkflow({ name, run: async (ctx) => (await ctx.sleep("nap", NAP_MS), name) });
     const [other, mine] = [nap("other-service"), nap("mine")];
@@ -297,8 +297,8 @@ describe("the worker loop: what it picks up", () => {
   });
 
   it("a run it could not claim is tried again after pollMs, even while the worker keeps being woken", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
-    const { wakeWorkers } = await import("../../src/worker.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
+    const { wakeWorkers } = await import("../../src/engine/worker.js");
     const inner = memoryStore();
     let refusals = 0;
     // The first claim of run "x" is lost (another worker got there first, say).
@@ -320,8 +320,8 @@ describe("the worker loop: what it picks up", () => {
   });
 
   it("with concurrency 1, a ready run it cannot take does not hold up the next one", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
-    const { CodecKeyMissingError } = await import("../../src/errors.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
+    const { CodecKeyMissingError } = await import("../../src/base/errors.js");
     const inner = memoryStore();
     const blocked = withOverrides(inner, {
       claimRun: (original, runId, decide) => (runId === "bad" ? Promise.reject(new CodecKeyMissingError("k2", ["k1"], { runId })) : original(runId, decide)),
@@ -344,7 +344,7 @@ describe("the worker loop: what it picks up", () => {
   });
 
   it("a listing that fails once does not stop the worker: it warns and looks again at its next poll", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const inner = memoryStore();
     let failures = 0;
     const flaky = withOverrides(inner, {
@@ -368,7 +368,7 @@ describe("the worker loop: what it picks up", () => {
 
 describe("waiting: edges", () => {
   it("a worker does not spin on runs it cannot claim (a foreign workflow's due run, a busy autoResume run)", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const inner = memoryStore();
     let claims = 0;
     const store = withOverrides(inner, { claimRun: (original, runId, decide) => (claims++, original(runId, decide)) });
@@ -390,7 +390,7 @@ describe("waiting: edges", () => {
   });
 
   it("a send through one engine wakes a worker of another engine in the same process", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const store = memoryStore();
     const workflow = defineWorkflow({ name: "woken", async run(ctx) { return ctx.waitForEvent("go"); } });
     const a = createEngine({ store, workflows: [workflow] });
@@ -407,7 +407,7 @@ describe("waiting: edges", () => {
   });
 
   it("close() stops a worker; work() after close rejects with ENGINE_CLOSED", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const engine = createEngine({ store: memoryStore(), workflows: [] });
     const worker = engine.work({ pollMs: 60_000 });
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -417,7 +417,7 @@ describe("waiting: edges", () => {
   });
 
   it("an event named like steplog's own (steplog:approval:<step>) cannot be sent: it would approve the step", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     let sent = 0;
     const workflow = defineWorkflow({ name: "gated", async run(ctx) { return ctx.step("deploy", { approval: true }, async () => void sent++); } });
     const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
@@ -434,7 +434,7 @@ describe("waiting: edges", () => {
   });
 
   it("an approval is answered once: a second approve, or a reject after it, is refused", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const workflow = defineWorkflow({ name: "once", async run(ctx) { return ctx.step("send", { approval: true }, async () => "sent"); } });
     const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
     await engine.start(workflow, undefined, { id: "a" });
@@ -447,7 +447,7 @@ describe("waiting: edges", () => {
   });
 
   it("a reused event payload goes through the wait's schema as it is now", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const got: unknown[] = [];
     let fail = true;
     const workflow = defineWorkflow({
@@ -469,7 +469,7 @@ describe("waiting: edges", () => {
   });
 
   it("bad wait arguments are refused: sleep(NaN), a negative sleep, a '#' in a wait's name", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     for (const [name, body] of [
       ["nan", (ctx: WorkflowContext) => ctx.sleep("s", Number.NaN)],
       ["negative", (ctx: WorkflowContext) => ctx.sleep("s", -5)],
@@ -487,7 +487,7 @@ describe("waiting: edges", () => {
 
 describe("deadlines are times of day", () => {
   it("a run deadline passes when the wall clock passes it, even if no monotonic time went by (a machine that slept)", async () => {
-    const { memoryStore } = await import("../../src/memory.js");
+    const { memoryStore } = await import("../../src/entries/memory.js");
     const clock = fakeClock();
     const workflow = defineWorkflow({
       name: "sleepy-laptop",

@@ -2,7 +2,7 @@
 // needs a real SIGKILL, is in test/crash/what-survives-a-crash.test.ts.)
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/index.js";
+import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 /** A three-step workflow whose step functions are swapped per test; counts every call. */

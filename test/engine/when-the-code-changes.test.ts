@@ -1,7 +1,7 @@
 // DESIGN.md, "When the code changes": one test per row, on every store.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow, type Store } from "../../src/index.js";
+import { createEngine, defineWorkflow, type Store } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 /** Run `first` to a failure in its last step, then continue with `second` on the same store. */

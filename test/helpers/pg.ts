@@ -4,7 +4,7 @@
 import crypto from "node:crypto";
 import pg from "pg";
 import { afterAll } from "vitest";
-import { postgresStore } from "../../src/postgres.js";
+import { postgresStore } from "../../src/entries/postgres.js";
 import type { Store } from "../../src/store/types.js";
 
 export const PG_URL = process.env.STEPLOG_PG_URL || undefined;

@@ -1,4 +1,4 @@
-import { jsonlStore } from "../../src/jsonl.js";
+import { jsonlStore } from "../../src/entries/jsonl.js";
 import { memoryStore } from "../../src/store/memory.js";
 import { sqliteStore } from "../../src/store/sqlite/store.js";
 import type { Store } from "../../src/store/types.js";

@@ -5,8 +5,8 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, encryptedCodec } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow, encryptedCodec } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDir } from "../helpers/tmp.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");

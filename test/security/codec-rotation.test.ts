@@ -3,8 +3,8 @@
 // run not dead-lettered — and an engine with both keys goes on.
 import crypto from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, encryptedCodec } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow, encryptedCodec } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 describe("a continue without the key some records need", () => {

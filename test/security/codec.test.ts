@@ -4,8 +4,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createEngine, defineWorkflow, encryptedCodec, type Codec } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
+import { createEngine, defineWorkflow, encryptedCodec, type Codec } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 const SECRET = "sk-live-4f1e8c2a9b7d6e5f";

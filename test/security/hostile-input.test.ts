@@ -3,7 +3,7 @@
 // VALUE_TOO_LARGE), with nothing else in the store changed. Never interpreted.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, isSteplogError, type Engine, type Store } from "../../src/index.js";
+import { createEngine, defineWorkflow, isSteplogError, type Engine, type Store } from "../../src/entries/index.js";
 import { EVERY_STORE } from "../helpers/stores.js";
 
 const NASTY = [

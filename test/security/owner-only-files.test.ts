@@ -2,8 +2,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow } from "../../src/index.js";
-import { jsonlStore } from "../../src/jsonl.js";
+import { createEngine, defineWorkflow } from "../../src/entries/index.js";
+import { jsonlStore } from "../../src/entries/jsonl.js";
 import { tmpDir } from "../helpers/tmp.js";
 
 const hello = defineWorkflow({ name: "hello", async run(ctx) { return ctx.step("a", async () => "hi"); } });

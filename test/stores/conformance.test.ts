@@ -2,9 +2,9 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import { describe, it } from "vitest";
-import { memoryStore } from "../../src/memory.js";
-import { sqliteStore, type SqliteStore } from "../../src/sqlite.js";
-import { describeStore } from "../../src/testing.js";
+import { memoryStore } from "../../src/entries/memory.js";
+import { sqliteStore, type SqliteStore } from "../../src/entries/sqlite.js";
+import { describeStore } from "../../src/entries/testing.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 describeStore("memory", { create: () => memoryStore() }, { describe, it });

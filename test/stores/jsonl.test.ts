@@ -6,9 +6,9 @@ import fs from "node:fs";
 import path from "node:path";
 import lockfile from "proper-lockfile";
 import { describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, isSteplogError } from "../../src/index.js";
-import { jsonlStore, type JsonlStore } from "../../src/jsonl.js";
-import { attemptRow, describeStore, runRow, stepRow } from "../../src/testing.js";
+import { createEngine, defineWorkflow, isSteplogError } from "../../src/entries/index.js";
+import { jsonlStore, type JsonlStore } from "../../src/entries/jsonl.js";
+import { attemptRow, describeStore, runRow, stepRow } from "../../src/entries/testing.js";
 import type { Lease } from "../../src/store/types.js";
 import { tmpDir } from "../helpers/tmp.js";
 

@@ -7,13 +7,13 @@ import crypto from "node:crypto";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createEngine, defineWorkflow, isSteplogError, RunBusyError } from "../../src/index.js";
-import { postgresStore, type PostgresStore } from "../../src/postgres.js";
-import { attemptRow, describeStore, runRow } from "../../src/testing.js";
+import { createEngine, defineWorkflow, isSteplogError, RunBusyError } from "../../src/entries/index.js";
+import { postgresStore, type PostgresStore } from "../../src/entries/postgres.js";
+import { attemptRow, describeStore, runRow } from "../../src/entries/testing.js";
 import type { PgClient, PgPoolLike } from "../../src/store/postgres/connection.js";
 import { SCHEMA_VERSION } from "../../src/store/postgres/schema.js";
 import type { StoredRun } from "../../src/store/types.js";
-import { currentOwner } from "../../src/owner.js";
+import { currentOwner } from "../../src/ownership/owner.js";
 
 const URL_ = process.env.STEPLOG_PG_URL;
 if (!URL_) {

@@ -1,9 +1,9 @@
 // testWorkflow: unit-testing the second attempt, as the seed document does it.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { defineWorkflow } from "../../src/index.js";
-import { sqliteStore } from "../../src/sqlite.js";
-import { testWorkflow } from "../../src/testing.js";
+import { defineWorkflow } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
+import { testWorkflow } from "../../src/entries/testing.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 const PLAN = z.object({ branch: z.string(), steps: z.array(z.string()) });
@@ -141,7 +141,7 @@ describe("testWorkflow and the saga's pivot rule", () => {
     expect(seeded).toMatchObject({ status: "failed", run: { status: "failed" } });
     expect(compensated).toEqual([]);
     // The same in a real engine on SQLite: start fails at ship, and nothing is compensated past the charge.
-    const { createEngine } = await import("../../src/index.js");
+    const { createEngine } = await import("../../src/entries/index.js");
     const engine = createEngine({ store: sqliteStore({ path: tmpDb() }), workflows: [trip] });
     expect(await engine.start(trip, undefined, { id: "t" })).toMatchObject({ status: "failed", runStatus: "failed" });
     expect(compensated).toEqual([]);

@@ -1,6 +1,6 @@
 /** steplog compensate <id> [--workflow FILE]: the saga, with the workflow loaded from the recorded source. */
 
-import type { Engine } from "../../engine.js";
+import type { Engine } from "../../engine/engine.js";
 import { stringOption } from "../args.js";
 import { attend, exitFor, report } from "../attempt-view.js";
 import type { Command } from "../command.js";

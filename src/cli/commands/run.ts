@@ -1,6 +1,6 @@
 /** steplog run <workflow-file> [--id ID] [--continue] [--from-step S] [--redo S] [--reuse S] [--timeout 10m] [--force] -- args… */
 
-import type { Engine } from "../../engine.js";
+import type { Engine } from "../../engine/engine.js";
 import { booleanOption, durationOption, listOption, stringOption } from "../args.js";
 import { attend, exitFor, report } from "../attempt-view.js";
 import type { Command } from "../command.js";

@@ -1,8 +1,8 @@
 /** steplog runs [--status S] [--workflow W] [--limit N]: one line a run. */
 
-import type { Engine } from "../../engine.js";
+import type { Engine } from "../../engine/engine.js";
 import type { RunStatus } from "../../store/types.js";
-import type { RunSummary, RunView } from "../../views.js";
+import type { RunSummary, RunView } from "../../commands/views.js";
 import { integerOption, listOption, stringOption, type Parsed } from "../args.js";
 import type { Command } from "../command.js";
 import { EXIT, UsageError } from "../exit.js";

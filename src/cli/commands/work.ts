@@ -7,9 +7,9 @@
  * shows up, the worker stops claiming, lets its attempts finish, and starts again with it.
  */
 
-import type { Engine } from "../../engine.js";
-import type { ProgressEvent } from "../../engine-settings.js";
-import type { RunResult } from "../../attempt.js";
+import type { Engine } from "../../engine/engine.js";
+import type { ProgressEvent } from "../../steps/settings.js";
+import type { RunResult } from "../../steps/attempt.js";
 import { booleanOption, durationOption, integerOption, listOption } from "../args.js";
 import type { Command } from "../command.js";
 import { errorText } from "../describe.js";

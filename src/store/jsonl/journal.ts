@@ -7,7 +7,7 @@
  */
 
 import fs from "node:fs";
-import { StoreTooNewError, StoreUnreadableError } from "../../errors.js";
+import { StoreTooNewError, StoreUnreadableError } from "../../base/errors.js";
 import { apply, checkRecord, FORMAT_VERSION, HEADER_LINE, parseHeader, type JournalState } from "./records.js";
 
 /** Bytes after the last consumed line that are not (yet) a record. */

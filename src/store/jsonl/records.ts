@@ -9,14 +9,14 @@
  * `grep '"run":"r1"' steplog.jsonl` shows one run's history.
  */
 
-import { LeaseLostError } from "../../errors.js";
 import type { AttemptEnding, AttemptRow, EventRow, RunPatch, RunRow, StepOutcome, StepRow, StoredRun } from "../types.js";
+import { RunStates, type StepPatch } from "../state-machine.js";
 
 /** The format this code writes and the newest it reads. */
 export const FORMAT_VERSION = 1;
 export const HEADER_LINE = JSON.stringify({ steplog: "jsonl", version: FORMAT_VERSION });
 
-export type StepPatch = Partial<Omit<StepRow, "runId" | "seq">>;
+export type { StepPatch };
 
 export type JournalRecord =
   | { op: "create"; run: string; row: RunRow; attempt: AttemptRow; expiresAt: number; now: number }
@@ -72,103 +72,31 @@ export function checkRecord(value: unknown): JournalRecord | string {
 /**
  * Apply one record to the state, or return why it is refused (the state untouched). Refusals
  * are what a live write is rejected with; in a replay they can only come from a process that
- * wrote after losing the file lock, and such a record is skipped.
+ * wrote after losing the file lock, and such a record is skipped. The rules are the shared
+ * state machine's (../state-machine.ts), the memory store's too.
  */
 export function apply(state: JournalState, record: JournalRecord): Error | undefined {
-  const current = state.get(record.run);
+  const runs = new RunStates(state);
   switch (record.op) {
-    case "create": {
-      if (current) return new Error(`steplog internal: run ${record.run} exists already`);
-      state.set(record.run, {
-        run: { ...record.row },
-        attempts: [{ ...record.attempt }],
-        steps: [],
-        events: [],
-        lease: { runId: record.run, epoch: 1, attempt: record.attempt.number, expiresAt: record.expiresAt, heartbeatAt: record.now },
-      });
-      return undefined;
-    }
-    case "claim": {
-      if (!current) return new Error(`steplog internal: claim of missing run ${record.run}`);
-      const expected = (current.lease?.epoch ?? 0) + 1;
-      if (record.epoch !== expected) return new LeaseLostError(record.run, record.attempt.number, `the claim for epoch ${record.epoch} came after epoch ${expected - 1}'s`);
-      Object.assign(current.run, record.patch);
-      current.attempts.push({ ...record.attempt });
-      current.lease = { runId: record.run, epoch: record.epoch, attempt: record.attempt.number, expiresAt: record.expiresAt, heartbeatAt: record.now };
-      return undefined;
-    }
+    case "create":
+      return runs.create(record.row, record.attempt, { expiresAt: record.expiresAt, now: record.now });
+    case "claim":
+      return runs.claim(record.run, record.epoch, record.attempt, record.patch, record.expiresAt, record.now);
     case "update": {
-      if (!current) return new Error(`steplog internal: update of missing run ${record.run}`);
-      for (const step of record.appendSteps ?? []) {
-        if (current.steps.some((s) => s.seq === step.seq)) return new Error(`steplog internal: run ${record.run} has a step ${step.seq} already`);
-      }
-      if (record.patch) Object.assign(current.run, record.patch);
-      for (const { seq, patch } of record.updateSteps ?? []) {
-        const row = current.steps.find((s) => s.seq === seq);
-        if (row) Object.assign(row, patch);
-      }
-      for (const step of record.appendSteps ?? []) current.steps.push({ ...step });
-      for (const event of record.appendEvents ?? []) current.events.push({ ...event });
-      if (record.fenceOut && current.lease) {
-        current.lease = { ...current.lease, epoch: current.lease.epoch + 1, attempt: null, expiresAt: 0, heartbeatAt: record.fenceOut.now };
-      }
-      return undefined;
+      const { op: _op, run, ...changes } = record;
+      return runs.update(run, changes);
     }
-    case "intent": {
-      const refused = fenceRefusal(current, record, "intent");
-      if (refused) return refused;
-      if (current!.steps.some((s) => s.seq === record.row.seq)) return new Error(`steplog internal: run ${record.run} has a step ${record.row.seq} already`);
-      current!.steps.push({ ...record.row });
-      return undefined;
-    }
+    case "intent":
+      return runs.intent(record.run, record.epoch, record.row);
     case "outcome": {
-      const refused = fenceRefusal(current, record, "outcome");
-      if (refused) return refused;
-      const row = current!.steps.find((s) => s.seq === record.seq);
-      if (!row || row.status !== "intended") return new Error(`steplog internal: outcome for seq ${record.seq} of run ${record.run} has no open intent`);
-      const { consumes } = record;
-      let event: EventRow | undefined;
-      if (consumes) {
-        event = current!.events.find((e) => e.seq === consumes.eventSeq);
-        if (!event || event.consumedBy !== null) return new Error(`steplog internal: event ${consumes.eventSeq} of run ${record.run} was consumed already`);
-      }
-      if (event && consumes) event.consumedBy = consumes.by;
-      Object.assign(row, {
-        status: record.status,
-        value: record.value,
-        error: record.error,
-        endedAt: record.endedAt,
-        calls: record.calls,
-        resolution: record.resolution,
-        usage: record.usage,
-      });
-      return undefined;
+      const { op: _op, run, step: _step, epoch, ...outcome } = record;
+      return runs.outcome(run, epoch, outcome);
     }
-    case "renew": {
-      const refused = fenceRefusal(current, record, "lease renewal");
-      if (refused) return refused;
-      current!.lease!.expiresAt = record.expiresAt;
-      current!.lease!.heartbeatAt = record.now;
-      return undefined;
-    }
+    case "renew":
+      return runs.renew(record.run, record.epoch, record.expiresAt, record.now);
     case "end": {
-      const refused = fenceRefusal(current, record, "attempt ending");
-      if (refused) return refused;
-      const run = current!;
-      const attempt = run.attempts.find((a) => a.number === record.attempt);
-      if (attempt) Object.assign(attempt, { ending: record.ending, endedAt: record.endedAt, error: record.error }, record.reused ? { reused: [...record.reused] } : {});
-      Object.assign(run.run, record.patch);
-      if (record.wakeOnEvent !== undefined && run.events.some((e) => e.name === record.wakeOnEvent && e.consumedBy === null)) run.run.wakeAt = record.endedAt;
-      run.lease = { ...run.lease!, attempt: null, expiresAt: 0, heartbeatAt: record.endedAt };
-      return undefined;
+      const { run, epoch, attempt, ending, endedAt, error, patch, wakeOnEvent, reused } = record;
+      return runs.end(run, epoch, { attempt, ending, endedAt, error, run: patch, ...(wakeOnEvent === undefined ? {} : { wakeOnEvent }), ...(reused ? { reused } : {}) });
     }
   }
-}
-
-/** The fence rule of every attempt write: the lease still at this epoch and held. */
-function fenceRefusal(current: StoredRun | undefined, record: { run: string; epoch: number }, what: string): Error | undefined {
-  if (!current || current.lease?.epoch !== record.epoch || current.lease.attempt === null) {
-    return new LeaseLostError(record.run, undefined, `${what} refused: the lease epoch is no longer ${record.epoch}`);
-  }
-  return undefined;
 }

@@ -19,7 +19,7 @@
 import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import fs from "node:fs";
 import path from "node:path";
-import { InvalidOptionError, SteplogError, StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError } from "../../errors.js";
+import { InvalidOptionError, SteplogError, StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError } from "../../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -39,8 +39,9 @@ import type {
 import { Journal, type Tail } from "./journal.js";
 import { FileLock, MIN_LOCK_STALE_MS } from "./lock.js";
 import { apply, HEADER_LINE, type JournalRecord, type JournalState } from "./records.js";
+import { RunStates } from "../state-machine.js";
 import { canonicalPath } from "../canonical-path.js";
-import { checkKnownKeys, type KnownKeys } from "../../options.js";
+import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
 
 export interface JsonlStoreOptions {
   /** The journal file, e.g. `.steplog/steplog.jsonl`. Its folder is created (0700) on the first start. */
@@ -432,17 +433,7 @@ class JsonlStoreImpl implements JsonlStore {
   async listRuns(filter: RunFilter): Promise<RunListing[]> {
     await this.#writesDone();
     return this.#read((state) => {
-      const out: RunListing[] = [];
-      for (const { run, attempts, lease } of state.values()) {
-        if (filter.status && !filter.status.includes(run.status)) continue;
-        if (filter.workflow !== undefined && run.workflow !== filter.workflow) continue;
-        if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) continue;
-        out.push(structuredClone({ run, lastAttempt: attempts.at(-1) ?? null, lease }));
-      }
-      // Newest first; a due listing oldest wake time first (the Store contract).
-      if (filter.dueBy !== undefined) out.sort((a, b) => a.run.wakeAt! - b.run.wakeAt! || (a.run.id < b.run.id ? -1 : 1));
-      else out.sort((a, b) => b.run.createdAt - a.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
-      return filter.limit === undefined ? out : out.slice(0, Math.max(0, Math.floor(filter.limit)));
+      return new RunStates(state).list(filter);
     }, []);
   }
 

@@ -8,7 +8,7 @@
  */
 
 import type { ConnectionOptions } from "node:tls";
-import { SteplogError, StoreDriverFailedError } from "../../errors.js";
+import { SteplogError, StoreDriverFailedError } from "../../base/errors.js";
 
 export interface PgResult {
   rows: any[];

@@ -9,7 +9,7 @@
  * check that no row was written under a superseded epoch.
  */
 
-import { StoreTooNewError, StoreUnreadableError } from "../../errors.js";
+import { StoreTooNewError, StoreUnreadableError } from "../../base/errors.js";
 import type { PgClient } from "./connection.js";
 
 const MIGRATIONS: ReadonlyArray<(s: string) => string> = [

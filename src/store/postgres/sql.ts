@@ -83,7 +83,7 @@ export class Sql {
     return { run: row.run, attempts: row.attempts, steps: row.steps, lease: row.lease, events: row.events };
   }
 
-  /** Newest first; a due listing (`byWake`) oldest wake time first, which the partial index on wake_at serves. */
+  /** Newest first; a due listing (`byWake`) oldest wake time first, which the partial index on wake_at serves. `limit`: whole, as listLimit makes it. */
   listing(where: string[], limit: number | undefined, byWake: boolean): string {
     const s = this.s;
     const [inner, outer] = byWake ? ["wake_at, id", `r."wakeAt", r.id`] : ["created_at DESC, id", `r."createdAt" DESC, r.id`];
@@ -91,7 +91,7 @@ export class Sql {
         (SELECT ${attemptJson("a")} FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = r.id ORDER BY number DESC LIMIT 1) a) AS "lastAttempt",
         (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = r.id) l) AS lease
       FROM (SELECT ${RUN_COLUMNS} FROM ${s}.runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-            ORDER BY ${inner} ${limit === undefined ? "" : `LIMIT ${Math.max(0, Math.floor(limit))}`}) r
+            ORDER BY ${inner} ${limit === undefined ? "" : `LIMIT ${limit}`}) r
       ORDER BY ${outer}`;
   }
 

@@ -24,7 +24,7 @@ import {
   StoreRefusedError,
   StoreUnreadableError,
   StoreWriteFailedError,
-} from "../../errors.js";
+} from "../../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -47,7 +47,8 @@ import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { num, Sql } from "./sql.js";
 import { newRunStatement } from "./one-trip.js";
 import { WriteQueue } from "./write-queue.js";
-import { checkKnownKeys, type KnownKeys } from "../../options.js";
+import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
+import { listLimit } from "../state-machine.js";
 
 export const DEFAULT_PG_SCHEMA = "steplog";
 
@@ -496,7 +497,7 @@ class PostgresStoreImpl implements PostgresStore {
         values.push(filter.dueBy);
         where.push(`wake_at IS NOT NULL AND wake_at <= $${values.length}`);
       }
-      const { rows } = await client.query(this.#sql.listing(where, filter.limit, filter.dueBy !== undefined), values);
+      const { rows } = await client.query(this.#sql.listing(where, listLimit(filter.limit), filter.dueBy !== undefined), values);
       return rows as RunListing[];
     });
   }

@@ -22,7 +22,7 @@
  * and counts it as done, so nothing is written twice and nothing is lost.
  */
 
-import { LeaseLostError, SteplogError } from "../../errors.js";
+import { LeaseLostError, SteplogError } from "../../base/errors.js";
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
 import { oneTripStatements } from "./one-trip.js";

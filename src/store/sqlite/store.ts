@@ -19,7 +19,7 @@ import {
   StoreUnreadableError,
   StoreWriteFailedError,
   SteplogError,
-} from "../../errors.js";
+} from "../../base/errors.js";
 import { taken } from "../claim-result.js";
 import type {
   Consent,
@@ -42,11 +42,12 @@ import type {
   StoredRun,
 } from "../types.js";
 import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
-import { fault } from "../../faults.js";
+import { fault } from "../../base/faults.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
 import { WriteQueue } from "./write-queue.js";
 import { canonicalPath } from "../canonical-path.js";
-import { checkKnownKeys, type KnownKeys } from "../../options.js";
+import { listLimit } from "../state-machine.js";
+import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
 
 export interface SqliteStoreOptions {
   /** The database file. Default `.steplog/steplog.db` under the working directory. */
@@ -611,7 +612,7 @@ class SqliteStoreImpl implements SqliteStore {
         (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
         // Newest first; a listing of due runs goes oldest due first, so none is starved.
         (filter.dueBy !== undefined ? ` ORDER BY wake_at, id` : ` ORDER BY created_at DESC, id`) +
-        (filter.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(filter.limit))}`);
+        (listLimit(filter.limit) === undefined ? "" : ` LIMIT ${listLimit(filter.limit)}`);
       const runs = db.prepare(sql).all(...params) as RunRow[];
       const s = this.#stmts!;
       return runs.map((run) => {

@@ -19,7 +19,7 @@
  */
 
 import type Database from "better-sqlite3";
-import { SteplogError } from "../../errors.js";
+import { SteplogError } from "../../base/errors.js";
 
 interface PendingWrite {
   /** What the write records, for an error message (built only when one is needed). */

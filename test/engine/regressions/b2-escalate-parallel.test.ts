@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createEngine } from "../../../src/engine.js";
-import { defineWorkflow } from "../../../src/define-workflow.js";
+import { createEngine } from "../../../src/engine/engine.js";
+import { defineWorkflow } from "../../../src/workflow/define-workflow.js";
 import { crashedRun, memoryStore } from "./helpers.js";
 
 describe("a parallel step escalates while an irreversible step's function runs and returns", () => {

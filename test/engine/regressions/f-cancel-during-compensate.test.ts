@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createEngine } from "../../../src/engine.js";
-import { defineWorkflow } from "../../../src/define-workflow.js";
+import { createEngine } from "../../../src/engine/engine.js";
+import { defineWorkflow } from "../../../src/workflow/define-workflow.js";
 import { crashedRun, memoryStore } from "./helpers.js";
 
 describe("cancel while an unknown outcome is being compensated", () => {
@@ -30,7 +30,7 @@ describe("cancel while an unknown outcome is being compensated", () => {
     const engine = createEngine({ workflows: [wf], store });
     const ac = new AbortController();
     const first = engine.continue("c", { signal: ac.signal });
-    await new Promise((r) => setTimeout(r, 10)); // inside compensate
+    while (running === 0) await new Promise((r) => setTimeout(r, 1)); // inside compensate
     ac.abort();
     const r1 = await first;
     expect(r1.status).toBe("cancelled");

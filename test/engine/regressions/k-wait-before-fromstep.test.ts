@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createEngine } from "../../../src/engine.js";
-import { defineWorkflow } from "../../../src/define-workflow.js";
+import { createEngine } from "../../../src/engine/engine.js";
+import { defineWorkflow } from "../../../src/workflow/define-workflow.js";
 import { memoryStore } from "../../../src/store/memory.js";
 
 describe("a wait before fromStep with nothing recorded", () => {

@@ -1,0 +1,73 @@
+/**
+ * Sending to a parked run: events, approvals and rejections. Each is recorded in the run's
+ * events (in order of arrival) in one transaction with waking the run, so a worker sees it.
+ */
+
+import { NotWaitingError, RunNotFoundError, StoppedError } from "../base/errors.js";
+import { checkName } from "../workflow/names.js";
+import type { EventRow, Store, StoredRun } from "../store/types.js";
+import type { Payloads } from "../payloads/payloads.js";
+import { approvalEvent, describeWait, type WaitingFor } from "../steps/waits.js";
+
+export interface SendOptions {
+  /** Keep the event for a later wait even though the run does not wait for it now. */
+  keep?: boolean;
+}
+
+const waitingFor = (current: StoredRun): WaitingFor | undefined =>
+  current.run.status === "waiting" && current.run.waitingFor !== null ? (JSON.parse(current.run.waitingFor) as WaitingFor) : undefined;
+
+function describeState(current: StoredRun): string {
+  const waiting = waitingFor(current);
+  if (waiting) return `waits for ${describeWait(waiting)}`;
+  if (current.run.status === "waiting") return "has had its wait answered and is about to go on";
+  return `is ${current.run.status}`;
+}
+
+function event(current: StoredRun, name: string, payload: string, now: number): EventRow {
+  return { runId: current.run.id, seq: (current.events.at(-1)?.seq ?? 0) + 1, name, payload, sentAt: now, consumedBy: null };
+}
+
+export async function sendEvent(store: Store, runId: string, name: string, payload: unknown, options: SendOptions, now: number, payloads: Payloads): Promise<number> {
+  checkName("event name", name);
+  const text = (await payloads.encode(payload, `The payload of event ${JSON.stringify(name)}`, { runId })).stored;
+  const seq = await store.updateRun(runId, (current) => {
+    // A run sealed with a key this engine lacks takes no payload of ours (it would lie there in clear).
+    const sealed = payloads.sealedBeyond(current);
+    if (sealed) return { error: sealed, result: 0 };
+    const waiting = waitingFor(current);
+    const awaited = waiting?.kind === "event" && waiting.event === name;
+    if (!awaited && options.keep !== true) return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current), "event"), result: 0 };
+    const row = event(current, name, text, now);
+    // The wait is answered: the run is due now and waits for nothing else until it runs again.
+    return { appendEvents: [row], ...(awaited ? { run: { wakeAt: now, waitingFor: null, updatedAt: now } } : {}), result: row.seq };
+  });
+  if (seq === undefined) throw new RunNotFoundError(runId, store.location);
+  return seq;
+}
+
+export interface ApprovalAnswer {
+  approved: boolean;
+  by?: string;
+  reason?: string;
+}
+
+export async function answerApproval(store: Store, runId: string, step: string, answer: ApprovalAnswer, now: number, payloads: Payloads): Promise<void> {
+  const payload = (await payloads.encode({ ...answer, at: new Date(now).toISOString() }, "The approval", { runId })).stored;
+  const reason = `approval of step ${JSON.stringify(step)} was rejected${answer.by ? ` by ${answer.by}` : ""}${answer.reason ? `: ${answer.reason}` : ""}`;
+  const stopped = new StoppedError(runId, step, reason, `To ask again, type engine.continue(${JSON.stringify(runId)}).`);
+  const error = await payloads.encodeError({ name: stopped.name, message: stopped.message, code: stopped.code, step });
+  const done = await store.updateRun(runId, (current) => {
+    const sealed = payloads.sealedBeyond(current);
+    if (sealed) return { error: sealed, result: false };
+    const waiting = waitingFor(current);
+    if (waiting?.kind !== "approval" || waiting.step !== step) {
+      return { error: new NotWaitingError(runId, `approval of step ${JSON.stringify(step)}`, describeState(current), "approval"), result: false };
+    }
+    const row = event(current, approvalEvent(step), payload, now);
+    // Answered once: a second approve or a reject after it is refused.
+    if (answer.approved) return { appendEvents: [row], run: { wakeAt: now, waitingFor: null, updatedAt: now }, result: true };
+    return { appendEvents: [row], run: { status: "stopped" as const, error, waitingFor: null, wakeAt: null, updatedAt: now }, result: true };
+  });
+  if (done === undefined) throw new RunNotFoundError(runId, store.location);
+}

@@ -1,0 +1,160 @@
+/**
+ * engine.work(): a loop that claims runs that are ready — an event arrived, a timer or a wait's
+ * timeout is due, an approval was given, or an interrupted run whose workflow sets autoResume —
+ * through the same lease as a continue, and runs them, up to `concurrency` at a time. Sends and
+ * approvals anywhere in this process wake it at once; otherwise it polls every `pollMs`. When
+ * its signal aborts (or the engine closes) it stops claiming, lets the attempts it runs finish,
+ * and resolves.
+ */
+
+import { InvalidOptionError, isSteplogError } from "../base/errors.js";
+import type { RunResult } from "../steps/attempt.js";
+import type { RunListing, Store } from "../store/types.js";
+
+export interface WorkOptions {
+  /** Attempts run at once. Default 1. */
+  concurrency?: number;
+  /** How often to look for ready runs when nothing wakes the worker, in ms. Default 1000. */
+  pollMs?: number;
+  /** Abort to stop: no new claims; running attempts finish; work() resolves. */
+  signal?: AbortSignal;
+}
+
+export interface WorkSummary {
+  /** Attempts this worker ran, with how each ended. */
+  attempts: RunResult[];
+}
+
+export interface WorkerHost {
+  store: Store;
+  now(): number;
+  /** The workflows this engine can run: a worker never claims a run of another. */
+  workflows(): Array<{ name: string; autoResume: boolean }>;
+  /** True when the run's attempt has no ending and its owner is gone (the run reads interrupted). */
+  isInterrupted(listing: RunListing): Promise<boolean>;
+  /** Claim (only if still ready) and run one attempt; undefined when it was not ready after all. */
+  claimReady(runId: string): Promise<RunResult | undefined>;
+}
+
+// Wake-ups are shared by every engine in this process (and every copy of this module).
+const WAKE = Symbol.for("steplog.wakeWorkers");
+const listeners = ((globalThis as unknown as Record<symbol, Set<() => void>>)[WAKE] ??= new Set());
+
+/** Wake every worker in this process: something became ready. */
+export function wakeWorkers(): void {
+  for (const listener of listeners) listener();
+}
+
+export function validateWorkOptions(options: WorkOptions): { concurrency: number; pollMs: number } {
+  const concurrency = options.concurrency ?? 1;
+  const pollMs = options.pollMs ?? 1000;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new InvalidOptionError(`work(): concurrency must be a whole number ≥ 1, got ${String(options.concurrency)}.`);
+  if (!(typeof pollMs === "number" && pollMs > 0)) throw new InvalidOptionError(`work(): pollMs must be > 0, got ${String(options.pollMs)}.`);
+  return { concurrency, pollMs };
+}
+
+export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSignal): Promise<WorkSummary> {
+  const { concurrency, pollMs } = validateWorkOptions(options);
+  const active = new Map<string, Promise<void>>();
+  const attempts: RunResult[] = [];
+  // Runs that could not be claimed are skipped for a poll (pollMs, however often the worker is
+  // woken meanwhile), so one busy or foreign run can neither spin this loop nor starve the others.
+  let skip = new Set<string>();
+  let skippingSince = Date.now();
+  const warned = new Set<string>();
+  let woken = false;
+  let wake: () => void = () => {
+    woken = true;
+  };
+  const listener = () => wake();
+  listeners.add(listener);
+  stop.addEventListener("abort", listener);
+  try {
+    while (!stop.aborted) {
+      if (Date.now() - skippingSince >= pollMs) {
+        skip = new Set();
+        skippingSince = Date.now();
+      }
+      if (active.size < concurrency) {
+        for (const runId of await listReady(host, concurrency - active.size + skip.size + active.size, pollMs)) {
+          if (active.size >= concurrency || stop.aborted) break;
+          if (active.has(runId) || skip.has(runId)) continue;
+          const running = host
+            .claimReady(runId)
+            .then((result) => {
+              if (result) attempts.push(result);
+              else skip.add(runId);
+            })
+            .catch((error: unknown) => {
+              // Refused: another worker or a continue got there first, or it is not ours.
+              skip.add(runId);
+              // Anything else (a key this engine lacks, a dead-lettered run) is said once per run.
+              if (!(isSteplogError(error, "RUN_BUSY") || warned.has(runId))) {
+                warned.add(runId);
+                process.emitWarning(`steplog worker: run ${JSON.stringify(runId)} was not taken: ${(error as Error).message}`, { code: "STEPLOG_WORKER_REFUSED" });
+              }
+            })
+            .finally(() => {
+              active.delete(runId);
+              // A finished attempt, or a run it could not take (skipped for pollMs), frees a slot:
+              // look again at once, so one run it cannot take never holds up the others.
+              wake();
+            });
+          active.set(runId, running);
+        }
+      }
+      if (!woken) {
+        // Until something wakes it, or pollMs passes (skips expire by time, at the top of the loop).
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pollMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      woken = false;
+      wake = () => {
+        woken = true;
+      };
+    }
+    await Promise.all(active.values());
+    return { attempts };
+  } finally {
+    listeners.delete(listener);
+    stop.removeEventListener("abort", listener);
+  }
+}
+
+/**
+ * The ready runs, or none if the store could not list them (a database restarting, a file
+ * error): the worker says so and looks again at its next poll. Stopping would leave the
+ * attempts it runs unwatched.
+ */
+async function listReady(host: WorkerHost, limit: number, pollMs: number): Promise<string[]> {
+  try {
+    return await readyRuns(host, limit);
+  } catch (error) {
+    process.emitWarning(`steplog worker: could not list the ready runs (${(error as Error).message}); looking again in ${pollMs} ms.`, { code: "STEPLOG_WORKER_POLL_FAILED" });
+    return [];
+  }
+}
+
+async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
+  const ours = host.workflows();
+  // Oldest due first (the store orders a dueBy listing by wake time), listed per workflow of
+  // this worker: due runs of workflows it does not have must not hide its own.
+  const perWorkflow = await Promise.all(ours.map((w) => host.store.listRuns({ status: ["waiting"], workflow: w.name, dueBy: host.now(), limit: Math.max(limit, 16) })));
+  const ids = perWorkflow
+    .flat()
+    .sort((a, b) => a.run.wakeAt! - b.run.wakeAt!)
+    .map((l) => l.run.id);
+  // Only runs whose owner is gone: a live attempt's run would just be refused (RUN_BUSY), and
+  // listing them first could hide an old abandoned one behind many live ones.
+  for (const workflow of ours.filter((w) => w.autoResume)) {
+    const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow: workflow.name });
+    const interrupted = await Promise.all(stuck.map((l) => host.isInterrupted(l)));
+    ids.push(...stuck.filter((_, i) => interrupted[i]).slice(0, Math.max(limit, 16)).map((l) => l.run.id));
+  }
+  return ids;
+}

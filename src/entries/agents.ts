@@ -1,0 +1,26 @@
+/**
+ * steplog/agents: durable agents in the frameworks people already use. Tool calls and model
+ * turns become steps; the conversation is derived from the step log. No framework is imported:
+ * the helpers work on the shapes (tools with `execute(input, { toolCallId })`, plain functions,
+ * AI SDK language models, OpenAI/Anthropic answers). See docs/agents.md.
+ */
+
+export { durableTools, isRecordedToolError } from "../agents/tools.js";
+export type { DurableToolSet, ToolCallOptionsIn, DurableToolsOptions, DurableToolCallOptions, ToolCallInfo, ToolQuery, ToolCompensate, RecordedToolError } from "../agents/tools.js";
+export { modelTurn, usageOf, ModelTurnFailedError } from "../agents/model-turn.js";
+export type { ModelTurnOptions, TurnUsage } from "../agents/model-turn.js";
+export { durableModel } from "../agents/model.js";
+export type { DurableModelOptions, LanguageModelLike, RecordedGenerate, RecordedStream } from "../agents/model.js";
+export { messagesFromSteps, pendingToolCalls, readTurn, ToolCallPendingError } from "../agents/messages.js";
+export type {
+  MessagesFromStepsOptions,
+  OpenAIMessage,
+  OpenAIToolCall,
+  ModelMessage,
+  ToolResultOutput,
+  PendingToolCall,
+  StepRowLike,
+  Turn,
+  TurnToolCall,
+} from "../agents/messages.js";
+export { toolStepName, parseToolStepName, modelStepName } from "../agents/step-names.js";

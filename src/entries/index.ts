@@ -1,0 +1,69 @@
+/**
+ * steplog: durable steps for Node.js apps. Wrap work in ctx.step(name, fn); a continue after
+ * any ending reuses every succeeded step and resolves a cut-off one by its declared policy.
+ */
+
+export { defineWorkflow, DEFAULT_MAX_ATTEMPTS } from "../workflow/define-workflow.js";
+export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
+export { createEngine } from "../engine/engine.js";
+export type {
+  Engine,
+  EngineOptions,
+  StartOptions,
+  ContinueOptions,
+  ListFilter,
+  RunResult,
+  RecoveredRun,
+  Escalation,
+  Resolution,
+  SendOptions,
+  WorkOptions,
+  WorkSummary,
+} from "../engine/engine.js";
+export type { WaitingFor } from "../steps/waits.js";
+export type {
+  WorkflowContext,
+  StepInfo,
+  Usage,
+  StepOptions,
+  StepFunction,
+  RetryOptions,
+  QueryInfo,
+  QueryAnswer,
+  CompensateInfo,
+  UnknownOutcomePolicy,
+  Effect,
+} from "../workflow/context.js";
+export type { Clock, ProgressEvent } from "../steps/settings.js";
+export type { RunView, RunSummary, StepView, AttemptView } from "../commands/views.js";
+// The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
+export type {
+  RunStatus,
+  AttemptEnding,
+  StepStatus,
+  Store,
+  StoredRun,
+  RunRow,
+  AttemptRow,
+  OwnerRow,
+  LeaseRow,
+  StepRow,
+  EventRow,
+  Fence,
+  Lease,
+  RunPatch,
+  ClaimDecision,
+  ClaimResult,
+  RunUpdate,
+  StepOutcome,
+  AttemptEnd,
+  RunFilter,
+  RunListing,
+} from "../store/types.js";
+export type { StandardSchemaV1 } from "../workflow/schema.js";
+export * from "../base/errors.js";
+export { encryptedCodec } from "../payloads/encrypted-codec.js";
+export type { EncryptedCodecOptions } from "../payloads/encrypted-codec.js";
+export type { Codec } from "../payloads/payloads.js";
+export { redact, REDACTED } from "../payloads/redact.js";
+export type { RedactRule } from "../payloads/redact.js";

@@ -1,0 +1,3 @@
+/** steplog/sqlite: the embedded default store. */
+export { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
+export type { SqliteStoreOptions, SqliteStore } from "../store/sqlite/store.js";

@@ -1,0 +1,243 @@
+/**
+ * Values are stored as readable JSON. Types JSON cannot carry faithfully (Date, BigInt, Map,
+ * Set, undefined, NaN, ±Infinity, -0) are written as tagged objects `{"$type": …, "value": …}`;
+ * a user object that itself has a `$type` key is wrapped so it is never mistaken for a tag.
+ * Anything else (functions, symbols, class instances, cycles) is refused with its path, so
+ * what a continue hands back is always deep-equal to what the first attempt got.
+ */
+
+import { ValueNotSerializableError, ValueTooLargeError, type SteplogErrorDetails } from "../base/errors.js";
+
+const TAG = "$type";
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Why a value cannot be encoded, before it is turned into a SteplogError naming the value. */
+export class Unencodable {
+  constructor(
+    readonly path: string,
+    readonly found: string,
+  ) {}
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "function") return `a function${value.name ? ` (${value.name})` : ""}`;
+  if (typeof value === "symbol") return `a symbol (${value.toString()})`;
+  if (typeof value === "object" && value !== null) {
+    const ctor = Object.getPrototypeOf(value)?.constructor?.name;
+    return `an instance of ${ctor || "an unknown class"}`;
+  }
+  return typeof value;
+}
+
+/** Where the walk is: object keys, array indexes, or a Map/Set position. The path string is only built on failure. */
+type Segment = string | number | { label: string };
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+function pathOf(trail: Segment[]): string {
+  let path = "$";
+  for (const s of trail) {
+    if (typeof s === "number") path += `[${s}]`;
+    else if (typeof s === "string") path += IDENTIFIER.test(s) ? `.${s}` : `[${JSON.stringify(s)}]`;
+    else path += s.label;
+  }
+  return path;
+}
+
+/** An own data property even for the key "__proto__" (plain assignment would set the prototype). */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
+function toJson(value: unknown, trail: Segment[], seen: Set<object>): Json | Unencodable {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      if (Number.isFinite(value)) return Object.is(value, -0) ? { [TAG]: "Number", value: "-0" } : value;
+      return { [TAG]: "Number", value: String(value) };
+    case "undefined":
+      return { [TAG]: "undefined" };
+    case "bigint":
+      return { [TAG]: "BigInt", value: value.toString() };
+    case "function":
+    case "symbol":
+      return new Unencodable(pathOf(trail), describe(value));
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (seen.has(object)) return new Unencodable(pathOf(trail), "a circular reference");
+  seen.add(object);
+  try {
+    if (Array.isArray(object)) {
+      const out: Json[] = new Array(object.length);
+      for (let i = 0; i < object.length; i++) {
+        trail.push(i);
+        const item = toJson(object[i], trail, seen);
+        trail.pop();
+        if (item instanceof Unencodable) return item;
+        out[i] = item;
+      }
+      return out;
+    }
+    if (object instanceof Date) {
+      const time = object.getTime();
+      return { [TAG]: "Date", value: Number.isNaN(time) ? null : object.toISOString() };
+    }
+    if (object instanceof Map) {
+      const entries: Json[] = [];
+      let i = 0;
+      for (const [k, v] of object) {
+        trail.push({ label: `<key ${i}>` });
+        const key = toJson(k, trail, seen);
+        trail.pop();
+        if (key instanceof Unencodable) return key;
+        trail.push({ label: `<value ${i}>` });
+        const item = toJson(v, trail, seen);
+        trail.pop();
+        if (item instanceof Unencodable) return item;
+        entries.push([key, item]);
+        i++;
+      }
+      return { [TAG]: "Map", value: entries };
+    }
+    if (object instanceof Set) {
+      const items: Json[] = [];
+      let i = 0;
+      for (const v of object) {
+        trail.push({ label: `<item ${i}>` });
+        const item = toJson(v, trail, seen);
+        trail.pop();
+        if (item instanceof Unencodable) return item;
+        items.push(item);
+        i++;
+      }
+      return { [TAG]: "Set", value: items };
+    }
+    const proto = Object.getPrototypeOf(object);
+    if (proto !== Object.prototype && proto !== null) return new Unencodable(pathOf(trail), describe(object));
+    if (Object.getOwnPropertySymbols(object).length > 0) return new Unencodable(pathOf(trail), "an object with symbol keys");
+    const out: { [key: string]: Json } = {};
+    for (const key of Object.keys(object)) {
+      trail.push(key);
+      const item = toJson((object as Record<string, unknown>)[key], trail, seen);
+      trail.pop();
+      if (item instanceof Unencodable) return item;
+      setOwn(out, key, item);
+    }
+    return TAG in out ? { [TAG]: "Object", value: out } : out;
+  } finally {
+    seen.delete(object);
+  }
+}
+
+function fromJson(json: Json): unknown {
+  if (json === null || typeof json !== "object") return json;
+  if (Array.isArray(json)) return json.map(fromJson);
+  if (TAG in json) {
+    const raw = json.value;
+    switch (json[TAG]) {
+      case "undefined":
+        return undefined;
+      case "Number":
+        return raw === "-0" ? -0 : Number(raw);
+      case "BigInt":
+        return BigInt(raw as string);
+      case "Date":
+        return new Date(raw === null ? Number.NaN : (raw as string));
+      case "Map":
+        return new Map((raw as Json[][]).map(([k, v]) => [fromJson(k as Json), fromJson(v as Json)]));
+      case "Set":
+        return new Set((raw as Json[]).map(fromJson));
+      case "Object":
+        return plainObject(raw as { [key: string]: Json });
+    }
+  }
+  return plainObject(json);
+}
+
+function plainObject(json: { [key: string]: Json }): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(json)) setOwn(out, key, fromJson(json[key] as Json));
+  return out;
+}
+
+/** Past this depth the plain check gives up and the full encoder (which finds cycles) decides. */
+const PLAIN_DEPTH_LIMIT = 64;
+
+/**
+ * True when JSON.stringify(value) is the value's exact encoding: strings, booleans, null, finite
+ * numbers other than -0, plain arrays of those with no holes, and objects whose prototype is
+ * Object.prototype or null, with no symbol keys, no "$type" key, no undefined values and no
+ * toJSON. (A getter is read here and again by JSON.stringify; what the second read gives is what
+ * is recorded and handed back.)
+ */
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth > PLAIN_DEPTH_LIMIT) return false;
+  // A toJSON anywhere (own, inherited, not enumerable) would change what JSON.stringify writes.
+  if ("toJSON" in value) return false;
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Array.prototype) {
+    const array = value as unknown[];
+    for (let i = 0; i < array.length; i++) if (!isPlainJson(array[i], depth + 1)) return false;
+    return true;
+  }
+  if (proto !== Object.prototype && proto !== null) return false;
+  if (Object.getOwnPropertySymbols(value).length > 0) return false;
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    if (!Object.hasOwn(record, key)) continue;
+    if (key === TAG || !isPlainJson(record[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/** Encode to stored text, or describe why the value cannot be stored faithfully. */
+export function tryEncode(value: unknown): string | Unencodable {
+  // Most step values are plain JSON already: then JSON.stringify writes exactly what the tagged
+  // encoding would, without building a copy of the value first.
+  if (isPlainJson(value, 0)) return JSON.stringify(value);
+  const json = toJson(value, [], new Set());
+  return json instanceof Unencodable ? json : JSON.stringify(json);
+}
+
+export interface EncodeLimits {
+  maxBytes: number;
+}
+
+/** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
+/** `what` names the value in an error; pass a function to build that text only when one is thrown. */
+export function encodeValue(value: unknown, what: string | (() => string), limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
+  const text = tryEncode(value);
+  const name = () => (typeof what === "string" ? what : what());
+  if (text instanceof Unencodable) throw new ValueNotSerializableError(name(), text.path, text.found, details);
+  // A string's UTF-8 size is at most 3 bytes per UTF-16 unit; count exactly only near the cap.
+  if (text.length * 3 > limits.maxBytes) {
+    const bytes = Buffer.byteLength(text, "utf8");
+    if (bytes > limits.maxBytes) throw new ValueTooLargeError(name(), bytes, limits.maxBytes, details);
+  }
+  return text;
+}
+
+export function decodeValue(text: string): unknown {
+  const json = JSON.parse(text) as Json;
+  // Text with no tag anywhere is plain JSON already: nothing to rebuild.
+  return text.includes(`"${TAG}"`) ? fromJson(json) : json;
+}
+
+export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;

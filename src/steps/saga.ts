@@ -1,0 +1,118 @@
+/**
+ * engine.compensate(id): the saga. The workflow's code is replayed from its records (every
+ * succeeded step handed back, no function called) to find each step's `compensate`; then the
+ * succeeded compensatable steps are compensated newest first. Each compensation is a step row
+ * of its own under the step's key: intended before it runs, `compensated` after, so a crash in
+ * the middle and a second compensate(id) compensate each step exactly once (a compensation cut
+ * off inside is run again; it must tolerate that). Compensation is a new forward action, not an
+ * undo; after an irreversible step (the pivot) has succeeded the saga is refused: go forward.
+ */
+
+import type { Attempt } from "./attempt.js";
+import { SteplogError, toErrorInfo } from "../base/errors.js";
+import type { StepCall } from "./step-runner.js";
+import { newRow, outcomeOf, replayFailure } from "./step-runner.js";
+import type { StepRow } from "../store/types.js";
+
+/** Thrown into the workflow's code to end the replay at the first step with nothing to hand back. */
+export class ReplayDone extends Error {
+  override name = "ReplayDone";
+}
+
+export interface SagaEntry {
+  key: string;
+  call: StepCall;
+  value: unknown;
+}
+
+const isCompensation = (row: StepRow) => row.resolution !== null && row.resolution.includes('"compensation":true');
+
+/** ctx.step during the replay: hand back the recorded value and note how to compensate the step. */
+/**
+ * Whether a key's rows leave an effect in the world to undo: a success, or a cut-off execution,
+ * after the last compensation (or a compensation itself cut off). A success that a later
+ * compensation already undid needs nothing, however the redo after it ended.
+ */
+export function needsCompensation(rows: StepRow[]): boolean {
+  let lastEffect = -1;
+  let lastCompensation = -1;
+  rows.forEach((row, i) => {
+    if (isCompensation(row)) {
+      if (row.status === "compensated") lastCompensation = i;
+      else if (row.status === "intended") lastEffect = Math.max(lastEffect, i); // cut off inside: run it again
+    } else if (row.status === "succeeded" || row.status === "intended" || row.status === "escalated") {
+      lastEffect = i;
+    }
+  });
+  return lastEffect > lastCompensation;
+}
+
+export async function replayForSaga(attempt: Attempt, key: string, call: StepCall): Promise<unknown> {
+  const rows = attempt.stored.steps.filter((row) => row.key === key);
+  const succeeded = rows.filter((row) => row.status === "succeeded").at(-1);
+  if (call.options.effect === "compensatable" && call.options.compensate && needsCompensation(rows)) {
+    const undone = succeeded && rows.indexOf(succeeded) < rows.findLastIndex((r) => r.status === "compensated");
+    attempt.saga.push({ key, call, value: succeeded?.value && !undone ? await attempt.settings.payloads.decode(succeeded.value) : undefined });
+  }
+  // A failure the workflow handled is thrown again, so the replay takes the handler's path as the run did.
+  const latest = rows.at(-1);
+  if (latest?.status === "failed" && attempt.handled.has(key)) return replayFailure(attempt, key, latest, call.options.errors);
+  if (!succeeded) throw new ReplayDone(`replay reached ${key}, which has no value to hand back`);
+  const value = succeeded.value === null ? undefined : await attempt.settings.payloads.decode(succeeded.value);
+  return call.options.upcast ? call.options.upcast(value, { version: succeeded.version }) : value;
+}
+
+/** Succeeded (or cut-off) compensatable steps the replay could not reach: the code no longer enters them. */
+export function unreachable(attempt: Attempt): string[] {
+  const reached = new Set(attempt.saga.map((entry) => entry.key));
+  const latest = new Map<string, StepRow>();
+  for (const row of attempt.stored.steps) latest.set(row.key, row);
+  return [...latest.values()]
+    .filter((row) => row.effect === "compensatable" && !reached.has(row.key) && needsCompensation(attempt.stored.steps.filter((r) => r.key === row.key)))
+    .map((row) => row.key);
+}
+
+/** Compensate newest first; skip what a previous saga already compensated. */
+export async function runSaga(attempt: Attempt): Promise<void> {
+  const store = attempt.settings.store;
+  const clock = attempt.settings.clock;
+  for (const entry of [...attempt.saga].reverse()) {
+    const rows = attempt.stored.steps.filter((row) => row.key === entry.key);
+    const latest = rows.at(-1)!;
+    if (!needsCompensation(rows)) continue;
+    let row: StepRow;
+    if (isCompensation(latest) && latest.status === "intended") {
+      row = latest; // a compensation cut off by a crash: run it again
+      await attempt.confirmLease();
+    } else {
+      row = newRow(attempt, entry.key, entry.call, latest.idempotencyKey, clock.now());
+      row.resolution = JSON.stringify({ policy: "compensate", found: "saga", attempt: attempt.number, compensation: true });
+      await attempt.write(store.writeIntent(attempt.fence, row));
+    }
+    attempt.settings.hooks?.onCall?.(entry.key, "compensate");
+    try {
+      await entry.call.options.compensate!(entry.value, { idempotencyKey: row.idempotencyKey, runId: attempt.runId, step: entry.key });
+    } catch (error) {
+      // Left intended: the next compensate(id) runs it again.
+      throw error instanceof SteplogError ? error : Object.assign(error instanceof Error ? error : new Error(String(error)), { step: entry.key });
+    }
+    const done: StepRow = { ...row, status: "compensated", endedAt: clock.now(), calls: row.calls + 1 };
+    await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(done)));
+    // A step that was cut off inside its effect is settled too: what it did was undone.
+    const cutOff = rows.filter((r) => r.status === "intended" && !isCompensation(r)).at(-1);
+    if (cutOff) {
+      const settled: StepRow = {
+        ...cutOff,
+        status: "failed",
+        error: await attempt.settings.payloads.encodeError(
+          toErrorInfo(Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }), entry.key),
+        ),
+        endedAt: clock.now(),
+        resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number }),
+      };
+      await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(settled)));
+    }
+    attempt.addCompensation(entry.key);
+    attempt.emit({ type: "step-resolved", runId: attempt.runId, step: entry.key, policy: "compensate", found: "saga" });
+  }
+}

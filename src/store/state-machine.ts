@@ -1,0 +1,178 @@
+/**
+ * The store contract as an in-memory state machine: runs by id, and every change the contract
+ * allows, each checked (the fence rule, an outcome needs its open intent, an event is consumed
+ * once) and applied whole or not at all. The memory store is this machine over a Map; the JSONL
+ * store replays its journal through it and runs every write through it before appending it, so
+ * both agree with each other by construction. A change that is refused returns its error and
+ * leaves the state as it was.
+ */
+
+import { LeaseLostError } from "../base/errors.js";
+import type { AttemptEnd, AttemptRow, EventRow, RunFilter, RunListing, RunPatch, RunRow, StepOutcome, StepRow, StoredRun } from "./types.js";
+
+export type StepPatch = Partial<Omit<StepRow, "runId" | "seq">>;
+
+export interface RunChanges {
+  patch?: RunPatch;
+  updateSteps?: Array<{ seq: number; patch: StepPatch }>;
+  appendSteps?: StepRow[];
+  appendEvents?: EventRow[];
+  /** Release the lease and raise its epoch. */
+  fenceOut?: { now: number };
+}
+
+/**
+ * A listing's limit as every store reads it: whole (rounded down), none below 0, and a limit
+ * too large to mean anything (Infinity, 1e300) is no limit. Undefined: every run.
+ */
+export function listLimit(limit: number | undefined): number | undefined {
+  if (limit === undefined) return undefined;
+  if (Number.isNaN(limit) || limit <= 0) return 0;
+  return limit >= Number.MAX_SAFE_INTEGER ? undefined : Math.floor(limit);
+}
+
+/** Whether a run is in a listing with this filter (limit aside). */
+export function listed(run: RunRow, filter: RunFilter): boolean {
+  if (filter.status && !filter.status.includes(run.status)) return false;
+  if (filter.workflow !== undefined && run.workflow !== filter.workflow) return false;
+  if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) return false;
+  return true;
+}
+
+/** Newest first; a listing of due runs goes oldest wake time first (so none is starved); ties by id. */
+export function byListingOrder(filter: RunFilter): (a: RunListing, b: RunListing) => number {
+  const byId = (a: RunListing, b: RunListing) => (a.run.id < b.run.id ? -1 : a.run.id > b.run.id ? 1 : 0);
+  return filter.dueBy !== undefined
+    ? (a, b) => (a.run.wakeAt ?? 0) - (b.run.wakeAt ?? 0) || byId(a, b)
+    : (a, b) => b.run.createdAt - a.run.createdAt || byId(a, b);
+}
+
+/** The fence rule of every attempt write: the run's lease still at this epoch, and held. */
+export function fenceRefusal(current: StoredRun | undefined, runId: string, epoch: number, what: string): LeaseLostError | undefined {
+  if (!current || current.lease?.epoch !== epoch || current.lease.attempt === null) {
+    return new LeaseLostError(runId, undefined, `${what} refused: the lease epoch is no longer ${epoch}`);
+  }
+  return undefined;
+}
+
+/** Invariant errors: a change the engine never asks for (a bug, or a journal line written after a lost lock). */
+const invariant = (message: string) => new Error(`steplog internal: ${message}`);
+
+export class RunStates {
+  /** `runs`: the state to work on (the JSONL store keeps its replayed map and applies records to it). */
+  constructor(readonly runs: Map<string, StoredRun> = new Map()) {}
+
+  get(runId: string): StoredRun | undefined {
+    return this.runs.get(runId);
+  }
+
+  create(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Error | undefined {
+    if (this.runs.has(run.id)) return invariant(`run ${run.id} exists already`);
+    this.runs.set(run.id, {
+      run: { ...run },
+      attempts: [{ ...attempt }],
+      steps: [],
+      events: [],
+      lease: { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now },
+    });
+    return undefined;
+  }
+
+  /** A new holder: its attempt row, the run patched, the lease at `epoch` (one past the current one). */
+  claim(runId: string, epoch: number, attempt: AttemptRow, patch: RunPatch, expiresAt: number, now: number): Error | undefined {
+    const current = this.runs.get(runId);
+    if (!current) return invariant(`claim of missing run ${runId}`);
+    const expected = (current.lease?.epoch ?? 0) + 1;
+    if (epoch !== expected) return new LeaseLostError(runId, attempt.number, `the claim for epoch ${epoch} came after epoch ${expected - 1}'s`);
+    Object.assign(current.run, patch);
+    current.attempts.push({ ...attempt });
+    current.lease = { runId, epoch, attempt: attempt.number, expiresAt, heartbeatAt: now };
+    return undefined;
+  }
+
+  /** A change outside any attempt (recover, resolve, send, …). */
+  update(runId: string, changes: RunChanges): Error | undefined {
+    const current = this.runs.get(runId);
+    if (!current) return invariant(`update of missing run ${runId}`);
+    for (const step of changes.appendSteps ?? []) {
+      if (current.steps.some((s) => s.seq === step.seq)) return invariant(`run ${runId} has a step ${step.seq} already`);
+    }
+    if (changes.patch) Object.assign(current.run, changes.patch);
+    for (const { seq, patch } of changes.updateSteps ?? []) {
+      const row = current.steps.find((s) => s.seq === seq);
+      if (row) Object.assign(row, patch);
+    }
+    for (const step of changes.appendSteps ?? []) current.steps.push({ ...step });
+    for (const event of changes.appendEvents ?? []) current.events.push({ ...event });
+    if (changes.fenceOut && current.lease) {
+      current.lease = { ...current.lease, epoch: current.lease.epoch + 1, attempt: null, expiresAt: 0, heartbeatAt: changes.fenceOut.now };
+    }
+    return undefined;
+  }
+
+  intent(runId: string, epoch: number, row: StepRow): Error | undefined {
+    const current = this.runs.get(runId);
+    const refused = fenceRefusal(current, runId, epoch, "intent");
+    if (refused) return refused;
+    // Outcomes follow their intents closely: look from the end.
+    if (findFromEnd(current!.steps, row.seq)) return invariant(`run ${runId} has a step ${row.seq} already`);
+    current!.steps.push({ ...row });
+    return undefined;
+  }
+
+  outcome(runId: string, epoch: number, outcome: StepOutcome): Error | undefined {
+    const current = this.runs.get(runId);
+    const refused = fenceRefusal(current, runId, epoch, "outcome");
+    if (refused) return refused;
+    const row = findFromEnd(current!.steps, outcome.seq);
+    if (!row || row.status !== "intended") return invariant(`outcome for seq ${outcome.seq} of run ${runId} has no open intent`);
+    const { consumes, seq: _seq, ...fields } = outcome;
+    if (consumes) {
+      const event = current!.events.find((e) => e.seq === consumes.eventSeq);
+      if (!event || event.consumedBy !== null) return invariant(`event ${consumes.eventSeq} of run ${runId} was consumed already`);
+      event.consumedBy = consumes.by;
+    }
+    Object.assign(row, fields);
+    return undefined;
+  }
+
+  renew(runId: string, epoch: number, expiresAt: number, now: number): Error | undefined {
+    const current = this.runs.get(runId);
+    const refused = fenceRefusal(current, runId, epoch, "lease renewal");
+    if (refused) return refused;
+    current!.lease!.expiresAt = expiresAt;
+    current!.lease!.heartbeatAt = now;
+    return undefined;
+  }
+
+  /** The attempt's ending, the run patched and the lease released (its epoch kept). */
+  end(runId: string, epoch: number, end: AttemptEnd): Error | undefined {
+    const current = this.runs.get(runId);
+    const refused = fenceRefusal(current, runId, epoch, "attempt ending");
+    if (refused) return refused;
+    const run = current!;
+    const attempt = run.attempts.find((a) => a.number === end.attempt);
+    if (attempt) Object.assign(attempt, { ending: end.ending, endedAt: end.endedAt, error: end.error }, end.reused ? { reused: [...end.reused] } : {});
+    Object.assign(run.run, end.run);
+    if (end.wakeOnEvent !== undefined && run.events.some((e) => e.name === end.wakeOnEvent && e.consumedBy === null)) run.run.wakeAt = end.endedAt;
+    run.lease = { ...run.lease!, attempt: null, expiresAt: 0, heartbeatAt: end.endedAt };
+    return undefined;
+  }
+
+  /** The runs a filter lists, in listing order, limited; copies the caller may keep. */
+  list(filter: RunFilter): RunListing[] {
+    const out: RunListing[] = [];
+    for (const { run, attempts, lease } of this.runs.values()) {
+      if (listed(run, filter)) out.push(structuredClone({ run, lastAttempt: attempts.at(-1) ?? null, lease }));
+    }
+    out.sort(byListingOrder(filter));
+    const limit = listLimit(filter.limit);
+    return limit === undefined ? out : out.slice(0, limit);
+  }
+}
+
+/** The step row with this seq: outcomes follow their intents closely, so look from the end. */
+function findFromEnd(steps: StepRow[], seq: number): StepRow | undefined {
+  for (let i = steps.length - 1; i >= 0; i--) if (steps[i]!.seq === seq) return steps[i];
+  return undefined;
+}

@@ -1,0 +1,106 @@
+/**
+ * defineWorkflow binds a name (what a run belongs to), an optional version and args
+ * schema, and bounds, to the code of one attempt.
+ */
+
+import type { WorkflowContext } from "./context.js";
+import { InvalidOptionError } from "../base/errors.js";
+import { checkName } from "./names.js";
+import { checkKnownKeys, type KnownKeys } from "../base/options.js";
+import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./schema.js";
+
+export const DEFAULT_MAX_ATTEMPTS = 10;
+
+export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
+  /** A run belongs to this name, not to a file: continue from a moved or copied file. */
+  name: string;
+  /**
+   * Optional. When both the record and the code have one, a major change (under 0.x, a minor
+   * one) stops a continue at the first step recorded by the other version.
+   */
+  version?: string;
+  /** Any Standard Schema validator; checked on start and again on every continue. */
+  args?: A;
+  /** Attempts allowed before the run is dead-lettered. Default 10. */
+  maxAttempts?: number;
+  /**
+   * What a failed attempt does to the world it changed: "keep" (default) keeps everything for a
+   * continue; "compensate" runs the saga (engine.compensate) at once, unless past the pivot.
+   */
+  onFailure?: "keep" | "compensate";
+  /** Let engine.work() pick up this workflow's interrupted runs by itself. Default false. */
+  autoResume?: boolean;
+  /**
+   * What a continue does when it hands records back in another order than they were recorded
+   * in (a loop over a list that was reordered): "warn" (default: a STEPLOG_ORDER_CHANGED process
+   * warning, once per attempt) or "stop" (the attempt stops there, ORDER_CHANGED).
+   */
+  onOrderChange?: "warn" | "stop";
+  run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
+}
+
+export interface Workflow<Args = unknown, R = unknown> {
+  readonly kind: "steplog.workflow";
+  readonly name: string;
+  readonly version: string | undefined;
+  readonly args: StandardSchemaV1 | undefined;
+  readonly maxAttempts: number;
+  readonly onFailure: "keep" | "compensate";
+  readonly autoResume: boolean;
+  readonly onOrderChange: "warn" | "stop";
+  readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
+  /** Type-only: the args `start` takes. */
+  readonly __args?: Args;
+}
+
+export type WorkflowArgs<W> = W extends Workflow<infer A, unknown> ? A : never;
+export type WorkflowResult<W> = W extends Workflow<unknown, infer R> ? R : never;
+
+const DEFINITION_KEYS: KnownKeys<WorkflowDefinition<undefined, unknown>> = {
+  name: true,
+  version: true,
+  args: true,
+  maxAttempts: true,
+  onFailure: true,
+  autoResume: true,
+  onOrderChange: true,
+  run: true,
+};
+
+export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefined, R = unknown>(
+  definition: WorkflowDefinition<A, R>,
+): Workflow<A extends StandardSchemaV1 ? InferInput<A> : unknown, R> {
+  checkName("workflow name", definition?.name);
+  checkKnownKeys(`defineWorkflow(${JSON.stringify(definition.name)})`, definition, DEFINITION_KEYS);
+  const maxAttempts = definition.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: maxAttempts must be a whole number ≥ 1, got ${String(definition.maxAttempts)}.`);
+  }
+  if (definition.args !== undefined && !isSchema(definition.args)) {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: args must be a Standard Schema validator (a zod schema, say).`);
+  }
+  if (definition.onFailure !== undefined && definition.onFailure !== "keep" && definition.onFailure !== "compensate") {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onFailure must be "keep" or "compensate".`);
+  }
+  if (definition.onOrderChange !== undefined && definition.onOrderChange !== "warn" && definition.onOrderChange !== "stop") {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onOrderChange must be "warn" or "stop".`);
+  }
+  if (typeof definition.run !== "function") {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: run must be a function (ctx, args) => Promise<result>.`);
+  }
+  return {
+    kind: "steplog.workflow",
+    name: definition.name,
+    version: definition.version,
+    args: definition.args,
+    maxAttempts,
+    onFailure: definition.onFailure ?? "keep",
+    autoResume: definition.autoResume === true,
+    onOrderChange: definition.onOrderChange ?? "warn",
+    run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
+  };
+}
+
+export function isWorkflow(value: unknown): value is Workflow {
+  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "steplog.workflow";
+}
