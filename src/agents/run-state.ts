@@ -9,7 +9,7 @@
  * tool call of the same attempt throws it instead of running.
  */
 
-import { StopRequest } from "../steps/attempt.js";
+import { StopRequest } from "../steps/state.js";
 import type { WorkflowContext } from "../workflow/context.js";
 import { isSteplogError } from "../base/errors.js";
 

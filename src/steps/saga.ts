@@ -8,22 +8,19 @@
  * undo; after an irreversible step (the pivot) has succeeded the saga is refused: go forward.
  */
 
-import type { Attempt } from "./attempt.js";
 import { SteplogError, toErrorInfo } from "../base/errors.js";
-import type { StepCall } from "./step-runner.js";
-import { newRow, outcomeOf, replayFailure } from "./step-runner.js";
 import type { StepRow } from "../store/types.js";
+import { replayFailure } from "./hand-back.js";
+import { newRow, writeIntent, writeOutcome } from "./step-log.js";
+import type { AttemptState, SagaEntry, StepCall } from "./state.js";
+
+export type { SagaEntry };
 
 /** Thrown into the workflow's code to end the replay at the first step with nothing to hand back. */
 export class ReplayDone extends Error {
   override name = "ReplayDone";
 }
 
-export interface SagaEntry {
-  key: string;
-  call: StepCall;
-  value: unknown;
-}
 
 const isCompensation = (row: StepRow) => row.resolution !== null && row.resolution.includes('"compensation":true');
 
@@ -47,72 +44,71 @@ export function needsCompensation(rows: StepRow[]): boolean {
   return lastEffect > lastCompensation;
 }
 
-export async function replayForSaga(attempt: Attempt, key: string, call: StepCall): Promise<unknown> {
-  const rows = attempt.stored.steps.filter((row) => row.key === key);
+export async function replayForSaga(state: AttemptState, key: string, call: StepCall): Promise<unknown> {
+  const rows = state.stored.steps.filter((row) => row.key === key);
   const succeeded = rows.filter((row) => row.status === "succeeded").at(-1);
   if (call.options.effect === "compensatable" && call.options.compensate && needsCompensation(rows)) {
     const undone = succeeded && rows.indexOf(succeeded) < rows.findLastIndex((r) => r.status === "compensated");
-    attempt.saga.push({ key, call, value: succeeded?.value && !undone ? await attempt.settings.payloads.decode(succeeded.value) : undefined });
+    state.saga.push({ key, call, value: succeeded?.value && !undone ? await state.settings.payloads.decode(succeeded.value) : undefined });
   }
   // A failure the workflow handled is thrown again, so the replay takes the handler's path as the run did.
   const latest = rows.at(-1);
-  if (latest?.status === "failed" && attempt.handled.has(key)) return replayFailure(attempt, key, latest, call.options.errors);
+  if (latest?.status === "failed" && state.handled.has(key)) return replayFailure(state, key, latest, call.options.errors);
   if (!succeeded) throw new ReplayDone(`replay reached ${key}, which has no value to hand back`);
-  const value = succeeded.value === null ? undefined : await attempt.settings.payloads.decode(succeeded.value);
+  const value = succeeded.value === null ? undefined : await state.settings.payloads.decode(succeeded.value);
   return call.options.upcast ? call.options.upcast(value, { version: succeeded.version }) : value;
 }
 
 /** Succeeded (or cut-off) compensatable steps the replay could not reach: the code no longer enters them. */
-export function unreachable(attempt: Attempt): string[] {
-  const reached = new Set(attempt.saga.map((entry) => entry.key));
+export function unreachable(state: AttemptState): string[] {
+  const reached = new Set(state.saga.map((entry) => entry.key));
   const latest = new Map<string, StepRow>();
-  for (const row of attempt.stored.steps) latest.set(row.key, row);
+  for (const row of state.stored.steps) latest.set(row.key, row);
   return [...latest.values()]
-    .filter((row) => row.effect === "compensatable" && !reached.has(row.key) && needsCompensation(attempt.stored.steps.filter((r) => r.key === row.key)))
+    .filter((row) => row.effect === "compensatable" && !reached.has(row.key) && needsCompensation(state.stored.steps.filter((r) => r.key === row.key)))
     .map((row) => row.key);
 }
 
 /** Compensate newest first; skip what a previous saga already compensated. */
-export async function runSaga(attempt: Attempt): Promise<void> {
-  const store = attempt.settings.store;
-  const clock = attempt.settings.clock;
-  for (const entry of [...attempt.saga].reverse()) {
-    const rows = attempt.stored.steps.filter((row) => row.key === entry.key);
+export async function runSaga(state: AttemptState): Promise<void> {
+  const clock = state.settings.clock;
+  for (const entry of [...state.saga].reverse()) {
+    const rows = state.stored.steps.filter((row) => row.key === entry.key);
     const latest = rows.at(-1)!;
     if (!needsCompensation(rows)) continue;
     let row: StepRow;
     if (isCompensation(latest) && latest.status === "intended") {
       row = latest; // a compensation cut off by a crash: run it again
-      await attempt.confirmLease();
+      await state.confirmLease();
     } else {
-      row = newRow(attempt, entry.key, entry.call, latest.idempotencyKey, clock.now());
-      row.resolution = JSON.stringify({ policy: "compensate", found: "saga", attempt: attempt.number, compensation: true });
-      await attempt.write(store.writeIntent(attempt.fence, row));
+      row = newRow(state, entry.key, entry.call, latest.idempotencyKey, clock.now());
+      row.resolution = JSON.stringify({ policy: "compensate", found: "saga", attempt: state.number, compensation: true });
+      await writeIntent(state, row);
     }
-    attempt.settings.hooks?.onCall?.(entry.key, "compensate");
+    state.settings.hooks?.onCall?.(entry.key, "compensate");
     try {
-      await entry.call.options.compensate!(entry.value, { idempotencyKey: row.idempotencyKey, runId: attempt.runId, step: entry.key });
+      await entry.call.options.compensate!(entry.value, { idempotencyKey: row.idempotencyKey, runId: state.runId, step: entry.key });
     } catch (error) {
       // Left intended: the next compensate(id) runs it again.
       throw error instanceof SteplogError ? error : Object.assign(error instanceof Error ? error : new Error(String(error)), { step: entry.key });
     }
     const done: StepRow = { ...row, status: "compensated", endedAt: clock.now(), calls: row.calls + 1 };
-    await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(done)));
+    await writeOutcome(state, done);
     // A step that was cut off inside its effect is settled too: what it did was undone.
     const cutOff = rows.filter((r) => r.status === "intended" && !isCompensation(r)).at(-1);
     if (cutOff) {
       const settled: StepRow = {
         ...cutOff,
         status: "failed",
-        error: await attempt.settings.payloads.encodeError(
+        error: await state.settings.payloads.encodeError(
           toErrorInfo(Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }), entry.key),
         ),
         endedAt: clock.now(),
-        resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number }),
+        resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: state.number }),
       };
-      await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(settled)));
+      await writeOutcome(state, settled);
     }
-    attempt.addCompensation(entry.key);
-    attempt.emit({ type: "step-resolved", runId: attempt.runId, step: entry.key, policy: "compensate", found: "saga" });
+    state.addCompensation(entry.key);
+    state.emit({ type: "step-resolved", runId: state.runId, step: entry.key, policy: "compensate", found: "saga" });
   }
 }

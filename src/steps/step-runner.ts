@@ -1,55 +1,38 @@
 /**
- * The ctx.step protocol:
- *   before the start point, reuse a succeeded record (checked against the code as it is now);
- *   at the start point or after it, resolve an unknown outcome by the step's policy, then
- *   write the intent (durable before the function runs), call the function with retries and
- *   a timeout, encode its value, and write the outcome.
+ * The ctx.step protocol. As each step is entered the plan (plan.ts) decides from its record
+ * what to do; this carries it out: hand a record back (hand-back.ts), settle an unknown outcome
+ * by its policy (unknown-outcome.ts), or run the step: write the intent (durable before the
+ * function runs), call the function with retries and a timeout, encode its value and write the
+ * outcome (step-log.ts).
  */
 
-import type { Attempt } from "./attempt.js";
-import { StopRequest } from "./attempt.js";
-import type { StepFunction, StepInfo, StepOptions, Usage } from "../workflow/context.js";
+import type { StepFunction, StepInfo, Usage } from "../workflow/context.js";
 import {
   EffectUnrecordedError,
   InvalidOptionError,
   PivotOrderError,
-  RedoIrreversibleError,
   ResultRejectedError,
-  RunEscalatedError,
-  SteplogError,
   StepTimedOutError,
-  ValueMissingError,
-  VersionChangedError,
-  rebuildError,
   toErrorInfo,
-  type ErrorInfo,
 } from "../base/errors.js";
 import { fault, faultArmed } from "../base/faults.js";
 import { checkName } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { backoffDelay, retryPolicy } from "../workflow/retry-policy.js";
 import { validate } from "../workflow/schema.js";
+import type { StepOptions } from "../workflow/context.js";
 import type { Effect, StepRow } from "../store/types.js";
+import { decodeValue } from "../payloads/values.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
 import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
 import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
-import type { Thrown } from "./handled-failures.js";
-import { decodeValue } from "../payloads/values.js";
-import { isBreakingChange } from "../workflow/versions.js";
+import { planStep } from "./plan.js";
+import { handBack, supply } from "./hand-back.js";
+import { newRow, settle, thrownNow, writeIntent, writeOutcome, writeOutcomeLater } from "./step-log.js";
+import { markFailedStep, StopRequest, type AttemptState, type Identity, type StepCall } from "./state.js";
 
-export interface StepCall {
-  name: string;
-  options: StepOptions;
-  fn: StepFunction<unknown>;
-  /** Where it was entered in this attempt's call order (steps and waits, reused ones included). */
-  position?: number;
-}
-
-export interface Identity {
-  idempotencyKey: string;
-  previous?: StepInfo["previous"];
-}
+export type { StepCall, Identity };
 
 const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
 const POLICIES = ["redrive", "query", "compensate", "escalate"];
@@ -59,75 +42,89 @@ const POLICIES = ["redrive", "query", "compensate", "escalate"];
  * async wrapper would add a promise and its ticks to every step), and turns a synchronous throw
  * into a rejection so callers see one behaviour.
  */
-export function runStep(attempt: Attempt, call: StepCall): Promise<unknown> {
+export function runStep(state: AttemptState, call: StepCall): Promise<unknown> {
   try {
-    return route(attempt, call);
+    return route(state, call);
   } catch (error) {
     return Promise.reject(error);
   }
 }
 
-function route(attempt: Attempt, call: StepCall): Promise<unknown> {
-  attempt.assertRunning();
-  if (!attempt.checkedNames.has(call.name)) {
+function route(state: AttemptState, call: StepCall): Promise<unknown> {
+  state.assertRunning();
+  if (!state.checkedNames.has(call.name)) {
     checkName("step name", call.name);
-    attempt.checkedNames.add(call.name);
+    state.checkedNames.add(call.name);
   }
-  checkOptions(attempt, call);
-  const key = attempt.nextKey(call.name);
-  call.position = attempt.entered++;
-  attempt.lastEntered = key;
-  attempt.settings.hooks?.onEnter?.(key, call.name);
-  if (attempt.plan.mode === "compensate") return replayForSaga(attempt, key, call);
-  const record = attempt.latest.get(key);
-
-  let startsHere = false;
-  if (!attempt.started) {
-    const fromStep = attempt.plan.fromStep;
-    // A step the continue said to redo is a start point too: it runs again even where everything before it is reused.
-    attempt.started = fromStep !== undefined ? key === fromStep : !isSettled(attempt, key, record) || attempt.plan.redo.has(key) || key === attempt.carriedStart;
-    startsHere = attempt.started && fromStep === undefined;
-  } else if (attempt.siblingsOf !== undefined || typeof (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START] === "number") {
-    // Entered (or launched, see launched-beside.ts) beside the start point, before it settled and
-    // before anything ran anew; and its record is no older than any record handed back before it
-    // was launched (else its inputs may have changed since it was made).
-    const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
-    const bound = typeof launched === "number" ? launched : attempt.newestReused;
-    if (record && isSettled(attempt, key, record) && record.attempt >= bound) return handBack(attempt, key, record, call.options);
-    // Not reused (run, re-driven, settled by a query): what follows may depend on its new value.
-    attempt.siblingsOf = undefined;
+  checkOptions(state, call);
+  const key = state.nextKey(call.name);
+  call.position = state.entered++;
+  state.lastEntered = key;
+  state.settings.hooks?.onEnter?.(key, call.name);
+  if (state.plan.mode === "compensate") return replayForSaga(state, key, call);
+  const record = state.latest.get(key);
+  const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
+  const { decision, started, siblings } = planStep(
+    {
+      runId: state.runId,
+      attempt: state.number,
+      started: state.started,
+      siblingsOf: state.siblingsOf,
+      newestReused: state.newestReused,
+      fromStep: state.plan.fromStep,
+      redo: state.plan.redo,
+      reuse: state.plan.reuse,
+      carriedStart: state.carriedStart,
+      handled: state.handled,
+      values: state.plan.values,
+      notReached: () => state.notReached(),
+    },
+    { key, record, effect: call.options.effect, launchedBeside: typeof launched === "number" ? launched : undefined },
+  );
+  state.started = started;
+  if (siblings === "close") state.siblingsOf = undefined;
+  let done: Promise<unknown>;
+  switch (decision.kind) {
+    case "hand-back":
+      return handBack(state, key, record!, call.options);
+    case "supply":
+      return supply(state, key, call, state.plan.values![key]);
+    case "stop":
+      state.stopWith(decision.error, decision.ending);
+    // falls through: stopWith throws
+    case "resolve":
+      done = resolveThenRun(state, key, record!, call);
+      break;
+    case "run":
+      done = execute(state, key, call, owedRedrive(state, key, record) ?? { idempotencyKey: state.idempotencyKeyFor(key) });
+      break;
   }
-  if (startsHere) {
-    const settled = startAt(attempt, key, record, call);
-    attempt.siblingsOf = key;
-    const done = () => {
-      if (attempt.siblingsOf === key) attempt.siblingsOf = undefined;
+  if (siblings === "open") {
+    // Steps entered while it is unsettled were launched beside it (see AttemptState.siblingsOf).
+    state.siblingsOf = key;
+    const close = () => {
+      if (state.siblingsOf === key) state.siblingsOf = undefined;
     };
-    settled.then(done, done);
-    return settled;
+    done.then(close, close);
   }
-  return startAt(attempt, key, record, call);
+  return done;
 }
 
-/** The rest of route: reuse or supply before the start point; a step at or after it runs. */
-function startAt(attempt: Attempt, key: string, record: StepRow | undefined, call: StepCall): Promise<unknown> {
-  if (!attempt.started) {
-    if (record && isSettled(attempt, key, record)) return handBack(attempt, key, record, call.options);
-    const values = attempt.plan.values;
-    if (values && Object.hasOwn(values, key)) return supply(attempt, key, call, values[key]);
-    stopWith(attempt, new ValueMissingError(attempt.runId, key, attempt.plan.fromStep!, attempt.notReached()));
+/**
+ * A cut-off row of another attempt: settled by the step's policy, then (unless the policy found
+ * the effect done) the step runs. In flight throughout: a cancel or a deadline waits for a query
+ * or a compensation to settle, as for a step's own function, and an irreversible step cannot
+ * start beside it.
+ */
+async function resolveThenRun(state: AttemptState, key: string, record: StepRow, call: StepCall): Promise<unknown> {
+  state.inFlight.add(key);
+  try {
+    const resolved = await resolveUnknownOutcome(state, key, record, call);
+    return resolved.kind === "found" ? resolved.value : await execute(state, key, call, resolved.identity);
+  } finally {
+    state.inFlight.delete(key);
+    state.checkEarlyEnd();
   }
-  // A succeeded irreversible step (a charge, an email) is never run again without consent; the step fromStep names has it.
-  if (record?.status === "succeeded" && (record.effect === "irreversible" || call.options.effect === "irreversible") && key !== attempt.plan.fromStep) {
-    if (attempt.plan.reuse.has(key)) return reuse(attempt, key, record, call.options);
-    if (!attempt.plan.redo.has(key)) stopWith(attempt, new RedoIrreversibleError(attempt.runId, key, record.attempt, record.endedAt));
-  }
-  // An escalation nobody resolved (the run was cancelled or forced meanwhile) stays in force.
-  if (record?.status === "escalated") stopWith(attempt, new RunEscalatedError(attempt.runId, key), "escalated");
-  if (record && record.status === "intended" && record.attempt !== attempt.number) {
-    return resolveUnknownOutcome(attempt, key, record, call);
-  }
-  return execute(attempt, key, call, owedRedrive(attempt, key, record) ?? { idempotencyKey: idempotencyKeyFor(attempt, key) });
 }
 
 const STEP_KEYS: KnownKeys<StepOptions> = {
@@ -143,11 +140,11 @@ const STEP_KEYS: KnownKeys<StepOptions> = {
   errors: true,
 };
 
-function checkOptions(attempt: Attempt, call: StepCall): void {
+function checkOptions(state: AttemptState, call: StepCall): void {
   const { options, name } = call;
-  const bad = (what: string) => new InvalidOptionError(`Run ${JSON.stringify(attempt.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: attempt.runId, step: name });
+  const bad = (what: string) => new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: state.runId, step: name });
   if (typeof call.fn !== "function") throw bad("the last argument of ctx.step must be the step's function");
-  checkKnownKeys(() => `Run ${JSON.stringify(attempt.runId)}, step ${JSON.stringify(name)}`, options, STEP_KEYS, { runId: attempt.runId, step: name });
+  checkKnownKeys(() => `Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}`, options, STEP_KEYS, { runId: state.runId, step: name });
   if (options.errors !== undefined && !(Array.isArray(options.errors) && options.errors.every((c) => typeof c === "function"))) {
     throw bad("errors must be an array of error classes, e.g. [CardDeclined]");
   }
@@ -158,189 +155,63 @@ function checkOptions(attempt: Attempt, call: StepCall): void {
   if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) throw bad("timeoutMs must be a number of milliseconds > 0");
 }
 
-/** `${runId}:${key}`, and `…:2`, `…:3` once the step has been compensated. */
-export function idempotencyKeyFor(attempt: Attempt, key: string): string {
-  const base = `${attempt.runId}:${key}`;
-  const compensations = attempt.compensations(key);
-  return compensations === 0 ? base : `${base}:${compensations + 1}`;
-}
-
-export function stopWith(attempt: Attempt, error: SteplogError, ending: "stopped" | "escalated" = "stopped"): never {
-  attempt.endWith(ending, error);
-  throw error;
-}
-
-/** A record a continue hands back rather than run: a success, or a failure the workflow handled (see handled-failures.ts). */
-export function isSettled(attempt: Attempt, key: string, record: StepRow | undefined): boolean {
-  return record?.status === "succeeded" || (record?.status === "failed" && attempt.handled.has(key));
-}
-
-/** Hand a settled record back: a success's value, or a handled failure's error thrown again. */
-function handBack(attempt: Attempt, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
-  return record.status === "succeeded" ? reuse(attempt, key, record, options) : replayFailure(attempt, key, record, options.errors);
-}
-
-/**
- * A failure the workflow handled, thrown again without calling the function: the recorded error
- * rebuilt (as one of the step's declared `errors` classes where its class is among them), so the
- * workflow's handler takes the same path it took the first time.
- */
-export async function replayFailure(attempt: Attempt, key: string, record: StepRow, classes: StepOptions["errors"]): Promise<never> {
-  // Checked as the step is entered (before anything is awaited), so steps entered together keep their order.
-  attempt.checkOrder(key, record);
-  const info = await attempt.settings.payloads.decodeError(record.error!);
-  noteReused(attempt, key, record);
-  throw markFailedStep(rebuildError(info, classes ?? [], { runId: attempt.runId }), key);
-}
-
-/**
- * A succeeded record before the start point: its value, checked against the code as it is now.
- * Synchronous unless an upcast, a result schema or a codec needs awaiting: a continue of a long
- * run passes through thousands of these.
- */
-function reuse(attempt: Attempt, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
-  // Checked as the step is entered (before anything is awaited), so steps entered together keep their order.
-  attempt.checkOrder(key, record);
-  if (!options.upcast && !attempt.plan.ignoreVersion && isBreakingChange(record.version, attempt.workflow.version)) {
-    stopWith(attempt, new VersionChangedError(attempt.runId, key, record.version!, attempt.workflow.version!));
-  }
-  const decoded = record.value === null ? undefined : attempt.settings.payloads.decode(record.value);
-  if (options.upcast || options.result || decoded instanceof Promise) return checkReused(attempt, key, record, options, decoded);
-  noteReused(attempt, key, record);
-  return Promise.resolve(decoded);
-}
-
-async function checkReused(attempt: Attempt, key: string, record: StepRow, options: StepOptions, decoded: unknown): Promise<unknown> {
-  let value = await decoded;
-  if (options.upcast) {
-    try {
-      value = options.upcast(value, { version: record.version });
-    } catch (error) {
-      stopWith(attempt, new ResultRejectedError(attempt.runId, key, [`upcast threw: ${(error as Error).message}`], true));
-    }
-  }
-  if (options.result) {
-    const checked = await validate(options.result, value);
-    if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, key, checked.issues, true));
-    value = checked.value;
-  }
-  noteReused(attempt, key, record);
-  return value;
-}
-
-/** A record handed back instead of a call: counted, and told to listeners (steps and waits). */
-export function noteReused(attempt: Attempt, key: string, record: StepRow): void {
-  attempt.newestReused = Math.max(attempt.newestReused, record.attempt);
-  attempt.reused.push(key);
-  if (attempt.listening) {
-    attempt.emit({ type: "step-reused", runId: attempt.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
-  }
-}
-
-/** A value given with `continue(id, { values })` for a step before the start point with no record. */
-export async function supply(attempt: Attempt, key: string, call: StepCall, given: unknown): Promise<unknown> {
-  const text = await attempt.settings.payloads.encode(given, `The value given for step ${JSON.stringify(key)}`, { runId: attempt.runId, step: key });
-  let value = decodeValue(text.plain);
-  if (call.options.result) {
-    const checked = await validate(call.options.result, value);
-    if (!checked.ok) stopWith(attempt, new ResultRejectedError(attempt.runId, key, checked.issues, false));
-    value = checked.value;
-  }
-  const now = attempt.settings.clock.now();
-  const row = newRow(attempt, key, call, idempotencyKeyFor(attempt, key), now);
-  Object.assign(row, { status: "succeeded", value: text.stored, endedAt: now, resolution: JSON.stringify({ policy: "supplied" }) });
-  await attempt.write(attempt.settings.store.writeIntent(attempt.fence, row));
-  attempt.latest.set(key, row);
-  attempt.resolved.push(key);
-  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "supplied", found: "value given on continue" });
-  return value;
-}
-
-export function newRow(attempt: Attempt, key: string, call: StepCall, idempotencyKey: string, now: number): StepRow {
-  return {
-    runId: attempt.runId,
-    seq: attempt.nextSeq++,
-    attempt: attempt.number,
-    key,
-    name: call.name,
-    status: "intended",
-    effect: call.options.effect ?? "idempotent",
-    idempotencyKey,
-    value: null,
-    error: null,
-    version: attempt.version,
-    intendedAt: now,
-    endedAt: null,
-    calls: 0,
-    resolution: null,
-    usage: null,
-    position: call.position ?? null,
-  };
-}
-
 /** Write the intent, call the function (with retries and timeouts), record the outcome. */
-export async function execute(attempt: Attempt, key: string, call: StepCall, identity: Identity): Promise<unknown> {
+export async function execute(state: AttemptState, key: string, call: StepCall, identity: Identity): Promise<unknown> {
   // A step other than the start point runs anew: later records may have used what it returned before.
-  if (attempt.siblingsOf !== key) attempt.siblingsOf = undefined;
+  if (state.siblingsOf !== key) state.siblingsOf = undefined;
   const { options } = call;
   const effect = options.effect ?? "idempotent";
-  if (effect === "irreversible") checkPivotOrder(attempt, key);
+  if (effect === "irreversible") checkPivotOrder(state, key);
   if (options.approval) {
-    await checkApproval(attempt, key);
+    await checkApproval(state, key);
     // Another step may have started while the approval was looked up.
-    if (effect === "irreversible") checkPivotOrder(attempt, key);
+    if (effect === "irreversible") checkPivotOrder(state, key);
   }
   const policy = retryPolicy(options.retry, key);
-  const store = attempt.settings.store;
-  const clock = attempt.settings.clock;
-  attempt.inFlight.add(key);
+  const clock = state.settings.clock;
+  state.inFlight.add(key);
   try {
-    const row = newRow(attempt, key, call, identity.idempotencyKey, clock.now());
+    const row = newRow(state, key, call, identity.idempotencyKey, clock.now());
     fault("before-intent", key);
-    try {
-      await store.writeIntent(attempt.fence, row);
-    } catch (error) {
-      throw attempt.writeFailed(error);
-    }
-    attempt.latest.set(key, row);
+    await writeIntent(state, row);
     fault("after-intent", key);
 
     let value: unknown;
     for (let retry = 0; ; retry++) {
       // The attempt may have ended while the intent was being written: then the function is not called.
-      const endedBefore = endReasonOf(attempt);
+      const endedBefore = endReasonOf(state);
       if (endedBefore) {
-        if (endedBefore.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(endedBefore.error, key));
+        if (endedBefore.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(endedBefore.error, key));
         throw endedBefore.error;
       }
-      if (attempt.listening) attempt.emit({ type: "step-started", runId: attempt.runId, step: key, retry });
+      if (state.listening) state.emit({ type: "step-started", runId: state.runId, step: key, retry });
       row.calls++;
-      const result = await callOnce(attempt, key, call, identity, retry, row);
+      const result = await callOnce(state, key, call, identity, retry, row);
       if (result.ok) {
         value = result.value;
         break;
       }
       const error = result.error;
       if (error instanceof StopRequest) {
-        await settle(attempt, key, row, "stopped", toErrorInfo(attempt.endReason?.error ?? error, key));
+        await settle(state, key, row, "stopped", toErrorInfo(state.endReason?.error ?? error, key));
         throw error;
       }
-      if (attempt.endReason) {
-        if (attempt.endReason.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(attempt.endReason.error, key));
-        throw attempt.endReason.error;
+      if (state.endReason) {
+        if (state.endReason.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(state.endReason.error, key));
+        throw state.endReason.error;
       }
       const verdict = retry + 1 < policy.maxAttempts ? await askRetryIf(policy, error, retry) : { again: false as const };
       if (verdict.again) {
-        await sleep(backoffDelay(policy, retry + 1), attempt.controller.signal);
-        const ended = endReasonOf(attempt);
+        await sleep(backoffDelay(policy, retry + 1), state.controller.signal);
+        const ended = endReasonOf(state);
         if (!ended) continue;
-        if (ended.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(ended.error, key));
+        if (ended.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(ended.error, key));
         throw ended.error;
       }
       // The predicate may have taken a while (it is awaited): an attempt that ended meanwhile says so.
-      const endedWhileAsking = endReasonOf(attempt);
+      const endedWhileAsking = endReasonOf(state);
       if (endedWhileAsking) {
-        if (endedWhileAsking.ending !== "lease-lost") await settle(attempt, key, row, "failed", toErrorInfo(endedWhileAsking.error, key));
+        if (endedWhileAsking.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(endedWhileAsking.error, key));
         throw endedWhileAsking.error;
       }
       const info = toErrorInfo(error, key);
@@ -350,28 +221,28 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         info.cause = toErrorInfo(verdict.threw);
         if (error instanceof Error) Object.defineProperty(error, "cause", { value: verdict.threw, configurable: true, writable: true });
       }
-      await settle(attempt, key, row, "failed", info, thrownNow(attempt));
+      await settle(state, key, row, "failed", info, thrownNow(state));
       throw markFailedStep(error, key);
     }
     fault("after-fn", key);
     // The function returned: its effect happened and its value is known, so it is recorded even
     // if the attempt ended meanwhile (a deadline, a cancel, another step's stop or escalation) —
     // throwing it away would make a continue do the effect again. Only a lost lease forbids it.
-    const endedWhileRunning = endReasonOf(attempt);
+    const endedWhileRunning = endReasonOf(state);
     if (endedWhileRunning?.ending === "lease-lost") throw endedWhileRunning.error;
 
     let text: { plain: string; stored: string };
     let decoded: unknown;
     try {
-      const encoded = attempt.settings.payloads.encode(value, () => `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(attempt.runId)}`, {
-        runId: attempt.runId,
+      const encoded = state.settings.payloads.encode(value, () => `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(state.runId)}`, {
+        runId: state.runId,
         step: key,
       });
       text = "then" in encoded ? await encoded : encoded;
       decoded = decodeValue(text.plain);
       if (options.result) {
         const checked = await validate(options.result, decoded);
-        if (!checked.ok) throw new ResultRejectedError(attempt.runId, key, checked.issues, false);
+        if (!checked.ok) throw new ResultRejectedError(state.runId, key, checked.issues, false);
         decoded = checked.value;
       }
     } catch (error) {
@@ -379,32 +250,31 @@ export async function execute(attempt: Attempt, key: string, call: StepCall, ide
         // The effect happened and its value is lost: a failure would be redone, a second charge.
         // Left intended, it is an unknown outcome the next continue settles by the step's policy.
         const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
-        const unrecorded = new EffectUnrecordedError(attempt.runId, key, effect, error, policy);
-        attempt.endWith("failed", unrecorded);
+        const unrecorded = new EffectUnrecordedError(state.runId, key, effect, error, policy);
+        state.endWith("failed", unrecorded);
         throw markFailedStep(unrecorded, key);
       }
-      await settle(attempt, key, row, "failed", toErrorInfo(error, key), thrownNow(attempt));
+      await settle(state, key, row, "failed", toErrorInfo(error, key), thrownNow(state));
       throw markFailedStep(error, key);
     }
 
     row.status = "succeeded";
     row.value = text.stored;
     row.endedAt = clock.now();
-    const write = store.writeOutcome(attempt.fence, outcomeOf(row));
     // Group commit: a read or idempotent step's outcome may commit with the next write (a
     // crash before it re-drives the step with the same key); any other effect's outcome is
     // durable before ctx.step returns.
-    if ((effect === "read" || effect === "idempotent") && !faultArmed("after-outcome", key)) attempt.track(write);
-    else await attempt.write(write);
+    if ((effect === "read" || effect === "idempotent") && !faultArmed("after-outcome", key)) writeOutcomeLater(state, row);
+    else await writeOutcome(state, row);
     fault("after-outcome", key);
-    attempt.ran.push(key);
-    if (attempt.listening) attempt.emit({ type: "step-succeeded", runId: attempt.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
+    state.ran.push(key);
+    if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
     // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
     if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;
     return decoded;
   } finally {
-    attempt.inFlight.delete(key);
-    attempt.checkEarlyEnd();
+    state.inFlight.delete(key);
+    state.checkEarlyEnd();
   }
 }
 
@@ -418,57 +288,9 @@ async function askRetryIf(policy: ReturnType<typeof retryPolicy>, error: unknown
 }
 
 /** An irreversible step starts only when no other step of the run is in flight. */
-function checkPivotOrder(attempt: Attempt, key: string): void {
-  const others = [...attempt.inFlight].filter((k) => k !== key);
-  if (others.length > 0) throw new PivotOrderError(attempt.runId, key, others);
-}
-
-/**
- * The step each error thrown out of ctx.step failed in: with steps running at once, the last step
- * entered is not always the one that failed, and the attempt's error must name the right one.
- */
-const failedSteps = new WeakMap<object, string>();
-
-function markFailedStep(error: unknown, key: string): unknown {
-  if (typeof error === "object" && error !== null && !failedSteps.has(error)) failedSteps.set(error, key);
-  return error;
-}
-
-/** The step an error thrown out of ctx.step failed in, if it was one. */
-export function failedStepOf(error: unknown): string | undefined {
-  return typeof error === "object" && error !== null ? failedSteps.get(error) : undefined;
-}
-
-/** Record a step that did not return a value: failed, or stopped by its attempt's end. */
-/** The mark of a failure thrown into the workflow's code now (handled-failures.ts). */
-export function thrownNow(attempt: Attempt): Thrown {
-  return { attempt: attempt.number, entered: attempt.entered };
-}
-
-/**
- * Record a step that did not return a value: failed, or stopped by its attempt's end. `thrown`
- * when its own error is thrown into the workflow's code (the code may handle it and go on).
- */
-async function settle(attempt: Attempt, key: string, row: StepRow, status: "failed" | "stopped", error: ErrorInfo, thrown?: Thrown): Promise<void> {
-  if (thrown) row.resolution = JSON.stringify({ thrown });
-  row.error = await attempt.settings.payloads.encodeError(error);
-  row.status = status;
-  row.endedAt = attempt.settings.clock.now();
-  attempt.emit({ type: "step-failed", runId: attempt.runId, step: key, error });
-  await attempt.write(attempt.settings.store.writeOutcome(attempt.fence, outcomeOf(row)));
-}
-
-export function outcomeOf(row: StepRow) {
-  return {
-    seq: row.seq,
-    status: row.status as Exclude<StepRow["status"], "intended">,
-    value: row.value,
-    error: row.error,
-    endedAt: row.endedAt ?? 0,
-    calls: row.calls,
-    resolution: row.resolution,
-    usage: row.usage,
-  };
+function checkPivotOrder(state: AttemptState, key: string): void {
+  const others = [...state.inFlight].filter((k) => k !== key);
+  if (others.length > 0) throw new PivotOrderError(state.runId, key, others);
 }
 
 type CallResult = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -483,8 +305,8 @@ function addUsage(row: StepRow, used: Usage): void {
   row.usage = JSON.stringify(total);
 }
 
-async function callOnce(attempt: Attempt, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
-  const parent = attempt.controller.signal;
+async function callOnce(state: AttemptState, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
+  const parent = state.controller.signal;
   const timeoutMs = call.options.timeoutMs;
   // Each call has its own signal, a child of the attempt's (so listeners a step adds go away
   // with the call). It is made when first asked for: most steps never look at it.
@@ -505,15 +327,15 @@ async function callOnce(attempt: Attempt, key: string, call: StepCall, identity:
   if (timeoutMs !== undefined) {
     signal();
     timer = setTimeout(() => {
-      timedOut = new StepTimedOutError(attempt.runId, key, timeoutMs);
+      timedOut = new StepTimedOutError(state.runId, key, timeoutMs);
       controller!.abort(timedOut);
     }, timeoutMs);
   }
   const info = {
-    runId: attempt.runId,
+    runId: state.runId,
     step: key,
     idempotencyKey: identity.idempotencyKey,
-    attempt: attempt.number,
+    attempt: state.number,
     retry,
     get signal() {
       return signal();
@@ -522,8 +344,8 @@ async function callOnce(attempt: Attempt, key: string, call: StepCall, identity:
   } as StepInfo;
   if (identity.previous) info.previous = identity.previous;
   try {
-    attempt.settings.hooks?.onCall?.(key, "function");
-    const fn = (attempt.settings.hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
+    state.settings.hooks?.onCall?.(key, "function");
+    const fn = (state.settings.hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
     // A value that arrives after the timeout fired is still the call's result: the effect happened.
     const value = await fn(info);
     return { ok: true, value };
@@ -536,8 +358,8 @@ async function callOnce(attempt: Attempt, key: string, call: StepCall, identity:
 }
 
 /** Read afresh: the attempt may have ended while this step waited. */
-function endReasonOf(attempt: Attempt) {
-  return attempt.endReason;
+function endReasonOf(state: AttemptState) {
+  return state.endReason;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -8,13 +8,16 @@
  *   escalate   record the step escalated and end the attempt; a person resolves it
  */
 
-import type { Attempt } from "./attempt.js";
 import type { UnknownOutcomePolicy } from "../workflow/context.js";
 import { QueryAnswerInvalidError, QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "../base/errors.js";
 import { validate } from "../workflow/schema.js";
-import { execute, idempotencyKeyFor, newRow, outcomeOf, type Identity, type StepCall } from "./step-runner.js";
 import type { Effect, StepRow } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
+import { newRow, writeIntent, writeOutcome } from "./step-log.js";
+import type { AttemptState, Identity, StepCall } from "./state.js";
+
+/** How an unknown outcome came out: found done (its value recorded), or the step is to be called with this identity. */
+export type Resolved = { kind: "found"; value: unknown } | { kind: "run"; identity: Identity };
 
 export function defaultPolicy(effect: Effect, hasQuery: boolean, hasCompensate: boolean): UnknownOutcomePolicy {
   switch (effect) {
@@ -35,19 +38,12 @@ interface Resolution {
   compensation?: true;
 }
 
-export async function resolveUnknownOutcome(attempt: Attempt, key: string, record: StepRow, call: StepCall): Promise<unknown> {
-  // In flight for the whole resolution: a cancel or deadline waits for a query or a compensation
-  // to settle, as for a step's own function, and an irreversible step cannot start beside it.
-  attempt.inFlight.add(key);
-  try {
-    return await resolve(attempt, key, record, call);
-  } finally {
-    attempt.inFlight.delete(key);
-    attempt.checkEarlyEnd();
-  }
-}
-
-async function resolve(attempt: Attempt, key: string, record: StepRow, call: StepCall): Promise<unknown> {
+/**
+ * Settle a cut-off row by the step's policy: what the caller does next is in the answer (an
+ * escalation, a failing query or an invalid answer end the attempt and throw). The caller keeps
+ * the step in flight for the whole of it.
+ */
+export async function resolveUnknownOutcome(state: AttemptState, key: string, record: StepRow, call: StepCall): Promise<Resolved> {
   const { options } = call;
   const effect = options.effect ?? "idempotent";
   const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
@@ -55,53 +51,53 @@ async function resolve(attempt: Attempt, key: string, record: StepRow, call: Ste
   const wasCompensating = isCompensationRow(record);
 
   // A crash inside a compensation: run the compensation again (it tolerates repeats), then re-drive.
-  if (wasCompensating || policy === "compensate") return compensateThenRedrive(attempt, key, record, call, wasCompensating);
+  if (wasCompensating || policy === "compensate") return compensateThenRedrive(state, key, record, call, wasCompensating);
 
   if (policy === "query") {
     let answer;
     try {
-      attempt.settings.hooks?.onCall?.(key, "query");
-      answer = await options.query!({ idempotencyKey: record.idempotencyKey, runId: attempt.runId, step: key });
+      state.settings.hooks?.onCall?.(key, "query");
+      answer = await options.query!({ idempotencyKey: record.idempotencyKey, runId: state.runId, step: key });
     } catch (error) {
-      const failed = new QueryFailedError(attempt.runId, key, error);
-      attempt.endWith("failed", failed);
+      const failed = new QueryFailedError(state.runId, key, error);
+      state.endWith("failed", failed);
       throw failed;
     }
     // Anything but the two answers is refused: taking it for "not done" would re-drive an effect that may have happened.
     const invalid = invalidAnswer(answer);
     if (invalid !== undefined) {
-      const refused = new QueryAnswerInvalidError(attempt.runId, key, invalid);
-      attempt.endWith("failed", refused);
+      const refused = new QueryAnswerInvalidError(state.runId, key, invalid);
+      state.endWith("failed", refused);
       throw refused;
     }
-    if (answer.done) return recordFound(attempt, key, record, call, answer.value);
-    await settle(attempt, record, "failed", { policy, found: "not done", attempt: attempt.number }, "the query found no effect");
-    return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
+    if (answer.done) return { kind: "found", value: await recordFound(state, key, record, call, answer.value) };
+    await settle(state, record, "failed", { policy, found: "not done", attempt: state.number }, "the query found no effect");
+    return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
   }
 
   if (policy === "escalate") {
-    const unrecorded = await unrecordedReason(attempt, record);
+    const unrecorded = await unrecordedReason(state, record);
     const what = unrecorded === undefined ? "cut off inside its effect" : `returned, but its value could not be recorded (${unrecorded})`;
-    await settle(attempt, record, "escalated", { policy, found: "unknown", attempt: attempt.number }, `${what}; waits for a person`);
-    const escalated = new RunEscalatedError(attempt.runId, key, unrecorded);
-    attempt.endWith("escalated", escalated);
+    await settle(state, record, "escalated", { policy, found: "unknown", attempt: state.number }, `${what}; waits for a person`);
+    const escalated = new RunEscalatedError(state.runId, key, unrecorded);
+    state.endWith("escalated", escalated);
     throw escalated;
   }
 
-  await settle(attempt, record, "failed", { policy: "redrive", found: "unknown", attempt: attempt.number }, "cut off inside its effect; re-driven");
-  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "redrive", found: "unknown" });
-  return execute(attempt, key, call, { idempotencyKey: record.idempotencyKey, previous });
+  await settle(state, record, "failed", { policy: "redrive", found: "unknown", attempt: state.number }, "cut off inside its effect; re-driven");
+  state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "redrive", found: "unknown" });
+  return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
 }
 
 /**
  * Why the row is intended when its function returned: its attempt ended with an
  * EffectUnrecordedError naming it (the value could not be recorded). Undefined for a cut-off.
  */
-async function unrecordedReason(attempt: Attempt, record: StepRow): Promise<string | undefined> {
-  const ended = attempt.stored.attempts.find((a) => a.number === record.attempt)?.error;
+async function unrecordedReason(state: AttemptState, record: StepRow): Promise<string | undefined> {
+  const ended = state.stored.attempts.find((a) => a.number === record.attempt)?.error;
   if (!ended) return undefined;
   try {
-    const info = await attempt.settings.payloads.decodeError(ended);
+    const info = await state.settings.payloads.decodeError(ended);
     return info.step === record.key && info.name === "EffectUnrecordedError" ? (info.code ?? "unrecorded") : undefined;
   } catch {
     return undefined;
@@ -142,15 +138,15 @@ function describeAnswer(answer: unknown): string {
  * stays; after `compensate`, it is the compensation, and the key is the next one. Undefined for
  * any other row.
  */
-export function owedRedrive(attempt: Attempt, key: string, record: StepRow | undefined): Identity | undefined {
+export function owedRedrive(state: AttemptState, key: string, record: StepRow | undefined): Identity | undefined {
   if (record?.resolution == null) return undefined;
   const resolution = JSON.parse(record.resolution) as Partial<Resolution>;
   if (record.status === "failed" && ((resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done"))) {
     return { idempotencyKey: record.idempotencyKey, previous: previousOf(record) };
   }
   if (record.status === "compensated" && resolution.compensation === true && resolution.found === "unknown") {
-    const cutOff = attempt.stored.steps.filter((row) => row.key === key && !isCompensationRow(row)).at(-1);
-    if (cutOff) return { idempotencyKey: idempotencyKeyFor(attempt, key), previous: previousOf(cutOff) };
+    const cutOff = state.stored.steps.filter((row) => row.key === key && !isCompensationRow(row)).at(-1);
+    if (cutOff) return { idempotencyKey: state.idempotencyKeyFor(key), previous: previousOf(cutOff) };
   }
   return undefined;
 }
@@ -165,82 +161,77 @@ function isCompensationRow(row: StepRow): boolean {
 }
 
 /** The query said the effect happened: its value becomes the step's outcome; the function is not called. */
-async function recordFound(attempt: Attempt, key: string, record: StepRow, call: StepCall, found: unknown): Promise<unknown> {
-  const text = await attempt.settings.payloads.encode(found, `The value the query found for step ${JSON.stringify(key)}`, {
-    runId: attempt.runId,
+async function recordFound(state: AttemptState, key: string, record: StepRow, call: StepCall, found: unknown): Promise<unknown> {
+  const text = await state.settings.payloads.encode(found, `The value the query found for step ${JSON.stringify(key)}`, {
+    runId: state.runId,
     step: key,
   });
   let value = decodeValue(text.plain);
   if (call.options.result) {
     const checked = await validate(call.options.result, value);
     if (!checked.ok) {
-      const rejected = new ResultRejectedError(attempt.runId, key, checked.issues, false);
-      attempt.endWith("failed", rejected);
+      const rejected = new ResultRejectedError(state.runId, key, checked.issues, false);
+      state.endWith("failed", rejected);
       throw rejected;
     }
     value = checked.value;
   }
-  const resolution: Resolution = { policy: "query", found: "done", attempt: attempt.number };
-  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: attempt.settings.clock.now(), resolution: JSON.stringify(resolution) };
-  await attempt.write(attempt.settings.store.writeOutcome(attempt.fence, outcomeOf(row)));
-  attempt.latest.set(key, row);
-  attempt.resolved.push(key);
-  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "query", found: "done" });
+  const resolution: Resolution = { policy: "query", found: "done", attempt: state.number };
+  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.settings.clock.now(), resolution: JSON.stringify(resolution) };
+  await writeOutcome(state, row);
+  state.resolved.push(key);
+  state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "query", found: "done" });
   return value;
 }
 
-async function settle(attempt: Attempt, record: StepRow, status: "failed" | "escalated", resolution: Resolution, message: string): Promise<void> {
+async function settle(state: AttemptState, record: StepRow, status: "failed" | "escalated", resolution: Resolution, message: string): Promise<void> {
   const error = { name: "OutcomeUnknown", message: `Attempt ${record.attempt} was ${message}.`, code: undefined, step: record.key };
   const row: StepRow = {
     ...record,
     status,
-    error: await attempt.settings.payloads.encodeError(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
-    endedAt: attempt.settings.clock.now(),
+    error: await state.settings.payloads.encodeError(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
+    endedAt: state.settings.clock.now(),
     resolution: JSON.stringify(resolution),
   };
-  await attempt.write(attempt.settings.store.writeOutcome(attempt.fence, outcomeOf(row)));
-  attempt.latest.set(record.key, row);
+  await writeOutcome(state, row);
 }
 
-async function compensateThenRedrive(attempt: Attempt, key: string, record: StepRow, call: StepCall, retrying: boolean): Promise<unknown> {
-  const store = attempt.settings.store;
-  const clock = attempt.settings.clock;
+async function compensateThenRedrive(state: AttemptState, key: string, record: StepRow, call: StepCall, retrying: boolean): Promise<Resolved> {
+  const clock = state.settings.clock;
   // The compensation is a step record of its own, intended before it runs, so a crash inside it is seen.
   let compensation: StepRow;
   if (retrying) {
     compensation = record;
-    await attempt.confirmLease();
+    await state.confirmLease();
   } else {
-    compensation = newRow(attempt, key, call, record.idempotencyKey, clock.now());
-    compensation.resolution = JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number, compensation: true } satisfies Resolution);
-    await attempt.write(store.writeIntent(attempt.fence, compensation));
+    compensation = newRow(state, key, call, record.idempotencyKey, clock.now());
+    compensation.resolution = JSON.stringify({ policy: "compensate", found: "unknown", attempt: state.number, compensation: true } satisfies Resolution);
+    await writeIntent(state, compensation);
   }
   // Ended while the compensation's intent was written (a cancel, a deadline): do not start it.
-  const ended = attempt.endReason;
+  const ended = state.endReason;
   if (ended) throw ended.error;
-  attempt.settings.hooks?.onCall?.(key, "compensate");
-  await call.options.compensate!(undefined, { idempotencyKey: record.idempotencyKey, runId: attempt.runId, step: key });
+  state.settings.hooks?.onCall?.(key, "compensate");
+  await call.options.compensate!(undefined, { idempotencyKey: record.idempotencyKey, runId: state.runId, step: key });
   const done: StepRow = { ...compensation, status: "compensated", endedAt: clock.now(), calls: compensation.calls + 1 };
-  await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(done)));
+  await writeOutcome(state, done);
   // The cut-off execution itself is settled as failed: what it did was undone.
   const original = retrying
-    ? attempt.stored.steps.filter((row) => row.key === key && row.status === "intended" && !isCompensationRow(row)).at(-1)
+    ? state.stored.steps.filter((row) => row.key === key && row.status === "intended" && !isCompensationRow(row)).at(-1)
     : record;
   if (original) {
     const settled: StepRow = {
       ...original,
       status: "failed",
-      error: await attempt.settings.payloads.encodeError({ name: "OutcomeUnknown", message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`, step: key }),
+      error: await state.settings.payloads.encodeError({ name: "OutcomeUnknown", message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`, step: key }),
       endedAt: clock.now(),
-      resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: attempt.number } satisfies Resolution),
+      resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: state.number } satisfies Resolution),
     };
-    await attempt.write(store.writeOutcome(attempt.fence, outcomeOf(settled)));
+    await writeOutcome(state, settled);
   }
-  attempt.addCompensation(key);
-  attempt.latest.set(key, done);
-  attempt.emit({ type: "step-resolved", runId: attempt.runId, step: key, policy: "compensate", found: "unknown" });
-  return execute(attempt, key, call, {
-    idempotencyKey: idempotencyKeyFor(attempt, key),
-    previous: previousOf(record),
-  });
+  state.addCompensation(key);
+  // The key's current row is the compensation (the cut-off row, settled above, lies under it).
+  state.latest.set(key, done);
+  state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "compensate", found: "unknown" });
+  return { kind: "run", identity: { idempotencyKey: state.idempotencyKeyFor(key), previous: previousOf(record) } };
 }

@@ -64,4 +64,22 @@ describe("src/ layout", () => {
     }
     expect(wrong).toEqual([]);
   });
+
+  it("has no import cycle between files (type-only imports included): each module can be read without the ones above it", () => {
+    const graph = new Map(files.map((f) => [f, importsOf(path.join(SRC, f)).filter((t) => t !== f)]));
+    const cycles: string[] = [];
+    const state = new Map<string, "open" | "done">();
+    const visit = (file: string, trail: string[]): void => {
+      if (state.get(file) === "done") return;
+      if (state.get(file) === "open") {
+        cycles.push([...trail.slice(trail.indexOf(file)), file].join(" → "));
+        return;
+      }
+      state.set(file, "open");
+      for (const next of graph.get(file) ?? []) visit(next, [...trail, file]);
+      state.set(file, "done");
+    };
+    for (const file of files) visit(file, []);
+    expect(cycles).toEqual([]);
+  });
 });

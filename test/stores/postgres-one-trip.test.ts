@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { literal } from "../../src/store/postgres/connection.js";
 import { oneTripStatements } from "../../src/store/postgres/one-trip.js";
-import type { AttemptWrite } from "../../src/store/postgres/write-queue.js";
+import type { AttemptWrite } from "../../src/store/postgres/attempt-write.js";
 import type { StepRow } from "../../src/store/types.js";
 
 const fence = { runId: "run-1", epoch: 3 };

@@ -14,7 +14,7 @@
 import { literal } from "./connection.js";
 import { RUN_FIELDS, STEP_INSERT_COLUMNS } from "./sql.js";
 import type { AttemptEnd, AttemptRow, Fence, RunPatch, RunRow } from "../types.js";
-import type { AttemptWrite } from "./write-queue.js";
+import type { AttemptWrite } from "./attempt-write.js";
 
 type SqlType = "text" | "jsonb" | "integer" | "bigint" | "boolean";
 

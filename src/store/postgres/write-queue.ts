@@ -25,14 +25,9 @@
 import { LeaseLostError, SteplogError } from "../../base/errors.js";
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
+import type { AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements } from "./one-trip.js";
 import { num, type Sql } from "./sql.js";
-
-export type AttemptWrite =
-  | { kind: "intent"; fence: Fence; step: StepRow }
-  | { kind: "outcome"; fence: Fence; outcome: StepOutcome }
-  | { kind: "renew"; fence: Fence; expiresAt: number; now: number }
-  | { kind: "end"; fence: Fence; end: AttemptEnd };
 
 interface Pending {
   write: AttemptWrite;

@@ -1,0 +1,33 @@
+/**
+ * The WorkflowContext an attempt hands the workflow's code: each member is the attempt's state
+ * and one protocol (ctx.step → step-runner.ts, waits → waits.ts, ctx.stop → the state's stop).
+ */
+
+import type { StepFunction, StepOptions, WorkflowContext } from "../workflow/context.js";
+import { IN_SIBLING_WINDOW } from "./launched-beside.js";
+import { runStep } from "./step-runner.js";
+import { StopRequest, type AttemptState, type StepCall } from "./state.js";
+import { sleep, waitForEvent } from "./waits.js";
+
+export function contextFor(state: AttemptState): WorkflowContext {
+  return {
+    runId: state.runId,
+    attempt: state.number,
+    signal: state.controller.signal,
+    step(name: string, optionsOrFn: StepOptions | StepFunction<unknown>, maybeFn?: StepFunction<unknown>) {
+      const call: StepCall = typeof optionsOrFn === "function" ? { name, options: {}, fn: optionsOrFn } : { name, options: optionsOrFn ?? {}, fn: maybeFn! };
+      return runStep(state, call);
+    },
+    waitForEvent(name: string, options?: { schema?: never; timeoutMs?: number }) {
+      return waitForEvent(state, name, options);
+    },
+    sleep(name: string, msOrDate: number | Date) {
+      return sleep(state, name, msOrDate);
+    },
+    stop(reason: string): never {
+      state.endWith("stopped", state.stopError(String(reason)));
+      throw new StopRequest(String(reason));
+    },
+    [IN_SIBLING_WINDOW]: () => (state.siblingsOf !== undefined ? state.newestReused : undefined),
+  } as WorkflowContext;
+}

@@ -1,0 +1,94 @@
+/**
+ * Records handed back instead of a call: a succeeded value checked against the code as it is
+ * now (the version rule, `upcast`, `result`), a handled failure thrown again, and a value given
+ * with continue({ values }) recorded and handed back. Steps and waits both use these.
+ */
+
+import { rebuildError, ResultRejectedError, VersionChangedError } from "../base/errors.js";
+import type { StepOptions } from "../workflow/context.js";
+import { validate } from "../workflow/schema.js";
+import { isBreakingChange } from "../workflow/versions.js";
+import { decodeValue } from "../payloads/values.js";
+import type { StepRow } from "../store/types.js";
+import { newRow, writeIntent } from "./step-log.js";
+import { markFailedStep, type AttemptState, type StepCall } from "./state.js";
+
+/** Hand a settled record back: a success's value, or a handled failure's error thrown again. */
+export function handBack(state: AttemptState, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
+  return record.status === "succeeded" ? reuse(state, key, record, options) : replayFailure(state, key, record, options.errors);
+}
+
+/**
+ * A succeeded record before the start point: its value, checked against the code as it is now.
+ * Synchronous unless an upcast, a result schema or a codec needs awaiting: a continue of a long
+ * run passes through thousands of these.
+ */
+export function reuse(state: AttemptState, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
+  // Checked as the step is entered (before anything is awaited), so steps entered together keep their order.
+  state.checkOrder(key, record);
+  if (!options.upcast && !state.plan.ignoreVersion && isBreakingChange(record.version, state.workflow.version)) {
+    state.stopWith(new VersionChangedError(state.runId, key, record.version!, state.workflow.version!));
+  }
+  const decoded = record.value === null ? undefined : state.settings.payloads.decode(record.value);
+  if (options.upcast || options.result || decoded instanceof Promise) return checkReused(state, key, record, options, decoded);
+  noteReused(state, key, record);
+  return Promise.resolve(decoded);
+}
+
+async function checkReused(state: AttemptState, key: string, record: StepRow, options: StepOptions, decoded: unknown): Promise<unknown> {
+  let value = await decoded;
+  if (options.upcast) {
+    try {
+      value = options.upcast(value, { version: record.version });
+    } catch (error) {
+      state.stopWith(new ResultRejectedError(state.runId, key, [`upcast threw: ${(error as Error).message}`], true));
+    }
+  }
+  if (options.result) {
+    const checked = await validate(options.result, value);
+    if (!checked.ok) state.stopWith(new ResultRejectedError(state.runId, key, checked.issues, true));
+    value = checked.value;
+  }
+  noteReused(state, key, record);
+  return value;
+}
+
+/**
+ * A failure the workflow handled, thrown again without calling the function: the recorded error
+ * rebuilt (as one of the step's declared `errors` classes where its class is among them), so the
+ * workflow's handler takes the same path it took the first time.
+ */
+export async function replayFailure(state: AttemptState, key: string, record: StepRow, classes: StepOptions["errors"]): Promise<never> {
+  // Checked as the step is entered (before anything is awaited), so steps entered together keep their order.
+  state.checkOrder(key, record);
+  const info = await state.settings.payloads.decodeError(record.error!);
+  noteReused(state, key, record);
+  throw markFailedStep(rebuildError(info, classes ?? [], { runId: state.runId }), key);
+}
+
+/** A record handed back instead of a call: counted, and told to listeners (steps and waits). */
+export function noteReused(state: AttemptState, key: string, record: StepRow): void {
+  state.newestReused = Math.max(state.newestReused, record.attempt);
+  state.reused.push(key);
+  if (state.listening) {
+    state.emit({ type: "step-reused", runId: state.runId, step: key, recordedBy: record.attempt, recordedAt: record.endedAt ?? record.intendedAt });
+  }
+}
+
+/** A value given with `continue(id, { values })` for a step before the start point with no record. */
+export async function supply(state: AttemptState, key: string, call: StepCall, given: unknown): Promise<unknown> {
+  const text = await state.settings.payloads.encode(given, `The value given for step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
+  let value = decodeValue(text.plain);
+  if (call.options.result) {
+    const checked = await validate(call.options.result, value);
+    if (!checked.ok) state.stopWith(new ResultRejectedError(state.runId, key, checked.issues, false));
+    value = checked.value;
+  }
+  const now = state.settings.clock.now();
+  const row = newRow(state, key, call, state.idempotencyKeyFor(key), now);
+  Object.assign(row, { status: "succeeded", value: text.stored, endedAt: now, resolution: JSON.stringify({ policy: "supplied" }) });
+  await writeIntent(state, row);
+  state.resolved.push(key);
+  state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "supplied", found: "value given on continue" });
+  return value;
+}

@@ -1,0 +1,113 @@
+/**
+ * What a continue does with a step as the code enters it, decided from the attempt's state and
+ * the step's latest record alone: a pure function, so the whole rule can be read (and tested as
+ * a table) in one place. The step runner carries the decision out.
+ *
+ * - Before the start point, a settled record (a success, or a failure the workflow handled) is
+ *   handed back; a step with none takes a value given on the continue, or stops the attempt.
+ * - The start point is the first step entered with no settled record, the step fromStep names,
+ *   a step named in `redo`, or the step the last attempt stopped before (REDO_IRREVERSIBLE).
+ * - A step launched beside the start point (before it settled and before anything ran anew) is
+ *   handed back as though before it, if its record is no older than any record handed back
+ *   before it was launched.
+ * - From the start point every step runs, except: a succeeded irreversible step needs consent
+ *   (`redo` runs it, `reuse` hands it back, else the attempt stops); an escalation nobody
+ *   resolved stays in force; a cut-off row from another attempt is an unknown outcome, settled
+ *   by the step's policy before anything else.
+ */
+
+import { RedoIrreversibleError, RunEscalatedError, ValueMissingError, type SteplogError } from "../base/errors.js";
+import type { Effect, StepRow } from "../store/types.js";
+
+export type StepDecision =
+  /** Hand the record back: a success's value, or a handled failure thrown again. */
+  | { kind: "hand-back" }
+  /** Record the value the continue gave for it (`values`) and hand that back. */
+  | { kind: "supply" }
+  /** An unknown outcome (cut off in another attempt): settle it by the step's policy first. */
+  | { kind: "resolve" }
+  /** Call the function. */
+  | { kind: "run" }
+  /** End the attempt before the step, with this error. */
+  | { kind: "stop"; error: SteplogError; ending: "stopped" | "escalated" };
+
+/** The attempt's state as the decision reads it. */
+export interface PlanState {
+  runId: string;
+  attempt: number;
+  started: boolean;
+  siblingsOf: string | undefined;
+  newestReused: number;
+  fromStep: string | undefined;
+  redo: ReadonlySet<string>;
+  reuse: ReadonlySet<string>;
+  carriedStart: string | undefined;
+  handled: ReadonlySet<string>;
+  /** Keys given a value with continue({ values }). */
+  values: Record<string, unknown> | undefined;
+  /** For a VALUE_MISSING stop: the recorded keys not reached yet (asked only then). */
+  notReached: () => string[];
+}
+
+/** The step as it is entered. */
+export interface PlanStep {
+  key: string;
+  /** The key's latest row, if it has one. */
+  record: StepRow | undefined;
+  /** The step's declared effect now (the record keeps the one it was recorded with). */
+  effect: Effect | undefined;
+  /** Set when an agent's tool call was launched beside the start point and runs later: IN_SIBLING_WINDOW's answer then. */
+  launchedBeside: number | undefined;
+}
+
+export interface Plan {
+  decision: StepDecision;
+  /** `started` from now on. */
+  started: boolean;
+  /** The window of steps launched beside the start point: opened at it, closed by anything else run anew. */
+  siblings: "open" | "close" | "keep";
+}
+
+/** A record a continue hands back rather than run: a success, or a failure the workflow handled. */
+export function isSettled(record: StepRow | undefined, handled: ReadonlySet<string>): boolean {
+  return record?.status === "succeeded" || (record?.status === "failed" && handled.has(record.key));
+}
+
+export function planStep(state: PlanState, step: PlanStep): Plan {
+  const { key, record } = step;
+  const settled = isSettled(record, state.handled);
+  let started = state.started;
+  let startsHere = false;
+  let siblings: Plan["siblings"] = "keep";
+  if (!started) {
+    const fromStep = state.fromStep;
+    started = fromStep !== undefined ? key === fromStep : !settled || state.redo.has(key) || key === state.carriedStart;
+    startsHere = started && fromStep === undefined;
+  } else if (state.siblingsOf !== undefined || step.launchedBeside !== undefined) {
+    const bound = step.launchedBeside ?? state.newestReused;
+    if (record && settled && record.attempt >= bound) return { decision: { kind: "hand-back" }, started, siblings };
+    // Not handed back (run, re-driven, settled by a query): what follows may depend on its new value.
+    siblings = "close";
+  }
+  const decision = decide(state, step, started, settled);
+  if (startsHere && decision.kind !== "stop") siblings = "open";
+  return { decision, started, siblings };
+}
+
+function decide(state: PlanState, step: PlanStep, started: boolean, settled: boolean): StepDecision {
+  const { key, record } = step;
+  if (!started) {
+    if (record && settled) return { kind: "hand-back" };
+    if (state.values && Object.hasOwn(state.values, key)) return { kind: "supply" };
+    return { kind: "stop", error: new ValueMissingError(state.runId, key, state.fromStep!, state.notReached()), ending: "stopped" };
+  }
+  // A succeeded irreversible step (a charge, an email) is never run again without consent; the step fromStep names has it.
+  if (record?.status === "succeeded" && (record.effect === "irreversible" || step.effect === "irreversible") && key !== state.fromStep) {
+    if (state.reuse.has(key)) return { kind: "hand-back" };
+    if (!state.redo.has(key)) return { kind: "stop", error: new RedoIrreversibleError(state.runId, key, record.attempt, record.endedAt), ending: "stopped" };
+  }
+  // An escalation nobody resolved (the run was cancelled or forced meanwhile) stays in force.
+  if (record?.status === "escalated") return { kind: "stop", error: new RunEscalatedError(state.runId, key), ending: "escalated" };
+  if (record?.status === "intended" && record.attempt !== state.attempt) return { kind: "resolve" };
+  return { kind: "run" };
+}

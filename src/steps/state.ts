@@ -1,0 +1,369 @@
+/**
+ * One attempt's state, as the step protocol sees it: the records it started from and the latest
+ * row of each key, where the code has got to (keys entered, the start point, the steps launched
+ * beside it), what is in flight, and how the attempt ends early. Everything a step does reads
+ * and changes this; the attempt's lifecycle (attempt.ts) creates it and records its ending.
+ */
+
+import { AttemptEndedError, LeaseLostError, OrderChangedError, SteplogError, StoppedError } from "../base/errors.js";
+import type { Workflow } from "../workflow/define-workflow.js";
+import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "../store/types.js";
+import type { StepFunction, StepInfo, StepOptions } from "../workflow/context.js";
+import type { EngineSettings, ProgressEvent } from "./settings.js";
+
+/** One ctx.step call as the protocol carries it. */
+export interface StepCall {
+  name: string;
+  options: StepOptions;
+  fn: StepFunction<unknown>;
+  /** Where it was entered in this attempt's call order (steps and waits, reused ones included). */
+  position?: number;
+}
+
+/** The idempotency key a call is made with, and what it is told of a cut-off call it re-drives. */
+export interface Identity {
+  idempotencyKey: string;
+  previous?: StepInfo["previous"];
+}
+
+export interface WaitingFor {
+  kind: "event" | "sleep" | "approval";
+  /** The step key of the wait (or of the step that needs approval). */
+  step: string;
+  event?: string;
+  /** Wall-clock ms: the timer, or the wait's timeout. */
+  until?: number;
+}
+
+/** A compensatable step the saga's replay reached: its call (with its compensate) and its recorded value. */
+export interface SagaEntry {
+  key: string;
+  call: StepCall;
+  value: unknown;
+}
+
+export interface AttemptPlan {
+  /** "run": run the workflow; "compensate": replay it from records and compensate (the saga). */
+  mode: "run" | "compensate";
+  /** The step key to redo from, when given. */
+  fromStep: string | undefined;
+  values: Record<string, unknown> | undefined;
+  /** Succeeded irreversible steps this attempt may run again, and those it hands back (continue's redo and reuse). */
+  redo: ReadonlySet<string>;
+  reuse: ReadonlySet<string>;
+  /** The run's status before this attempt's claim (for a saga that fails). */
+  statusBefore?: RunStatus;
+  /** A run that was parked reuses its records whatever the version. */
+  ignoreVersion: boolean;
+  deadline: number | undefined;
+  signal: AbortSignal | undefined;
+}
+
+/** Signals ctx.stop(reason) through the workflow's code. */
+export class StopRequest extends Error {
+  override name = "StopRequest";
+  constructor(readonly reason: string) {
+    super(`stopped: ${reason}`);
+  }
+}
+
+export interface EndReason {
+  ending: AttemptEnding | "lease-lost";
+  error: SteplogError;
+}
+
+export class AttemptState {
+  readonly runId: string;
+  readonly number: number;
+  readonly fence: Lease;
+  /** The latest row of each step key: its current state. */
+  readonly latest = new Map<string, StepRow>();
+  readonly ran: string[] = [];
+  readonly reused: string[] = [];
+  readonly resolved: string[] = [];
+  readonly inFlight = new Set<string>();
+  /**
+   * The step the last attempt stopped before with REDO_IRREVERSIBLE: a start point of this one
+   * too, so what it redid before that step is not followed by stale records after it.
+   */
+  carriedStart: string | undefined;
+  /** The step the previous attempt stopped at, if it stopped (read before the code runs: decoding is async). */
+  previousStopStep: string | undefined;
+  /** Keys whose current row is a failure the workflow handled: thrown again, not redone (handled-failures.ts). */
+  handled: ReadonlySet<string> = new Set();
+  /** Step names already found valid in this attempt (a loop calls the same name many times). */
+  readonly checkedNames = new Set<string>();
+  readonly controller = new AbortController();
+  /** What the run parked on, when the attempt ends `waiting`. */
+  parkedOn: WaitingFor | undefined;
+  /** Compensatable steps found by a saga's replay, in the order the code reached them. */
+  readonly saga: SagaEntry[] = [];
+  readonly #keyCounts = new Map<string, number>();
+  readonly #compensations = new Map<string, number>();
+  nextSeq: number;
+  /** Whether the start point has been reached: before it records are handed back, from it steps run. */
+  started = false;
+  /**
+   * The implicit start point while it is unsettled and no other step has run anew: steps entered
+   * meanwhile were launched beside it (Promise.all, an SDK's parallel tool calls), so they cannot
+   * have used its value, and their succeeded records are reused rather than run again.
+   */
+  siblingsOf: string | undefined;
+  /**
+   * The newest attempt whose record this attempt has handed back so far. A sibling's record older
+   * than that may have been made from inputs that have changed since: it is not reused.
+   */
+  newestReused = 0;
+  lastEntered: string | undefined;
+  /** Steps and waits entered so far: the next one's position in this attempt's call order. */
+  entered = 0;
+  endReason: EndReason | undefined;
+  #settleEarly!: () => void;
+  /** Settles once the attempt has ended early and nothing is in flight any more. */
+  readonly endedEarly = new Promise<void>((resolve) => (this.#settleEarly = resolve));
+
+  constructor(
+    readonly settings: EngineSettings,
+    readonly workflow: Workflow,
+    readonly stored: StoredRun,
+    lease: Lease,
+    readonly plan: AttemptPlan,
+  ) {
+    this.runId = stored.run.id;
+    this.number = lease.attempt;
+    this.fence = lease;
+    for (const row of stored.steps) {
+      this.latest.set(row.key, row);
+      if (row.status === "compensated") this.addCompensation(row.key);
+    }
+    this.nextSeq = (stored.steps.at(-1)?.seq ?? 0) + 1;
+  }
+
+  get version(): string | null {
+    return this.workflow.version ?? null;
+  }
+
+  /** True when someone listens to progress events (so hot paths skip building them otherwise). */
+  get listening(): boolean {
+    return this.settings.onProgress !== undefined;
+  }
+
+  emit(event: ProgressEvent): void {
+    try {
+      this.settings.onProgress?.(event);
+    } catch {
+      // A progress listener must never break a run.
+    }
+  }
+
+  /** The next key for a step name in call order: name, name#2, name#3, … */
+  nextKey(name: string): string {
+    const n = (this.#keyCounts.get(name) ?? 0) + 1;
+    this.#keyCounts.set(name, n);
+    return n === 1 ? name : `${name}#${n}`;
+  }
+
+  /** Whether a step of this name was entered in this attempt. */
+  hasEntered(name: string): boolean {
+    return this.#keyCounts.has(name);
+  }
+
+  /** Recorded step keys this attempt has not entered (so far). */
+  notReached(): string[] {
+    const entered = new Set(this.#keyCounts.keys());
+    const reached = (key: string) => {
+      const hash = key.lastIndexOf("#");
+      const name = hash === -1 ? key : key.slice(0, hash);
+      const n = hash === -1 ? 1 : Number(key.slice(hash + 1));
+      return entered.has(name) && (this.#keyCounts.get(name) ?? 0) >= n;
+    };
+    return [...new Set(this.stored.steps.map((s) => s.key))].filter((key) => !reached(key));
+  }
+
+  compensations(key: string): number {
+    return this.#compensations.get(key) ?? 0;
+  }
+
+  addCompensation(key: string): void {
+    this.#compensations.set(key, this.compensations(key) + 1);
+  }
+
+  /** `${runId}:${key}`, and `…:2`, `…:3` once the step has been compensated. */
+  idempotencyKeyFor(key: string): string {
+    const base = `${this.runId}:${key}`;
+    const compensations = this.compensations(key);
+    return compensations === 0 ? base : `${base}:${compensations + 1}`;
+  }
+
+  /** End the attempt early: no step starts after this, and the signal is aborted. */
+  endWith(ending: EndReason["ending"], error: SteplogError): void {
+    if (this.endReason) return;
+    this.endReason = { ending, error };
+    this.controller.abort(error);
+    this.checkEarlyEnd();
+  }
+
+  /** End the attempt with `error` and throw it: the step it is in goes no further. */
+  stopWith(error: SteplogError, ending: "stopped" | "escalated" = "stopped"): never {
+    this.endWith(ending, error);
+    throw error;
+  }
+
+  checkEarlyEnd(): void {
+    if (this.endReason && this.inFlight.size === 0) this.#settleEarly();
+  }
+
+  assertRunning(): void {
+    if (this.endReason) throw new AttemptEndedError(this.runId, this.number, this.endReason.error.message);
+  }
+
+  /** What a failed write means for the attempt: a refused fence ends it (LEASE_LOST). Returns the error to throw. */
+  writeFailed(error: unknown): unknown {
+    if (error instanceof SteplogError && error.code === "LEASE_LOST") {
+      const named = new LeaseLostError(this.runId, this.number, "another attempt took the run over");
+      this.endWith("lease-lost", named);
+      return named;
+    }
+    return error;
+  }
+
+  /** Await one of this attempt's writes; a refused fence means the lease is lost. */
+  async write(write: Promise<void>): Promise<void> {
+    try {
+      await write;
+    } catch (error) {
+      throw this.writeFailed(error);
+    }
+  }
+
+  /**
+   * A fenced write committed before a function is called again without a new intent of its own
+   * (a compensation cut off by a crash is run again on its old row): refused, and the attempt
+   * ended LEASE_LOST, if another attempt took the run meanwhile — as a new intent would be.
+   */
+  async confirmLease(): Promise<void> {
+    const now = this.settings.clock.now();
+    await this.write(this.settings.store.renewLease(this.fence, now + this.settings.leaseMs, now));
+    if (this.endReason) throw this.endReason.error;
+  }
+
+  /** Track a write nobody awaits now (a group-committed outcome); the ending waits for it. */
+  track(write: Promise<void>): void {
+    this.#tracked++;
+    write.then(this.#onTrackedSettled, this.#onTrackedFailed);
+  }
+
+  /** Tracked writes not yet settled, and who waits for them all (handlers made once, not per step). */
+  #tracked = 0;
+  #drained: { promise: Promise<void>; resolve: () => void } | undefined;
+  readonly #onTrackedSettled = (): void => {
+    if (--this.#tracked > 0 || !this.#drained) return;
+    const { resolve } = this.#drained;
+    this.#drained = undefined;
+    resolve();
+  };
+  readonly #onTrackedFailed = (error: unknown): void => {
+    this.#failedWrite ??= error as Error;
+    this.#onTrackedSettled();
+  };
+
+  /** The first group-committed write that failed (its promise is handled here, so never unhandled). */
+  #failedWrite: Error | undefined;
+
+  /** Wait for every tracked write; the first that failed, if one did. */
+  async settlePending(): Promise<SteplogError | Error | undefined> {
+    if (this.#tracked > 0) {
+      if (!this.#drained) {
+        let resolve!: () => void;
+        const promise = new Promise<void>((r) => (resolve = r));
+        this.#drained = { promise, resolve };
+      }
+      await this.#drained.promise;
+    }
+    return this.#failedWrite;
+  }
+
+  /** The handed-back record recorded furthest along so far, to see records handed back out of order. */
+  #furthest: { key: string; position: number } | undefined;
+  #orderChangeSeen = false;
+
+  /**
+   * A record is handed back: if it was recorded at an earlier position than one handed back
+   * before it, the code enters its steps in another order than when they were recorded (a
+   * reordered list: a key may now hold another item's record). Warn once, or stop.
+   */
+  checkOrder(key: string, record: StepRow): void {
+    const position = record.position;
+    if (position === null || position === undefined) return;
+    const furthest = this.#furthest;
+    if (furthest === undefined || position > furthest.position) {
+      this.#furthest = { key, position };
+      return;
+    }
+    if (position === furthest.position || this.#orderChangeSeen) return;
+    // Keys of a name used once (`greet:${user.id}`) hold their own item whatever the order; only
+    // numbered keys (fetch, fetch#2, … in call order) can hand one item's record to another.
+    if (!this.#repeatedName(key) && !this.#repeatedName(furthest.key)) return;
+    this.#orderChangeSeen = true;
+    const name = record.name;
+    // Redo from the first step of that name this attempt entered: its record may be another item's too.
+    const redoFrom = this.hasEntered(name) ? name : key;
+    if (this.workflow.onOrderChange === "stop") this.stopWith(new OrderChangedError(this.runId, key, furthest.key, redoFrom));
+    process.emitWarning(
+      `steplog: run ${JSON.stringify(this.runId)}, attempt ${this.number} handed back step ${JSON.stringify(key)} (recorded at position ${position}) after ${JSON.stringify(furthest.key)} (position ${furthest.position}): ` +
+        `the code enters its steps in another order than when they were recorded, and records are matched by key, so one may hold another item's value. ` +
+        `Name such steps after their item, redo them with engine.continue(${JSON.stringify(this.runId)}, { fromStep: ${JSON.stringify(redoFrom)} }), or set onOrderChange: "stop" on the workflow.`,
+      { code: "STEPLOG_ORDER_CHANGED" },
+    );
+  }
+
+  #repeated: Set<string> | undefined;
+
+  /** True when the key's name has more than one key in the records (name, name#2, …). */
+  #repeatedName(key: string): boolean {
+    if (!this.#repeated) {
+      const keysOf = new Map<string, Set<string>>();
+      for (const row of this.stored.steps) keysOf.set(row.name, (keysOf.get(row.name) ?? new Set()).add(row.key));
+      this.#repeated = new Set([...keysOf].filter(([, keys]) => keys.size > 1).map(([name]) => name));
+    }
+    const hash = key.lastIndexOf("#");
+    return hash !== -1 || this.#repeated.has(key);
+  }
+
+  /** A stop names the last step entered and the fromStep to use; a repeat of the last attempt's stop says so. */
+  stopError(reason: string): StoppedError {
+    const step = this.lastEntered;
+    const q = JSON.stringify;
+    const previous = this.stored.attempts.filter((a) => a.number < this.number).at(-1);
+    if (step !== undefined && this.ran.length === 0 && previous?.ending === "stopped" && this.previousStopStep === step) {
+      return new StoppedError(
+        this.runId,
+        step,
+        reason,
+        `This attempt ran no step and stopped where attempt ${previous.number} did: the check ran on reused values, so it will stop again. ` +
+          `To redo step ${q(step)}, type engine.continue(${q(this.runId)}, { fromStep: ${q(step)} }).`,
+      );
+    }
+    const next =
+      step === undefined
+        ? `To go on, type engine.continue(${q(this.runId)}).`
+        : `To go on, type engine.continue(${q(this.runId)}); to redo step ${q(step)} and everything after it, engine.continue(${q(this.runId)}, { fromStep: ${q(step)} }).`;
+    return new StoppedError(this.runId, step, reason, next);
+  }
+}
+
+/**
+ * The step each error thrown out of ctx.step failed in: with steps running at once, the last step
+ * entered is not always the one that failed, and the attempt's error must name the right one.
+ */
+const failedSteps = new WeakMap<object, string>();
+
+export function markFailedStep(error: unknown, key: string): unknown {
+  if (typeof error === "object" && error !== null && !failedSteps.has(error)) failedSteps.set(error, key);
+  return error;
+}
+
+/** The step an error thrown out of ctx.step failed in, if it was one. */
+export function failedStepOf(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null ? failedSteps.get(error) : undefined;
+}
