@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   "STORE_READ_ONLY",
   "STORE_FILE_GONE",
   "STORE_DRIVER_FAILED",
+  "STORE_CLOSED",
   "LEASE_LOST",
   "WORKFLOW_NOT_REGISTERED",
   "STEP_NOT_FOUND",
@@ -248,6 +249,13 @@ export class StoreDriverFailedError extends SteplogError {
       `The ${location} could not be opened: ${driver} failed to load (${reason}). The store was not touched, and nothing is wrong with it. ${fix}`,
       { cause },
     );
+  }
+}
+
+export class StoreClosedError extends SteplogError {
+  override name = "StoreClosedError";
+  constructor(location: string, call: string) {
+    super("STORE_CLOSED", `The ${location} was closed, so ${call} cannot use it; open a new store object (or a new engine with one) to go on.`);
   }
 }
 

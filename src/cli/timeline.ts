@@ -149,7 +149,7 @@ export function buildTimeline(run: RunView, escalations: Escalation[], now: numb
 }
 
 function isWait(row: StepView): boolean {
-  return row.resolution !== undefined && "wait" in (row.resolution as object);
+  return row.resolution?.wait !== undefined;
 }
 
 function attemptOf(a: AttemptView, rows: StepView[], now: number): TimelineAttempt {
@@ -193,15 +193,15 @@ const SETTLED_BY_POLICY = new Set(["redrive", "compensate", "escalate", "query"]
 /** A row its function never finished: the attempt ended inside it and a later attempt (or a person) settled it. */
 function isCutOff(row: StepView): boolean {
   if (row.status === "escalated") return true;
-  const r = row.resolution as (StepView["resolution"] & { wait?: unknown }) | undefined;
-  return r !== undefined && !r.compensation && r.wait === undefined && SETTLED_BY_POLICY.has(r.policy) && row.status !== "intended";
+  const r = row.resolution;
+  return r !== undefined && !r.compensation && r.wait === undefined && r.policy !== undefined && SETTLED_BY_POLICY.has(r.policy) && row.status !== "intended";
 }
 
 function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
   const startedAt = ms(row.startedAt)!;
   const cutOff = isCutOff(row);
   const endedAt = cutOff ? null : ms(row.endedAt);
-  const resolution = row.resolution as (StepView["resolution"] & { wait?: WaitingFor; by?: string }) | undefined;
+  const resolution = row.resolution;
   const entry: TimelineEntry = {
     kind: resolution?.compensation ? "compensation" : "ran",
     key: row.key,

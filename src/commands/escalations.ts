@@ -7,6 +7,7 @@
 import { NotEscalatedError, RunNotFoundError, StepNotFoundError } from "../base/errors.js";
 import type { Effect, Store, StoredRun } from "../store/types.js";
 import type { Payloads } from "../payloads/payloads.js";
+import { formatResolution } from "../workflow/step-resolution.js";
 
 export interface Escalation {
   runId: string;
@@ -86,7 +87,7 @@ export async function resolveEscalation(
     const row = rows.at(-1);
     if (!row) return { error: new StepNotFoundError(runId, step, [...new Set(current.steps.map((s) => s.key))], "resolve"), result: false };
     if (row.status !== "escalated") return { error: new NotEscalatedError(runId, step, row.status), result: false };
-    const resolution = JSON.stringify({
+    const resolution = formatResolution({
       policy: "escalate",
       found: isValue ? "done (resolved by a person)" : "not done (resolved by a person)",
       ...(answer.by === undefined ? {} : { by: answer.by }),

@@ -11,6 +11,7 @@ import type { Payloads } from "../payloads/payloads.js";
 import { findHandledFailures } from "../steps/handled-failures.js";
 import { redact, type RedactRule } from "../payloads/redact.js";
 import type { WaitingFor } from "../steps/waits.js";
+import { shownResolution, type StepResolution } from "../workflow/step-resolution.js";
 
 export interface AttemptView {
   number: number;
@@ -51,7 +52,7 @@ export interface StepView {
    */
   handled?: true;
   /** How the row was settled other than by its function: query, redrive, compensate, escalate, supplied. */
-  resolution?: { policy: string; found: string; attempt?: number; compensation?: boolean };
+  resolution?: Omit<StepResolution, "thrown">;
   version: string | null;
   /** Where the step was entered in its attempt's call order, from 0; null for rows of an older steplog. */
   position: number | null;
@@ -169,11 +170,9 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
         if (s.value !== null) step.value = await payloads.decode(s.value);
         if (s.error !== null) step.error = await payloads.decodeError(s.error);
         if (s.usage !== null) step.usage = JSON.parse(s.usage) as Record<string, number>;
-        if (s.resolution !== null) {
-          // A failure's mark of having been thrown into the code is the engine's (see `handled`), not a resolution.
-          const { thrown: _thrown, ...resolution } = JSON.parse(s.resolution) as StepView["resolution"] & { thrown?: unknown };
-          if (Object.keys(resolution).length > 0) step.resolution = resolution as StepView["resolution"] & object;
-        }
+        // A failure's mark of having been thrown into the code is the engine's (see `handled`), not a resolution.
+        const resolution = shownResolution(s.resolution);
+        if (resolution) step.resolution = resolution;
         if (handled.has(s.key) && current.get(s.key) === s.seq) step.handled = true;
         return step;
       }),

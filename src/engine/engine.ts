@@ -5,7 +5,7 @@
 
 import { newRunId } from "./run-ids.js";
 import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
-import { decideClaim, NotReady } from "../ownership/claim.js";
+import { decideClaim, decideWhileWriting, NotReady } from "../ownership/claim.js";
 import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "../workflow/define-workflow.js";
 import { systemClock, type Clock } from "../base/clock.js";
 import type { EngineSettings, ProgressEvent, TestHooks } from "../steps/settings.js";
@@ -37,6 +37,7 @@ import { checkName } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { currentOwner } from "../ownership/owner.js";
 import { validate, type Validation } from "../workflow/schema.js";
+import { runtimeStore, type RuntimeStore } from "../store/runtime.js";
 import { sqliteStore } from "../store/sqlite/store.js";
 import type { AttemptRow, Consent, RunFilter, RunRow, RunStatus, Store, StoredRun } from "../store/types.js";
 import { DEFAULT_MAX_VALUE_BYTES } from "../payloads/values.js";
@@ -219,6 +220,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
 class SteplogEngine implements Engine {
   readonly store: Store;
+  readonly #store: RuntimeStore;
   readonly #settings: EngineSettings;
   readonly #workflows = new Map<string, Workflow>();
   readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
@@ -237,12 +239,14 @@ class SteplogEngine implements Engine {
     const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
     if (!(maxValueBytes > 0)) throw new InvalidOptionError(`createEngine: maxValueBytes must be > 0, got ${String(options.maxValueBytes)}.`);
     this.store = options.store ?? sqliteStore();
+    // The engine uses the store through its runtime wrapper: defaults, one closed guard (store/runtime.ts).
+    this.#store = runtimeStore(this.store);
     this.#settings = {
-      store: this.store,
+      store: this.#store,
       clock: wholeMs(options.clock ?? systemClock),
       leaseMs,
       maxValueBytes,
-      payloads: new Payloads(maxValueBytes, options.codec, this.store.location),
+      payloads: new Payloads(maxValueBytes, options.codec, this.#store.location),
       onProgress: options.onProgress,
       hooks: options[TEST_HOOKS],
     };
@@ -282,7 +286,7 @@ class SteplogEngine implements Engine {
   async #where(): Promise<string> {
     // Asked each time (the stores keep it once it cannot change): a file's id may still change
     // when the file is created. A plain string from a custom store is fine too.
-    return this.store.storageId ? String(await this.store.storageId()) : this.store.location;
+    return this.#store.storageId();
   }
 
   #judge(where: string): Judge {
@@ -335,7 +339,7 @@ class SteplogEngine implements Engine {
     const live = markLive(await this.#where(), id);
     let created: Awaited<ReturnType<Store["createRun"]>>;
     try {
-      created = await this.store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
+      created = await this.#store.createRun(run, first, { expiresAt: now + this.#settings.leaseMs, now });
     } catch (error) {
       markDone(live);
       throw error;
@@ -385,7 +389,7 @@ class SteplogEngine implements Engine {
     const runId = current.run.id;
     const damaged = (what: string, reason: string) =>
       new StoreUnreadableError(
-        this.store.location,
+        this.#store.location,
         `run ${JSON.stringify(runId)}: ${what} does not decode (${reason}), so the store is damaged there`,
         undefined,
         false,
@@ -407,8 +411,8 @@ class SteplogEngine implements Engine {
   /** Claim the run's lease (refusing in DESIGN's order) and run one attempt in `mode`. */
   async #claimAndRun(id: string, mode: "run" | "compensate", options: ContinueOptions, deadline: number | undefined, requireReady = false): Promise<RunResult> {
     // Only the run row is needed here: the claim reads the whole run in its own transaction.
-    const before = this.store.loadRunRow ? await this.store.loadRunRow(id) : (await this.store.loadRun(id))?.run;
-    if (!before) throw new RunNotFoundError(id, this.store.location);
+    const before = await this.#store.loadRunRow(id);
+    if (!before) throw new RunNotFoundError(id, this.#store.location);
     const workflow = this.#workflow(before.workflow, id);
     // Args never change after the start, so they are checked before the claim; the verdict is
     // applied inside it, after the refusals that come first.
@@ -417,7 +421,8 @@ class SteplogEngine implements Engine {
     let statusBefore: RunStatus | undefined;
     let live: LiveToken | undefined;
     const where = await this.#where();
-    const decide = (current: StoredRun) => {
+    const decide = (current: StoredRun, seen?: { whileWriting: true }) => {
+      if (seen?.whileWriting) return decideWhileWriting(current);
       statusBefore = current.run.status;
       // A record this engine cannot open would fail the attempt part-way, counting it (a worker
       // missing a key after a rotation would dead-letter the run): refused here, nothing counted.
@@ -453,7 +458,7 @@ class SteplogEngine implements Engine {
     let decidedBy: number | undefined;
     for (;;) {
       try {
-        claimed = await this.store.claimRun(id, decide);
+        claimed = await this.#store.claimRun(id, decide);
         break;
       } catch (error) {
         if (live) markDone(live);
@@ -470,7 +475,7 @@ class SteplogEngine implements Engine {
         await pause(Math.min(wait + 25, 1000), options.signal);
       }
     }
-    if (claimed.kind === "missing") throw new RunNotFoundError(id, this.store.location);
+    if (claimed.kind === "missing") throw new RunNotFoundError(id, this.#store.location);
     const plan: AttemptPlan = {
       mode,
       fromStep: options.fromStep,
@@ -491,7 +496,7 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     checkKnownKeys(`send(${JSON.stringify(id)}, ${JSON.stringify(event)})`, options, SEND_KEYS, { runId: id });
-    await sendEvent(this.store, id, event, payload, options, this.#settings.clock.now(), this.#settings.payloads);
+    await sendEvent(this.#store, id, event, payload, options, this.#settings.clock.now(), this.#settings.payloads);
     this.#wake();
   }
 
@@ -499,7 +504,7 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     checkKnownKeys(`approve(${JSON.stringify(id)}, ${JSON.stringify(step)})`, options, APPROVE_KEYS, { runId: id });
-    await answerApproval(this.store, id, step, { approved: true, ...(options.by === undefined ? {} : { by: options.by }) }, this.#settings.clock.now(), this.#settings.payloads);
+    await answerApproval(this.#store, id, step, { approved: true, ...(options.by === undefined ? {} : { by: options.by }) }, this.#settings.clock.now(), this.#settings.payloads);
     this.#wake();
   }
 
@@ -507,7 +512,7 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     checkKnownKeys(`reject(${JSON.stringify(id)}, ${JSON.stringify(step)})`, options, REJECT_KEYS, { runId: id });
-    await answerApproval(this.store, id, step, { approved: false, ...options }, this.#settings.clock.now(), this.#settings.payloads);
+    await answerApproval(this.#store, id, step, { approved: false, ...options }, this.#settings.clock.now(), this.#settings.payloads);
   }
 
   async cancel(id: string, options: { reason?: string } = {}): Promise<RunStatus> {
@@ -520,7 +525,7 @@ class SteplogEngine implements Engine {
       local.attempt.endWith("cancelled", new RunCancelledError(id, local.attempt.lastEntered, reason));
       return (await local.done).runStatus;
     }
-    return cancelStoredRun(this.store, id, reason, this.#settings.clock.now(), this.#settings.payloads);
+    return cancelStoredRun(this.#store, id, reason, this.#settings.clock.now(), this.#settings.payloads);
   }
 
   #wake(): void {
@@ -539,7 +544,7 @@ class SteplogEngine implements Engine {
     this.#workers.add(stop);
     const done = work(
       {
-        store: this.store,
+        store: this.#store,
         now: () => this.#settings.clock.now(),
         workflows: () => [...this.#workflows.values()].map((w) => ({ name: w.name, autoResume: w.autoResume })),
         isInterrupted: async (listing) => listing.run.status === "interrupted" || summarize(listing, this.#judge(await this.#where())).status === "interrupted",
@@ -567,7 +572,7 @@ class SteplogEngine implements Engine {
 
   async escalations(): Promise<Escalation[]> {
     this.#open();
-    return listEscalations(this.store);
+    return listEscalations(this.#store);
   }
 
   async resolve(id: string, step: string, answer: Resolution): Promise<void> {
@@ -577,7 +582,7 @@ class SteplogEngine implements Engine {
     if (valid) checkKnownKeys(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)})`, answer, RESOLUTION_KEYS, { runId: id, step });
     if (!valid) throw new InvalidOptionError(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`, { runId: id, step });
     const judge = this.#judge(await this.#where());
-    await resolveEscalation(this.store, id, step, answer, judge.now, this.#settings.payloads, (current) => {
+    await resolveEscalation(this.#store, id, step, answer, judge.now, this.#settings.payloads, (current) => {
       const { lease } = current;
       const holder = lease?.attempt == null ? undefined : current.attempts.find((a) => a.number === lease.attempt);
       if (!lease || !holder || holderGone(lease, holder, judge)) return undefined;
@@ -616,8 +621,8 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     checkKnownKeys(`get(${JSON.stringify(id)})`, options, GET_KEYS, { runId: id });
-    const stored = await this.store.loadRun(id);
-    if (!stored) throw new RunNotFoundError(id, this.store.location);
+    const stored = await this.#store.loadRun(id);
+    if (!stored) throw new RunNotFoundError(id, this.#store.location);
     const view = await viewRun(stored, this.#judge(await this.#where()), this.#settings.payloads);
     return options.redact ? redactView(view, this.#redact) : view;
   }
@@ -631,14 +636,14 @@ class SteplogEngine implements Engine {
     if (wanted) stored.status = wanted.includes("interrupted") && !wanted.includes("running") ? [...wanted, "running"] : wanted;
     if (filter.workflow !== undefined) stored.workflow = filter.workflow;
     const judge = this.#judge(await this.#where());
-    const summaries = (await this.store.listRuns(stored)).map((listing) => summarize(listing, judge));
+    const summaries = (await this.#store.listRuns(stored)).map((listing) => summarize(listing, judge));
     const matching = wanted ? summaries.filter((s) => wanted.includes(s.status)) : summaries;
     return filter.limit === undefined ? matching : matching.slice(0, filter.limit);
   }
 
   async recover(): Promise<RecoveredRun[]> {
     this.#open();
-    return recoverInterrupted(this.store, this.#judge(await this.#where()), this.#settings.payloads);
+    return recoverInterrupted(this.#store, this.#judge(await this.#where()), this.#settings.payloads);
   }
 
   async close(): Promise<void> {
@@ -649,7 +654,7 @@ class SteplogEngine implements Engine {
     await this.#cancelAll("the engine was closed");
     await Promise.allSettled([...this.#workerRuns]);
     this.#signals?.uninstall();
-    await this.store.close();
+    await this.#store.close();
   }
 }
 

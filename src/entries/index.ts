@@ -53,6 +53,8 @@ export type {
   Lease,
   RunPatch,
   ClaimDecision,
+  ClaimJudge,
+  StoreCapabilities,
   ClaimResult,
   RunUpdate,
   StepOutcome,

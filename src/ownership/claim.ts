@@ -42,6 +42,18 @@ export class NotReady extends Error {
   override name = "NotReady";
 }
 
+/**
+ * A claim's answer to a snapshot read while another transaction writes the run (ClaimJudge's
+ * `whileWriting`): a lease holder writing right now is alive, so the claim is refused; with no
+ * holder (a command updating the run) the store waits for the lock and asks again.
+ */
+export function decideWhileWriting(current: StoredRun): ClaimDecision {
+  const { lease } = current;
+  const holder = lease && lease.attempt !== null ? current.attempts.find((a) => a.number === lease.attempt) : undefined;
+  if (!lease || !holder) return { kind: "wait" };
+  return { kind: "refuse", error: new RunBusyError(current.run.id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }) };
+}
+
 export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDecision {
   const { run, lease, steps } = current;
   const refuse = (error: Error, patch?: RunPatch): ClaimDecision =>

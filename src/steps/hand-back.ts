@@ -12,6 +12,7 @@ import { decodeValue } from "../payloads/values.js";
 import type { StepRow } from "../store/types.js";
 import { newRow, writeIntent } from "./step-log.js";
 import { markFailedStep, type AttemptState, type StepCall } from "./state.js";
+import { formatResolution } from "../workflow/step-resolution.js";
 
 /** Hand a settled record back: a success's value, or a handled failure's error thrown again. */
 export function handBack(state: AttemptState, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
@@ -86,7 +87,7 @@ export async function supply(state: AttemptState, key: string, call: StepCall, g
   }
   const now = state.settings.clock.now();
   const row = newRow(state, key, call, state.idempotencyKeyFor(key), now);
-  Object.assign(row, { status: "succeeded", value: text.stored, endedAt: now, resolution: JSON.stringify({ policy: "supplied" }) });
+  Object.assign(row, { status: "succeeded", value: text.stored, endedAt: now, resolution: formatResolution({ policy: "supplied" }) });
   await writeIntent(state, row);
   state.resolved.push(key);
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "supplied", found: "value given on continue" });

@@ -22,22 +22,18 @@
 import type { ErrorInfo } from "../base/errors.js";
 import type { Payloads } from "../payloads/payloads.js";
 import type { AttemptRow, StepRow, StoredRun } from "../store/types.js";
+import { parseResolution, type Thrown } from "../workflow/step-resolution.js";
 
 /** Endings whose error names the step that brought them about. */
 const ENDED_BY_A_STEP = new Set(["failed", "stopped", "timed-out", "cancelled"]);
 
 /** What a failed row's resolution holds when its error was thrown into the workflow's code. */
-export interface Thrown {
-  /** The attempt it was thrown in (a wait's row may have been written by an earlier one). */
-  attempt: number;
-  /** Steps (and waits) that attempt had entered when the error was thrown: a row at this position or later came after it. */
-  entered: number;
-}
+export type { Thrown };
 
 /** The `thrown` mark of a failed row, if its error was thrown into the workflow's code. */
 export function thrownMark(row: StepRow): Thrown | undefined {
-  if (row.status !== "failed" || row.resolution === null) return undefined;
-  const thrown = (JSON.parse(row.resolution) as { thrown?: Thrown }).thrown;
+  if (row.status !== "failed") return undefined;
+  const { thrown } = parseResolution(row.resolution);
   return typeof thrown?.entered === "number" && typeof thrown.attempt === "number" ? thrown : undefined;
 }
 

@@ -13,6 +13,7 @@ import type { StepRow } from "../store/types.js";
 import { replayFailure } from "./hand-back.js";
 import { newRow, writeIntent, writeOutcome } from "./step-log.js";
 import type { AttemptState, SagaEntry, StepCall } from "./state.js";
+import { formatResolution, isCompensation } from "../workflow/step-resolution.js";
 
 export type { SagaEntry };
 
@@ -22,7 +23,6 @@ export class ReplayDone extends Error {
 }
 
 
-const isCompensation = (row: StepRow) => row.resolution !== null && row.resolution.includes('"compensation":true');
 
 /** ctx.step during the replay: hand back the recorded value and note how to compensate the step. */
 /**
@@ -82,7 +82,7 @@ export async function runSaga(state: AttemptState): Promise<void> {
       await state.confirmLease();
     } else {
       row = newRow(state, entry.key, entry.call, latest.idempotencyKey, clock.now());
-      row.resolution = JSON.stringify({ policy: "compensate", found: "saga", attempt: state.number, compensation: true });
+      row.resolution = formatResolution({ policy: "compensate", found: "saga", attempt: state.number, compensation: true });
       await writeIntent(state, row);
     }
     state.settings.hooks?.onCall?.(entry.key, "compensate");
@@ -104,7 +104,7 @@ export async function runSaga(state: AttemptState): Promise<void> {
           toErrorInfo(Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }), entry.key),
         ),
         endedAt: clock.now(),
-        resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: state.number }),
+        resolution: formatResolution({ policy: "compensate", found: "unknown", attempt: state.number }),
       };
       await writeOutcome(state, settled);
     }

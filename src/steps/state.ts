@@ -10,6 +10,7 @@ import type { Workflow } from "../workflow/define-workflow.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "../store/types.js";
 import type { StepFunction, StepInfo, StepOptions } from "../workflow/context.js";
 import type { EngineSettings, ProgressEvent } from "./settings.js";
+import type { WaitingFor } from "../workflow/step-resolution.js";
 
 /** One ctx.step call as the protocol carries it. */
 export interface StepCall {
@@ -26,14 +27,7 @@ export interface Identity {
   previous?: StepInfo["previous"];
 }
 
-export interface WaitingFor {
-  kind: "event" | "sleep" | "approval";
-  /** The step key of the wait (or of the step that needs approval). */
-  step: string;
-  event?: string;
-  /** Wall-clock ms: the timer, or the wait's timeout. */
-  until?: number;
-}
+export type { WaitingFor };
 
 /** A compensatable step the saga's replay reached: its call (with its compensate) and its recorded value. */
 export interface SagaEntry {

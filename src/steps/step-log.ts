@@ -9,6 +9,7 @@ import type { ErrorInfo } from "../base/errors.js";
 import type { StepOutcome, StepRow } from "../store/types.js";
 import type { Thrown } from "./handled-failures.js";
 import type { AttemptState, StepCall } from "./state.js";
+import { formatResolution } from "../workflow/step-resolution.js";
 
 /** A new row for the key, intended, at the next seq. */
 export function newRow(state: AttemptState, key: string, call: StepCall, idempotencyKey: string, now: number): StepRow {
@@ -91,7 +92,7 @@ export function thrownNow(state: AttemptState): Thrown {
  * when its own error is thrown into the workflow's code (the code may handle it and go on).
  */
 export async function settle(state: AttemptState, key: string, row: StepRow, status: "failed" | "stopped", error: ErrorInfo, thrown?: Thrown): Promise<void> {
-  if (thrown) row.resolution = JSON.stringify({ thrown });
+  if (thrown) row.resolution = formatResolution({ thrown });
   row.error = await state.settings.payloads.encodeError(error);
   row.status = status;
   row.endedAt = state.settings.clock.now();

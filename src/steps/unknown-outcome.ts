@@ -15,6 +15,7 @@ import type { Effect, StepRow } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
 import { newRow, writeIntent, writeOutcome } from "./step-log.js";
 import type { AttemptState, Identity, StepCall } from "./state.js";
+import { formatResolution, isCompensation, parseResolution, type StepResolution } from "../workflow/step-resolution.js";
 
 /** How an unknown outcome came out: found done (its value recorded), or the step is to be called with this identity. */
 export type Resolved = { kind: "found"; value: unknown } | { kind: "run"; identity: Identity };
@@ -31,12 +32,8 @@ export function defaultPolicy(effect: Effect, hasQuery: boolean, hasCompensate: 
   }
 }
 
-interface Resolution {
-  policy: UnknownOutcomePolicy;
-  found: string;
-  attempt: number;
-  compensation?: true;
-}
+/** How a cut-off row was settled by its policy (the row's StepResolution). */
+type Resolution = StepResolution & { policy: UnknownOutcomePolicy; found: string; attempt: number };
 
 /**
  * Settle a cut-off row by the step's policy: what the caller does next is in the answer (an
@@ -48,7 +45,7 @@ export async function resolveUnknownOutcome(state: AttemptState, key: string, re
   const effect = options.effect ?? "idempotent";
   const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
   const previous = previousOf(record);
-  const wasCompensating = isCompensationRow(record);
+  const wasCompensating = isCompensation(record);
 
   // A crash inside a compensation: run the compensation again (it tolerates repeats), then re-drive.
   if (wasCompensating || policy === "compensate") return compensateThenRedrive(state, key, record, call, wasCompensating);
@@ -140,12 +137,12 @@ function describeAnswer(answer: unknown): string {
  */
 export function owedRedrive(state: AttemptState, key: string, record: StepRow | undefined): Identity | undefined {
   if (record?.resolution == null) return undefined;
-  const resolution = JSON.parse(record.resolution) as Partial<Resolution>;
+  const resolution = parseResolution(record.resolution);
   if (record.status === "failed" && ((resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done"))) {
     return { idempotencyKey: record.idempotencyKey, previous: previousOf(record) };
   }
   if (record.status === "compensated" && resolution.compensation === true && resolution.found === "unknown") {
-    const cutOff = state.stored.steps.filter((row) => row.key === key && !isCompensationRow(row)).at(-1);
+    const cutOff = state.stored.steps.filter((row) => row.key === key && !isCompensation(row)).at(-1);
     if (cutOff) return { idempotencyKey: state.idempotencyKeyFor(key), previous: previousOf(cutOff) };
   }
   return undefined;
@@ -156,9 +153,6 @@ function previousOf(cutOff: StepRow): NonNullable<Identity["previous"]> {
   return { attempt: cutOff.attempt, intendedAt: new Date(cutOff.intendedAt).toISOString(), idempotencyKey: cutOff.idempotencyKey };
 }
 
-function isCompensationRow(row: StepRow): boolean {
-  return row.resolution !== null && (JSON.parse(row.resolution) as Partial<Resolution>).compensation === true;
-}
 
 /** The query said the effect happened: its value becomes the step's outcome; the function is not called. */
 async function recordFound(state: AttemptState, key: string, record: StepRow, call: StepCall, found: unknown): Promise<unknown> {
@@ -177,7 +171,7 @@ async function recordFound(state: AttemptState, key: string, record: StepRow, ca
     value = checked.value;
   }
   const resolution: Resolution = { policy: "query", found: "done", attempt: state.number };
-  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.settings.clock.now(), resolution: JSON.stringify(resolution) };
+  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.settings.clock.now(), resolution: formatResolution(resolution) };
   await writeOutcome(state, row);
   state.resolved.push(key);
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "query", found: "done" });
@@ -191,7 +185,7 @@ async function settle(state: AttemptState, record: StepRow, status: "failed" | "
     status,
     error: await state.settings.payloads.encodeError(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
     endedAt: state.settings.clock.now(),
-    resolution: JSON.stringify(resolution),
+    resolution: formatResolution(resolution),
   };
   await writeOutcome(state, row);
 }
@@ -205,7 +199,7 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
     await state.confirmLease();
   } else {
     compensation = newRow(state, key, call, record.idempotencyKey, clock.now());
-    compensation.resolution = JSON.stringify({ policy: "compensate", found: "unknown", attempt: state.number, compensation: true } satisfies Resolution);
+    compensation.resolution = formatResolution({ policy: "compensate", found: "unknown", attempt: state.number, compensation: true } satisfies Resolution);
     await writeIntent(state, compensation);
   }
   // Ended while the compensation's intent was written (a cancel, a deadline): do not start it.
@@ -217,7 +211,7 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
   await writeOutcome(state, done);
   // The cut-off execution itself is settled as failed: what it did was undone.
   const original = retrying
-    ? state.stored.steps.filter((row) => row.key === key && row.status === "intended" && !isCompensationRow(row)).at(-1)
+    ? state.stored.steps.filter((row) => row.key === key && row.status === "intended" && !isCompensation(row)).at(-1)
     : record;
   if (original) {
     const settled: StepRow = {
@@ -225,7 +219,7 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
       status: "failed",
       error: await state.settings.payloads.encodeError({ name: "OutcomeUnknown", message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`, step: key }),
       endedAt: clock.now(),
-      resolution: JSON.stringify({ policy: "compensate", found: "unknown", attempt: state.number } satisfies Resolution),
+      resolution: formatResolution({ policy: "compensate", found: "unknown", attempt: state.number } satisfies Resolution),
     };
     await writeOutcome(state, settled);
   }

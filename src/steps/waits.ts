@@ -18,6 +18,7 @@ import type { AttemptState, StepCall, WaitingFor } from "./state.js";
 
 export type { WaitingFor };
 import type { EventRow, StepRow } from "../store/types.js";
+import { formatResolution, parseResolution, withResolution } from "../workflow/step-resolution.js";
 
 
 export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined> {
@@ -46,8 +47,7 @@ export function describeWait(w: WaitingFor): string {
 }
 
 function waitOf(row: StepRow | undefined): WaitingFor | undefined {
-  if (!row?.resolution) return undefined;
-  return (JSON.parse(row.resolution) as { wait?: WaitingFor }).wait;
+  return row ? parseResolution(row.resolution).wait : undefined;
 }
 
 function park(state: AttemptState, waitingFor: WaitingFor): never {
@@ -93,7 +93,7 @@ async function enterWait(state: AttemptState, name: string, kind: "event" | "sle
   const wait: WaitingFor = { kind, step: key, ...(kind === "event" ? { event: name } : {}) };
   const at = until();
   if (at !== undefined) wait.until = at;
-  row.resolution = JSON.stringify({ wait });
+  row.resolution = formatResolution({ wait });
   await writeIntent(state, row);
   return { key, row };
 }
@@ -111,7 +111,7 @@ async function settleWait(state: AttemptState, row: StepRow, patch: Partial<Step
 async function failWait(state: AttemptState, row: StepRow, error: Error, consumes?: EventRow): Promise<void> {
   const info = toErrorInfo(error, row.key);
   // Thrown into the workflow's code: it may handle it and go on (handled-failures.ts).
-  const resolution = JSON.stringify({ ...(JSON.parse(row.resolution ?? "{}") as object), thrown: thrownNow(state) });
+  const resolution = withResolution(row.resolution, { thrown: thrownNow(state) });
   await settleWait(state, row, { status: "failed", error: await state.settings.payloads.encodeError(info), resolution }, consumes);
   state.emit({ type: "step-failed", runId: state.runId, step: row.key, error: info });
 }

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type {
   AttemptEnd,
   AttemptRow,
-  ClaimDecision,
+  ClaimJudge,
   ClaimResult,
   Fence,
   Lease,
@@ -22,7 +22,7 @@ import type {
   StoredRun,
 } from "./types.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
-import { RunStates } from "./state-machine.js";
+import { claimVerdict, RunStates } from "./state-machine.js";
 
 export interface MemoryStoreOptions {
   /** Shown in messages. Default "memory store #N". */
@@ -40,6 +40,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
 class MemoryStore implements Store {
   readonly kind = "memory";
   readonly durable = false;
+  readonly multiProcess = false;
   readonly #states = new RunStates();
 
   /** Each memory store is its own storage, whatever its name (random: the ESM and CJS builds count apart). */
@@ -58,10 +59,10 @@ class MemoryStore implements Store {
     return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
   }
 
-  async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
+  async claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
     const current = this.#states.get(runId);
     if (!current) return { kind: "missing" };
-    const decision = decide(structuredClone(current));
+    const decision = claimVerdict(decide, structuredClone(current));
     if (decision.kind === "refuse") {
       if (decision.run) must(this.#states.update(runId, { patch: decision.run }));
       throw decision.error;

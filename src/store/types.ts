@@ -184,7 +184,37 @@ export type ClaimDecision =
       /** Thrown to the caller after `run` (if any) is committed. */
       error: Error;
       run?: RunPatch;
+    }
+  | {
+      /** Only when asked `whileWriting`: no verdict from a snapshot; wait for the run's lock and ask again. */
+      kind: "wait";
     };
+
+/**
+ * The engine's verdict on a claim, asked inside the claim's transaction with the run as read
+ * there. It is pure: it reads `current` and returns a decision, writing nothing, so a store may
+ * ask it more than once for one claim (Postgres asks again when its connection was lost before
+ * COMMIT's reply; the verdict of the try that committed is the one that holds). Asked with
+ * `whileWriting` by a store that found the run's row locked by another transaction right now (a
+ * holder writing a step): `current` is then a snapshot read without the lock, and the answer is
+ * a refusal (RUN_BUSY: the holder is alive, it is writing) or `wait` (nobody holds the lease:
+ * take the lock, read again and ask without `whileWriting`). A store that always waits for the
+ * lock never asks so.
+ */
+export type ClaimJudge = (current: StoredRun, seen?: { whileWriting: true }) => ClaimDecision;
+
+/** What a store declares it can do; src/store/runtime.ts gives the defaults for what it leaves out. */
+export interface StoreCapabilities {
+  /** Records outlive the process (a continue in a new process finds them). Default false. */
+  durable: boolean;
+  /** Several processes may use the same records at once, claims and fences holding between them. Default false. */
+  multiProcess: boolean;
+  /**
+   * Loaded leases carry `ageMs`, how long ago they were written by one clock every claimer shares
+   * (the database server's): a holder elsewhere is judged by it, with no watching. Default false.
+   */
+  leaseAge: boolean;
+}
 
 export type ClaimResult = { kind: "taken"; state: StoredRun; lease: Lease } | { kind: "missing" };
 
@@ -244,8 +274,12 @@ export interface Store {
   readonly kind: string;
   /** Where the records live, for messages: "sqlite store at /app/.steplog/steplog.db". */
   readonly location: string;
-  /** True when records outlive the process. */
-  readonly durable: boolean;
+  /** Capabilities (StoreCapabilities): records outlive the process. Default false. */
+  readonly durable?: boolean;
+  /** Several processes may share the records at once. Default false. */
+  readonly multiProcess?: boolean;
+  /** Loaded leases carry `ageMs` by a clock all claimers share. Default false. */
+  readonly leaseAge?: boolean;
   /**
    * Optional: a name for the storage itself, the same for every store object that reads and
    * writes it, however it was spelled (a file reached through a symlink, a server named
@@ -262,9 +296,10 @@ export interface Store {
   /**
    * Read the run and apply `decide`'s verdict in the same transaction: take the lease (new
    * attempt row, epoch + 1, run patched) or refuse (run patched, then the error thrown).
-   * A store with no such run (or no file yet) resolves `missing` and creates nothing.
+   * A store with no such run (or no file yet) resolves `missing` and creates nothing. `decide`
+   * is pure and may be asked more than once (ClaimJudge); the store never judges a holder itself.
    */
-  claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult>;
+  claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult>;
   /** Read and update one run atomically, outside any attempt (recover, resolve, …). */
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined>;
   loadRun(runId: string): Promise<StoredRun | undefined>;

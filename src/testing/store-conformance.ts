@@ -22,11 +22,33 @@ export interface StoreConformanceOptions {
   another?: (store: Store) => Store | Promise<Store>;
   /** Damage the store's data so it cannot be read; returns a new instance on it. */
   corrupt?: (closed: Store) => Store | Promise<Store>;
+  /**
+   * Tests of this suite your store cannot pass yet, by their exact name, each with the reason:
+   * they are reported as skipped (with the reason), never as passed. A name that matches no test
+   * is an error, so a renamed test cannot quietly stop being skipped. Needs `it.skip`.
+   */
+  skip?: Record<string, string>;
+  /** Tests of your store's own, run inside the suite's describe block (see AdditionalTests). */
+  additionalTests?: (tests: AdditionalTests) => void;
 }
+
+/** What `additionalTests` is given: the runner's `it`, a fresh store per test, and the suite's row builders. */
+export interface AdditionalTests {
+  it: TestFunctions["it"];
+  /** Wraps a test body: it gets a fresh store from `create`, closed afterwards. */
+  withStore: (body: (store: Store) => Promise<void>) => () => Promise<void>;
+  runRow: typeof runRow;
+  attemptRow: typeof attemptRow;
+  stepRow: typeof stepRow;
+  /** The time every row of the suite is written at. */
+  now: number;
+}
+
+type TestBody = () => Promise<void> | void;
 
 export interface TestFunctions {
   describe: (name: string, body: () => void) => unknown;
-  it: (name: string, body: () => Promise<void> | void, timeout?: number) => unknown;
+  it: ((name: string, body: TestBody, timeout?: number) => unknown) & { skip?: (name: string, body: TestBody) => unknown };
 }
 
 const NOW = Date.UTC(2030, 0, 1);
@@ -134,7 +156,20 @@ function resolveTestFunctions(given?: TestFunctions): TestFunctions {
 }
 
 export function describeStore(name: string, options: StoreConformanceOptions, testFunctions?: TestFunctions): void {
-  const { describe, it } = resolveTestFunctions(testFunctions);
+  const runner = resolveTestFunctions(testFunctions);
+  const { describe } = runner;
+  const skips = new Map(Object.entries(options.skip ?? {}));
+  const skipped = (title: string, why: string) => {
+    if (!runner.it.skip) throw new Error(`describeStore(${JSON.stringify(name)}): skipping ${JSON.stringify(title)} needs it.skip from your test runner.`);
+    runner.it.skip(`${title} (skipped: ${why})`, () => {});
+  };
+  /** `it`, except a test named in `skip` is reported skipped. */
+  const it = (title: string, body: TestBody, timeout?: number) => {
+    const why = skips.get(title);
+    if (why === undefined) return runner.it(title, body, timeout);
+    skips.delete(title);
+    return skipped(title, why);
+  };
   const withStore = (body: (store: Store) => Promise<void>) => async () => {
     const store = await options.create();
     try {
@@ -419,6 +454,16 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
       });
     }
 
+    it("leaseAge: a store that declares it gives every loaded lease its age (ms ≥ 0); one that does not gives none", withStore(async (store) => {
+      await created(store, "r");
+      const { lease } = (await store.loadRun("r"))!;
+      const [listed] = await store.listRuns({});
+      for (const [where, got] of [["loadRun", lease], ["listRuns", listed?.lease]] as const) {
+        if (store.leaseAge === true) assert.ok(typeof got?.ageMs === "number" && got.ageMs >= 0, `${where}: lease.ageMs must be a number of ms ≥ 0, got ${String(got?.ageMs)}`);
+        else assert.ok(got && !("ageMs" in got), `${where}: a store without leaseAge: true gives no lease.ageMs (declare leaseAge if its clock is shared by every claimer)`);
+      }
+    }));
+
     if (options.corrupt) {
       const corrupt = options.corrupt;
       it("an unreadable store is reported as unreadable (STORE_UNREADABLE)", async () => {
@@ -432,6 +477,12 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
           await broken.close().catch(() => {});
         }
       });
+    }
+
+    options.additionalTests?.({ it: runner.it, withStore, runRow, attemptRow, stepRow, now: NOW });
+
+    if (skips.size > 0) {
+      throw new Error(`describeStore(${JSON.stringify(name)}): skip names no test of the suite: ${[...skips.keys()].map((k) => JSON.stringify(k)).join(", ")}. Use a test's exact name.`);
     }
   });
 }

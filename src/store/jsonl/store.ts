@@ -19,11 +19,11 @@
 import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import fs from "node:fs";
 import path from "node:path";
-import { InvalidOptionError, SteplogError, StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError } from "../../base/errors.js";
+import { InvalidOptionError, SteplogError, StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError, StoreClosedError } from "../../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
-  ClaimDecision,
+  ClaimJudge,
   ClaimResult,
   Fence,
   Lease,
@@ -39,7 +39,7 @@ import type {
 import { Journal, type Tail } from "./journal.js";
 import { FileLock, MIN_LOCK_STALE_MS } from "./lock.js";
 import { apply, HEADER_LINE, type JournalRecord, type JournalState } from "./records.js";
-import { RunStates } from "../state-machine.js";
+import { claimVerdict, RunStates } from "../state-machine.js";
 import { canonicalPath } from "../canonical-path.js";
 import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
 
@@ -106,6 +106,7 @@ interface Op {
 class JsonlStoreImpl implements JsonlStore {
   readonly kind = "jsonl";
   readonly durable = true;
+  readonly multiProcess = true;
   readonly location: string;
   readonly #file: string;
   #storageId: string | undefined;
@@ -174,11 +175,11 @@ class JsonlStoreImpl implements JsonlStore {
     });
   }
 
-  claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
+  claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
     return this.#enqueue("the new attempt", runId, false, (state) => {
       const current = state.get(runId);
       if (!current) return { ok: { kind: "missing" } };
-      const decision = decide(structuredClone(current));
+      const decision = claimVerdict(decide, structuredClone(current));
       if (decision.kind === "refuse") {
         // The refusal's own patch (say, dead-lettering) is committed, then the error thrown.
         if (!hasFields(decision.run)) return { error: decision.error };
@@ -503,7 +504,7 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   #closedError(): SteplogError {
-    return new SteplogError("ENGINE_CLOSED", `The ${this.location} was closed; open a new store to go on.`);
+    return new StoreClosedError(this.location, "this call");
   }
 
   async close(): Promise<void> {

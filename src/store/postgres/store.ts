@@ -18,17 +18,17 @@ import type { ConnectionOptions } from "node:tls";
 import {
   InvalidOptionError,
   isStoreRefusal,
-  RunBusyError,
   SteplogError,
   StoreReadOnlyError,
   StoreRefusedError,
   StoreUnreadableError,
   StoreWriteFailedError,
+  StoreClosedError,
 } from "../../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
-  ClaimDecision,
+  ClaimJudge,
   ClaimResult,
   Fence,
   Lease,
@@ -48,7 +48,7 @@ import { num, Sql } from "./sql.js";
 import { newRunStatement } from "./one-trip.js";
 import { WriteQueue } from "./write-queue.js";
 import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
-import { listLimit } from "../state-machine.js";
+import { claimVerdict, listLimit } from "../state-machine.js";
 
 export const DEFAULT_PG_SCHEMA = "steplog";
 
@@ -119,6 +119,9 @@ const isRefused = (value: unknown): value is Refused => typeof value === "object
 class PostgresStoreImpl implements PostgresStore {
   readonly kind = "postgres";
   readonly durable = true;
+  readonly multiProcess = true;
+  /** Leases are loaded with their age by the server's clock, which every claimer shares. */
+  readonly leaseAge = true;
   readonly location: string;
   readonly schema: string;
   readonly #options: PostgresStoreOptions;
@@ -176,7 +179,7 @@ class PostgresStoreImpl implements PostgresStore {
   // ---- connection, schema, errors ----
 
   #connect() {
-    if (this.#closed) throw new SteplogError("ENGINE_CLOSED", `The ${this.location} was closed; open a new store to go on.`);
+    if (this.#closed) throw new StoreClosedError(this.location, "this call");
     this.#pool ??= (async () => {
       const o = this.#options;
       if (o.pool) guardCheckouts(o.pool);
@@ -370,7 +373,7 @@ class PostgresStoreImpl implements PostgresStore {
     }))!;
   }
 
-  async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
+  async claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
     let taken: { attempt: AttemptRow; expiresAt: number } | undefined;
     /** A retry after a lost COMMIT reply: if our attempt holds the lease, the claim went through. */
     const ours = (tx: TxState, state: StoredRun): ClaimResult | undefined => {
@@ -395,11 +398,11 @@ class PostgresStoreImpl implements PostgresStore {
           await conn.rollback(client);
           return mineAlready;
         }
-        const lease = snapshot.lease;
-        const holder = lease?.attempt != null ? snapshot.attempts.find((a) => a.number === lease.attempt) : undefined;
-        if (lease && holder) {
+        // The engine judges from the snapshot: a holder writing right now is alive (refused), else wait for the lock.
+        const verdict = decide(snapshot, { whileWriting: true });
+        if (verdict.kind === "refuse") {
           await conn.rollback(client);
-          return { refused: new RunBusyError(runId, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }) };
+          return { refused: verdict.error };
         }
         await this.#lock(client, runId);
       }
@@ -413,7 +416,7 @@ class PostgresStoreImpl implements PostgresStore {
         await conn.rollback(client);
         return mineAlready;
       }
-      const decision = decide(current);
+      const decision = claimVerdict(decide, current);
       if (decision.kind === "refuse") {
         if (decision.run) {
           await this.#sql.patchRun(client, runId, decision.run);

@@ -19,13 +19,14 @@ import {
   StoreUnreadableError,
   StoreWriteFailedError,
   SteplogError,
+  StoreClosedError,
 } from "../../base/errors.js";
 import { taken } from "../claim-result.js";
 import type {
   Consent,
   AttemptEnd,
   AttemptRow,
-  ClaimDecision,
+  ClaimJudge,
   EventRow,
   ClaimResult,
   Fence,
@@ -46,7 +47,7 @@ import { fault } from "../../base/faults.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
 import { WriteQueue } from "./write-queue.js";
 import { canonicalPath } from "../canonical-path.js";
-import { listLimit } from "../state-machine.js";
+import { claimVerdict, listLimit } from "../state-machine.js";
 import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
 
 export interface SqliteStoreOptions {
@@ -154,6 +155,7 @@ const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase(
 class SqliteStoreImpl implements SqliteStore {
   readonly kind = "sqlite";
   readonly durable = true;
+  readonly multiProcess = true;
   readonly location: string;
   readonly #file: string;
   #storageId: string | undefined;
@@ -226,7 +228,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   /** Open on first use. With `create` false a missing file is reported as absent and nothing is created. */
   #open(create: boolean): Db | undefined {
-    if (this.#closed) throw new SteplogError("ENGINE_CLOSED", `The ${this.location} was closed; open a new store to go on.`);
+    if (this.#closed) throw new StoreClosedError(this.location, "this call");
     if (this.#db) return this.#db;
     const exists = fs.existsSync(this.#file);
     if (!exists && !create) return undefined;
@@ -517,12 +519,12 @@ class SqliteStoreImpl implements SqliteStore {
     });
   }
 
-  async claimRun(runId: string, decide: (current: StoredRun) => ClaimDecision): Promise<ClaimResult> {
+  async claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
     let refusal: Error | undefined;
     const result = this.#transact(false, "the new attempt", runId, (db): ClaimResult => {
       const current = this.#load(runId, true);
       if (!current) return { kind: "missing" };
-      const decision = decide(current);
+      const decision = claimVerdict(decide, current);
       if (decision.kind === "refuse") {
         if (decision.run) this.#patchRun(db, runId, decision.run);
         refusal = decision.error;

@@ -1,0 +1,174 @@
+/**
+ * The store as the engine uses it: every store an engine is given is wrapped here once, so the
+ * engine meets one shape whatever wrote the store. The wrapper
+ *
+ * - fills in the optional members (`loadRunRow` from `loadRun`, `storageId` from `location`)
+ *   and the capability flags' defaults (STORE_DEFAULTS);
+ * - guards every call after `close()` with one error, STORE_CLOSED, and closes the store once;
+ * - turns a rejection that is not an Error (a custom store's `throw "busy"`) into one that names
+ *   the store and the call, so every message can say where it came from.
+ *
+ * A store object gets one wrapper (kept in a WeakMap), so two engines given the same object share
+ * its closed state, as they share the object.
+ */
+
+import { StoreClosedError } from "../base/errors.js";
+import type {
+  AttemptEnd,
+  AttemptRow,
+  ClaimJudge,
+  ClaimResult,
+  Fence,
+  Lease,
+  LeaseRow,
+  RunFilter,
+  RunListing,
+  RunRow,
+  RunUpdate,
+  StepOutcome,
+  StepRow,
+  Store,
+  StoreCapabilities,
+  StoredRun,
+} from "./types.js";
+
+/** What a store that does not say has. */
+export const STORE_DEFAULTS: StoreCapabilities = { durable: false, multiProcess: false, leaseAge: false };
+
+const wrapped = new WeakMap<Store, RuntimeStore>();
+
+/** The engine's view of `store`: the same wrapper every time it is asked for the same object. */
+export function runtimeStore(store: Store): RuntimeStore {
+  if (store instanceof RuntimeStore) return store;
+  let runtime = wrapped.get(store);
+  if (!runtime) wrapped.set(store, (runtime = new RuntimeStore(store)));
+  return runtime;
+}
+
+export class RuntimeStore implements Store {
+  readonly kind: string;
+  readonly location: string;
+  readonly durable: boolean;
+  readonly multiProcess: boolean;
+  readonly leaseAge: boolean;
+  readonly #inner: Store;
+  #closing: Promise<void> | undefined;
+
+  constructor(inner: Store) {
+    this.#inner = inner;
+    this.kind = inner.kind;
+    this.location = inner.location;
+    this.durable = inner.durable ?? STORE_DEFAULTS.durable;
+    this.multiProcess = inner.multiProcess ?? STORE_DEFAULTS.multiProcess;
+    this.leaseAge = inner.leaseAge ?? STORE_DEFAULTS.leaseAge;
+  }
+
+  /** The store the user gave. */
+  get inner(): Store {
+    return this.#inner;
+  }
+
+  get closed(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  async storageId(): Promise<string> {
+    this.#open("storageId");
+    return this.#inner.storageId ? String(await this.#call("storageId", () => this.#inner.storageId!())) : this.location;
+  }
+
+  createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
+    return this.#call("createRun", () => this.#inner.createRun(run, attempt, lease));
+  }
+
+  claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
+    const judge: ClaimJudge = this.leaseAge ? decide : (current, seen) => decide(this.#undeclared(current), seen);
+    return this.#call("claimRun", () => this.#inner.claimRun(runId, judge));
+  }
+
+  updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
+    return this.#call("updateRun", () => this.#inner.updateRun(runId, decide));
+  }
+
+  loadRun(runId: string): Promise<StoredRun | undefined> {
+    return this.#call("loadRun", async () => {
+      const found = await this.#inner.loadRun(runId);
+      return found && this.#undeclared(found);
+    });
+  }
+
+  loadRunRow(runId: string): Promise<RunRow | undefined> {
+    const inner = this.#inner;
+    return this.#call("loadRunRow", async () => (inner.loadRunRow ? inner.loadRunRow(runId) : (await inner.loadRun(runId))?.run));
+  }
+
+  listRuns(filter: RunFilter): Promise<RunListing[]> {
+    return this.#call("listRuns", async () => {
+      const listings = await this.#inner.listRuns(filter);
+      return this.leaseAge ? listings : listings.map((l) => (l.lease && "ageMs" in l.lease ? { ...l, lease: withoutAge(l.lease) } : l));
+    });
+  }
+
+  writeIntent(fence: Fence, step: StepRow): Promise<void> {
+    return this.#call("writeIntent", () => this.#inner.writeIntent(fence, step));
+  }
+
+  writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
+    return this.#call("writeOutcome", () => this.#inner.writeOutcome(fence, outcome));
+  }
+
+  renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
+    return this.#call("renewLease", () => this.#inner.renewLease(fence, expiresAt, now));
+  }
+
+  endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
+    return this.#call("endAttempt", () => this.#inner.endAttempt(fence, end));
+  }
+
+  /** Closes the store once; a second call waits for the first. */
+  close(): Promise<void> {
+    this.#closing ??= this.#inner.close();
+    return this.#closing;
+  }
+
+  /** A lease age from a store that does not declare `leaseAge` is not trusted: the holder is judged by watching instead. */
+  #undeclared(state: StoredRun): StoredRun {
+    return this.leaseAge || !state.lease || !("ageMs" in state.lease) ? state : { ...state, lease: withoutAge(state.lease) };
+  }
+
+  #open(call: string): void {
+    if (this.#closing) throw new StoreClosedError(this.location, `${call}()`);
+  }
+
+  /** Calls through without an await of its own: a write is issued in the caller's turn, so group commit still batches it. */
+  #call<T>(call: string, body: () => Promise<T> | T): Promise<T> {
+    let result: Promise<T> | T;
+    try {
+      this.#open(call);
+      result = body();
+    } catch (error) {
+      return Promise.reject(this.#asError(call, error));
+    }
+    return Promise.resolve(result).catch((error: unknown) => {
+      throw this.#asError(call, error);
+    });
+  }
+
+  #asError(call: string, error: unknown): Error {
+    if (error instanceof Error) return error;
+    return new Error(`The ${this.location}'s ${call}() rejected with ${describe(error)}, not an Error.`, { cause: error });
+  }
+}
+
+function withoutAge(lease: LeaseRow): LeaseRow {
+  const { ageMs: _ignored, ...rest } = lease;
+  return rest;
+}
+
+function describe(value: unknown): string {
+  try {
+    return typeof value === "string" ? JSON.stringify(value) : String(value);
+  } catch {
+    return "a value that cannot be shown";
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * A step row's `resolution`: how the row was settled when not by calling its function, and the
+ * marks the engine keeps on it. Stored as JSON text; this module is the only place that reads or
+ * writes that text, so the shapes below are all there is.
+ *
+ * - `policy`/`found`/`attempt`: a cut-off step settled by its policy (query, redrive,
+ *   compensate, escalate), a value given on continue (`supplied`), a person's answer to an
+ *   escalation (`escalate`, with `by` and `resolvedAt`), a saga's compensation (`found: "saga"`).
+ * - `compensation`: the row is a compensation (its step's effect undone), not the step's result.
+ * - `wait`: a wait's row, what it waits for.
+ * - `thrown`: a failure thrown into the workflow's code (see steps/handled-failures.ts).
+ */
+
+export type ResolutionPolicy = "query" | "redrive" | "compensate" | "escalate" | "supplied";
+
+export interface WaitingFor {
+  kind: "event" | "sleep" | "approval";
+  /** The step key of the wait (or of the step that needs approval). */
+  step: string;
+  event?: string;
+  /** Wall-clock ms: the timer, or the wait's timeout. */
+  until?: number;
+}
+
+export interface Thrown {
+  /** The attempt it was thrown in (a wait's row may have been written by an earlier one). */
+  attempt: number;
+  /** Steps (and waits) that attempt had entered when the error was thrown: a row at this position or later came after it. */
+  entered: number;
+}
+
+export interface StepResolution {
+  policy?: ResolutionPolicy;
+  /** What the policy found: "done", "not done", "unknown", "saga", "done (resolved by a person)", … */
+  found?: string;
+  /** The attempt that settled the row. */
+  attempt?: number;
+  compensation?: true;
+  /** Who resolved an escalation, and when (ISO time). */
+  by?: string;
+  resolvedAt?: string;
+  wait?: WaitingFor;
+  thrown?: Thrown;
+}
+
+/** The resolution of a row's stored text; `{}` for none. A text that is not an object reads as none. */
+export function parseResolution(text: string | null): StepResolution {
+  if (text === null || text === "") return {};
+  const parsed: unknown = JSON.parse(text);
+  return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as StepResolution) : {};
+}
+
+/** The stored text of a resolution; null when it holds nothing. */
+export function formatResolution(resolution: StepResolution): string | null {
+  return Object.keys(resolution).length === 0 ? null : JSON.stringify(resolution);
+}
+
+/** `text` with `changes` laid over it. */
+export function withResolution(text: string | null, changes: StepResolution): string | null {
+  return formatResolution({ ...parseResolution(text), ...changes });
+}
+
+/** True when the row is a compensation (its step's effect undone), not the step's own result. */
+export function isCompensation(row: { resolution: string | null }): boolean {
+  return parseResolution(row.resolution).compensation === true;
+}
+
+/** The resolution as a run's view shows it: a failure's `thrown` mark is the engine's (the view says `handled`), left out; undefined when nothing is left. */
+export function shownResolution(text: string | null): Omit<StepResolution, "thrown"> | undefined {
+  const { thrown: _thrown, ...shown } = parseResolution(text);
+  return Object.keys(shown).length > 0 ? shown : undefined;
+}
