@@ -114,7 +114,13 @@ export interface WorkflowContext {
    * Run `fn` as a durable step.
    *
    * Failure semantics:
-   * - Before `fn` is called, an intent record is durable; after it returns, an outcome is.
+   * - Before `fn` is called, an intent record is durable (committed, possibly in one group commit
+   *   with other writes issued at the same moment).
+   * - After `fn` returns, its outcome is written. For `compensatable` and `irreversible` steps
+   *   `ctx.step` returns only once the outcome is committed; for `read` and `idempotent` steps
+   *   the outcome commits with the next write (at the latest the next step's intent or the
+   *   attempt's end), so a crash just after may lose it: the step is then found `intended` and
+   *   re-driven with the same idempotency key, never silently skipped.
    * - A step with a succeeded record before the start point is never called again: its
    *   recorded value is checked (`upcast`, then `result`) and handed back.
    * - A crash between intent and outcome leaves the step `intended`; the next attempt
