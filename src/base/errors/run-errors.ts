@@ -1,0 +1,143 @@
+/**
+ * Refusals about a run as a whole: it is not there, already there, held by another attempt,
+ * completed, escalated or dead-lettered; its args are rejected; its attempt lost its lease; its
+ * workflow is not registered.
+ */
+
+import { SteplogError } from "./steplog-error.js";
+import { q } from "./quote.js";
+
+export class RunNotFoundError extends SteplogError {
+  override name = "RunNotFoundError";
+  constructor(runId: string, storeLocation: string) {
+    super(
+      "RUN_NOT_FOUND",
+      `No run ${q(runId)} in ${storeLocation}. A missing record is not an empty one, so steplog will not start it over. ` +
+        `Check that the app points at the same store; to run it from scratch, type engine.start(workflow, args, { id: ${q(runId)} }).`,
+      { runId },
+    );
+  }
+}
+
+export class RunExistsError extends SteplogError {
+  override name = "RunExistsError";
+  constructor(runId: string, status: string) {
+    super(
+      "RUN_EXISTS",
+      `Run ${q(runId)} already exists (status ${status}); start never overwrites a run. To go on with it, type engine.continue(${q(runId)}); for a fresh run, start with another id.`,
+      { runId },
+    );
+  }
+}
+
+export interface LeaseHolder {
+  attempt: number;
+  host: string;
+  pid: number;
+  expiresAt: number;
+}
+
+export class RunBusyError extends SteplogError {
+  override name = "RunBusyError";
+  readonly holder: LeaseHolder;
+  /**
+   * Set when the holder is judged by its lease alone: it counts as gone if the lease stays
+   * unrenewed this many ms more (a continue waits that long and looks again).
+   */
+  readonly decidedInMs: number | undefined;
+  /** `verdict`: why the holder counts as alive (owner.ts). */
+  constructor(runId: string, holder: LeaseHolder, verdict?: { why: string; decidedInMs?: number }) {
+    const why = verdict ? `: ${verdict.why}` : `; its lease runs to ${new Date(holder.expiresAt).toISOString()} by its own clock`;
+    super(
+      "RUN_BUSY",
+      `Run ${q(runId)} is held by attempt ${holder.attempt} (host ${holder.host}, pid ${holder.pid})${why}. ` +
+        `Two attempts of one run never run at once: wait for that attempt to end, or stop that process; once it is gone (or its lease has gone unrenewed for a full period) a continue takes the run over.`,
+      { runId, attempt: holder.attempt },
+    );
+    this.holder = holder;
+    this.decidedInMs = verdict?.decidedInMs;
+  }
+}
+
+export class RunCompletedError extends SteplogError {
+  override name = "RunCompletedError";
+  constructor(runId: string, lastStep: string | undefined) {
+    const hint = lastStep === undefined ? `{ fromStep: "<step>" }` : `{ fromStep: ${q(lastStep)} }`;
+    super(
+      "RUN_COMPLETED",
+      `Run ${q(runId)} already completed; a continue would redo nothing. To redo a step and everything after it, type engine.continue(${q(runId)}, ${hint}).`,
+      { runId },
+    );
+  }
+}
+
+export class RunEscalatedError extends SteplogError {
+  override name = "RunEscalatedError";
+  /** `unrecorded`: the step's function returned (its effect happened) but its value could not be recorded. */
+  constructor(runId: string, step: string, unrecorded?: string) {
+    super(
+      "RUN_ESCALATED",
+      unrecorded === undefined
+        ? `Run ${q(runId)} waits for a person: step ${q(step)} was cut off inside an effect that must not be repeated blindly. ` +
+            `Find out whether it happened, then type engine.resolve(${q(runId)}, ${q(step)}, { value }) if it did or engine.resolve(${q(runId)}, ${q(step)}, { redo: true }) if it did not; then continue.`
+        : `Run ${q(runId)} waits for a person: step ${q(step)} returned, so its effect happened, but its value could not be recorded (${unrecorded}). ` +
+            `Find what it produced, then type engine.resolve(${q(runId)}, ${q(step)}, { value }) with it (or { redo: true } to do it again); then continue.`,
+      { runId, step },
+    );
+  }
+}
+
+export class DeadLetteredError extends SteplogError {
+  override name = "DeadLetteredError";
+  constructor(runId: string, attempts: number, maxAttempts: number, lastStep: string | undefined) {
+    super(
+      "DEAD_LETTERED",
+      `Run ${q(runId)} is dead-lettered: ${attempts} attempts ended without completing (the workflow allows ${maxAttempts})` +
+        (lastStep === undefined ? "" : `, the last one in step ${q(lastStep)}`) +
+        `. Fix the cause, then type engine.continue(${q(runId)}, { force: true }) to give it a fresh budget.`,
+      { runId },
+    );
+  }
+}
+
+export class ArgsRejectedError extends SteplogError {
+  override name = "ArgsRejectedError";
+  readonly issues: readonly string[];
+  constructor(runId: string | undefined, workflow: string, issues: readonly string[], onContinue: boolean) {
+    super(
+      "ARGS_REJECTED",
+      (runId === undefined ? `The args for workflow ${q(workflow)}` : `Run ${q(runId)}: the args`) +
+        ` are rejected by the workflow's args schema: ${issues.join("; ")}. ` +
+        (onContinue
+          ? `The recorded args no longer fit the code, so this run cannot be continued: start a new run with args the schema accepts.`
+          : `Nothing was recorded; pass args the schema accepts.`),
+      runId === undefined ? {} : { runId },
+    );
+    this.issues = issues;
+  }
+}
+
+export class LeaseLostError extends SteplogError {
+  override name = "LeaseLostError";
+  constructor(runId: string, attempt: number | undefined, why: string) {
+    super(
+      "LEASE_LOST",
+      `Run ${q(runId)}: attempt ${attempt ?? "?"} lost its lease (${why}); it records nothing more and starts no step. ` +
+        `Another attempt owns the run now; see it with engine.get(${q(runId)}).`,
+      attempt === undefined ? { runId } : { runId, attempt },
+    );
+  }
+}
+
+export class WorkflowNotRegisteredError extends SteplogError {
+  override name = "WorkflowNotRegisteredError";
+  constructor(workflow: string, runId: string | undefined, known: readonly string[]) {
+    super(
+      "WORKFLOW_NOT_REGISTERED",
+      (runId === undefined ? `Workflow ${q(workflow)}` : `Run ${q(runId)} belongs to workflow ${q(workflow)}, which`) +
+        ` is not registered with this engine (registered: ${known.length === 0 ? "none" : known.map(q).join(", ")}). ` +
+        `Pass it in createEngine({ workflows: [...] }).`,
+      runId === undefined ? {} : { runId },
+    );
+  }
+}

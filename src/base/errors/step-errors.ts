@@ -1,0 +1,68 @@
+/**
+ * A step's own rules: an irreversible step (the pivot) goes last and cannot be compensated past;
+ * a step's timeout; a step's query, which failed or gave an answer steplog cannot read.
+ */
+
+import { SteplogError } from "./steplog-error.js";
+import { q } from "./quote.js";
+
+export class PivotOrderError extends SteplogError {
+  override name = "PivotOrderError";
+  constructor(runId: string, step: string, inFlight: readonly string[]) {
+    super(
+      "PIVOT_ORDER",
+      `Run ${q(runId)}: irreversible step ${q(step)} refused to start while ${inFlight.map(q).join(", ")} ${inFlight.length === 1 ? "is" : "are"} still in flight. ` +
+        `Await those steps first: an irreversible step is the pivot and goes last.`,
+      { runId, step },
+    );
+  }
+}
+
+export class PastPivotError extends SteplogError {
+  override name = "PastPivotError";
+  constructor(runId: string, pivot: string, unknown = false) {
+    super(
+      "PAST_PIVOT",
+      `Run ${q(runId)}: irreversible step ${q(pivot)} ${unknown ? "may have happened (its outcome is unknown)" : "has already succeeded"}, so the run cannot be compensated; it must go forward. ` +
+        (unknown ? `Settle that step first (engine.resolve, or a continue), then decide. ` : ``) +
+        `Type engine.continue(${q(runId)}).`,
+      { runId, step: pivot },
+    );
+  }
+}
+
+export class StepTimedOutError extends SteplogError {
+  override name = "StepTimedOutError";
+  constructor(runId: string, step: string, timeoutMs: number) {
+    super("STEP_TIMED_OUT", `Run ${q(runId)}: step ${q(step)} ran longer than its timeoutMs of ${timeoutMs} ms and was aborted.`, {
+      runId,
+      step,
+    });
+  }
+}
+
+export class QueryFailedError extends SteplogError {
+  override name = "QueryFailedError";
+  constructor(runId: string, step: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      "QUERY_FAILED",
+      `Run ${q(runId)}: the query for step ${q(step)} failed (${reason}). The effect itself was not retried and the step is still intended. ` +
+        `Fix the query's service, then type engine.continue(${q(runId)}).`,
+      { runId, step, cause },
+    );
+  }
+}
+
+export class QueryAnswerInvalidError extends SteplogError {
+  override name = "QueryAnswerInvalidError";
+  constructor(runId: string, step: string, found: string) {
+    super(
+      "QUERY_ANSWER_INVALID",
+      `Run ${q(runId)}: the query for step ${q(step)} returned ${found}, not { done: true, value } or { done: false }. ` +
+        `steplog will not guess from it, so the effect was not retried and the step is still intended. ` +
+        `Make the query return { done: true, value: … } when the service has the effect and { done: false } when it has not (e.g. found ? { done: true, value: found } : { done: false }), then type engine.continue(${q(runId)}).`,
+      { runId, step },
+    );
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Waits for events and approvals: a wait that timed out, an event payload its schema rejects, and
+ * an event or approval sent to a run not waiting for it.
+ */
+
+import { SteplogError } from "./steplog-error.js";
+import { q } from "./quote.js";
+
+export class WaitTimedOutError extends SteplogError {
+  override name = "WaitTimedOutError";
+  constructor(runId: string, step: string, what: string, until: number) {
+    super(
+      "WAIT_TIMED_OUT",
+      `Run ${q(runId)}: the wait ${q(step)} for ${what} timed out at ${new Date(until).toISOString()}. ` +
+        `Catch it in the workflow to go another way (a continue then throws it again there); uncaught, a continue waits again from scratch.`,
+      { runId, step },
+    );
+  }
+}
+
+export class EventRejectedError extends SteplogError {
+  override name = "EventRejectedError";
+  constructor(runId: string, step: string, event: string, issues: readonly string[]) {
+    super(
+      "EVENT_REJECTED",
+      `Run ${q(runId)}: event ${q(event)} was consumed by wait ${q(step)} but its payload is rejected by the wait's schema (${issues.join("; ")}). ` +
+        `Continue the run (it waits again), then send a payload the schema accepts — or send it first with { keep: true }.`,
+      { runId, step },
+    );
+  }
+}
+
+export class NotWaitingError extends SteplogError {
+  override name = "NotWaitingError";
+  constructor(runId: string, asked: string, waitingFor: string, hint: "event" | "approval") {
+    super(
+      "NOT_WAITING",
+      `Run ${q(runId)} is not waiting for ${asked} (it ${waitingFor}). Nothing was recorded. ` +
+        (hint === "event"
+          ? `If the event may arrive before the run waits for it, send it with { keep: true } to keep it for a later wait.`
+          : `An approval is answered once, while the run waits for it; see engine.get(${q(runId)}).waitingFor.`),
+      { runId },
+    );
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * The engine's public surface as types: the Engine interface, the options its methods accept
+ * (createEngine's, start's, continue's, list's filter), and the tables of known keys each call
+ * checks its options against. Apart from engine.ts so the files that check options and claim
+ * runs can read them without importing the engine; engine.ts re-exports every type here.
+ */
+
+import type { Clock } from "../base/clock.js";
+import type { KnownKeys } from "../base/options.js";
+import type { SendOptions } from "../commands/events.js";
+import type { Codec } from "../payloads/payloads.js";
+import type { RedactRule } from "../payloads/redact.js";
+import type { ProgressEvent, TestHooks } from "../steps/settings.js";
+import type { RecoveredRun } from "../commands/recover.js";
+import type { Escalation, Resolution } from "../commands/escalations.js";
+import type { RunSummary, RunView } from "../commands/views.js";
+import type { RunResult } from "../steps/attempt.js";
+import type { RunStatus, Store } from "../store/types.js";
+import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
+import type { WorkOptions, WorkSummary } from "./worker.js";
+
+export const TEST_HOOKS = Symbol.for("steplog.testHooks");
+
+export const ENGINE_KEYS: KnownKeys<EngineOptions> = { workflows: true, store: true, leaseMs: true, maxValueBytes: true, clock: true, onProgress: true, codec: true, redact: true, handleSignals: true };
+export const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, signal: true, source: true };
+export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = { fromStep: true, values: true, force: true, redo: true, reuse: true, timeoutMs: true, signal: true };
+export const SEND_KEYS: KnownKeys<SendOptions> = { keep: true };
+export const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
+export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
+export const CANCEL_KEYS: KnownKeys<{ reason?: string }> = { reason: true };
+export const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
+export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, limit: true };
+export const WORK_KEYS: KnownKeys<WorkOptions> = { concurrency: true, pollMs: true, signal: true };
+export const RESOLUTION_KEYS: KnownKeys<{ value?: unknown; redo?: true; by?: string }> = { value: true, redo: true, by: true };
+
+export interface EngineOptions {
+  /** The workflows whose runs this engine may continue. */
+  workflows?: Workflow<any, any>[];
+  /** Default: sqliteStore() at `.steplog/steplog.db` under the working directory. */
+  store?: Store;
+  /** How long a lease lasts without renewal, in ms. Default 30000; renewed every third of it. */
+  leaseMs?: number;
+  /** Largest encoded value a step may record, in bytes. Default 1 MiB. */
+  maxValueBytes?: number;
+  /** Wall clock, replaceable in tests. */
+  clock?: Clock;
+  /** Called with each step and attempt event, for progress views and logs. */
+  onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Encodes every stored payload (step values, args, results, event payloads, error details)
+   * and decodes it back; async allowed. encryptedCodec({ keys, current }) seals them with
+   * AES-256-GCM. Statuses, names and times stay plain so the step log can still be queried.
+   */
+  codec?: Codec;
+  /** What get(id, { redact: true }) and the steplog command hide: dotted paths ("token", "card.number") or a function. */
+  redact?: RedactRule;
+  /**
+   * Install SIGINT/SIGTERM handlers while attempts run: the first signal cancels them cleanly
+   * (the open step recorded failed, leases released, start/continue resolve `cancelled`); a
+   * second SIGINT before they have ended exits at once (a crash: the run reads interrupted).
+   */
+  handleSignals?: boolean;
+  [TEST_HOOKS]?: TestHooks;
+}
+
+export interface StartOptions {
+  /** The run's id; default a ULID. Keep it to continue the run later. */
+  id?: string;
+  /** A wall-clock deadline this many ms from now; past it the attempt ends `timed-out`. */
+  timeoutMs?: number;
+  /** Aborting it ends the attempt `cancelled`. */
+  signal?: AbortSignal;
+  /** Where the workflow's code lives (a file path, a package name); recorded once, never overwritten. */
+  source?: string;
+}
+
+export interface ContinueOptions {
+  /** Redo this step (a key such as "fetch#2", or a name for its first occurrence) and everything after it. */
+  fromStep?: string;
+  /** Values for steps before `fromStep` that have no succeeded record, by key. */
+  values?: Record<string, unknown>;
+  /** Take a dead-lettered run back with a fresh attempt budget (recorded on the attempt). */
+  force?: boolean;
+  /**
+   * Succeeded irreversible steps (keys, or names for their first occurrence) this continue may
+   * run again. Without consent a continue stops before such a step (REDO_IRREVERSIBLE). A step
+   * named here is also a start point: it runs again even when everything before it is reused.
+   */
+  redo?: string[];
+  /** Succeeded irreversible steps after the start point whose records are handed back instead of run again. */
+  reuse?: string[];
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ListFilter {
+  status?: RunStatus | RunStatus[];
+  workflow?: string;
+  limit?: number;
+}
+
+export interface Engine {
+  start<W extends Workflow<any, any>>(workflow: W | string, args: WorkflowArgs<W>, options?: StartOptions): Promise<RunResult<WorkflowResult<W>>>;
+  continue(id: string, options?: ContinueOptions): Promise<RunResult>;
+  /**
+   * The run with its attempts and its step log, in execution order. RUN_NOT_FOUND if there is
+   * none. With { redact: true }, values matching the engine's `redact` rules read "[redacted]".
+   */
+  get(id: string, options?: { redact?: boolean }): Promise<RunView>;
+  list(filter?: ListFilter): Promise<RunSummary[]>;
+  /**
+   * Find runs whose attempt has no ending and whose owner is gone; mark them interrupted with
+   * an explanation and fence the dead owner out. Re-runs nothing. A continue does not need it.
+   */
+  recover(): Promise<RecoveredRun[]>;
+  /**
+   * The saga: replay the run from its records and run the `compensate` of every succeeded
+   * compensatable step, newest first, each recorded as a step row. Refused with PAST_PIVOT once
+   * an irreversible step has succeeded. Takes the lease like a continue; counts no attempt.
+   */
+  compensate(id: string): Promise<RunResult>;
+  /**
+   * Record an event for a run. Refused (NOT_WAITING) when the run does not wait for it, unless
+   * `keep: true` keeps it for a later wait. A worker in this process is woken at once.
+   */
+  send(id: string, event: string, payload?: unknown, options?: SendOptions): Promise<void>;
+  /** Approve an `approval: true` step the run is parked on; a worker picks the run up. */
+  approve(id: string, step: string, options?: { by?: string }): Promise<void>;
+  /** Reject it: the run ends `stopped`, with the reason. */
+  reject(id: string, step: string, options?: { by?: string; reason?: string }): Promise<void>;
+  /**
+   * Cancel a run: an attempt of this engine ends `cancelled` cleanly (its step's signal aborted);
+   * a run held elsewhere is marked cancelled and its holder fenced out; a parked run stops
+   * waiting. A continue goes on later. Resolves with the run's status.
+   */
+  cancel(id: string, options?: { reason?: string }): Promise<RunStatus>;
+  /** Run a worker loop over ready runs until `signal` aborts. */
+  work(options?: WorkOptions): Promise<WorkSummary>;
+  /** The human queue: steps cut off inside an effect that must not be repeated blindly. */
+  escalations(): Promise<Escalation[]>;
+  /**
+   * A person's answer for an escalated step: `{ value }` (it happened; the value is checked by the
+   * step's result schema when the next continue reuses it) or `{ redo: true }` (it did not; the
+   * next continue runs it again with the same idempotency key). The run then reads `ready`.
+   */
+  resolve(id: string, step: string, answer: Resolution): Promise<void>;
+  /** Ends this engine's running attempts (`cancelled`, leases released) and closes the store. */
+  close(): Promise<void>;
+  readonly store: Store;
+}

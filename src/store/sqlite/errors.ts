@@ -1,0 +1,84 @@
+/**
+ * What a failure of better-sqlite3 or of the file system means for the SQLite store, as
+ * steplog's own errors. Kept in one place so every path maps the same code the same way: a
+ * broken or foreign file is STORE_UNREADABLE (restore from a backup), a folder or file this
+ * user may not write is STORE_READ_ONLY, a native module that will not load is
+ * STORE_DRIVER_FAILED (rebuild it), and any other failed write is STORE_WRITE_FAILED, saying
+ * whether the command may have been recorded.
+ */
+
+import fs from "node:fs";
+import path from "node:path";
+import { StoreDriverFailedError, StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError, SteplogError } from "../../base/errors.js";
+
+export const UNREADABLE_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CANTOPEN"]);
+/** What creating a file or folder answers where this process may not write. */
+const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
+
+/** What a new run's write is called in errors (and how writeFailed knows one). */
+export const NEW_RUN = "the new run";
+
+/**
+ * better-sqlite3's native module failing to load (not built, built for another Node.js, another
+ * platform's binary): its own code, with the fix, never "restore the store from a backup".
+ */
+export function driverFailed(error: unknown, location: string): StoreDriverFailedError | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: string }).code;
+  const native = code === "ERR_DLOPEN_FAILED" || /bindings file|NODE_MODULE_VERSION|better_sqlite3\.node|invalid ELF header|wrong ELF class/i.test(message);
+  if (!native) return undefined;
+  const needs = `Node.js ${process.version} (NODE_MODULE_VERSION ${process.versions.modules}) on ${process.platform}-${process.arch}`;
+  return new StoreDriverFailedError(
+    location,
+    "better-sqlite3's native module",
+    message.split("\n")[0]!,
+    `Build it for ${needs}: type npm rebuild better-sqlite3 (it needs python3, make and a C++ compiler), or npm ci again after switching Node.js versions.`,
+    error,
+  );
+}
+
+/** The not-writable code behind a failure to create `dir` (or a file in it), if that is what it was. */
+export function notWritable(error: unknown, dir: string): string | undefined {
+  const code = (error as NodeJS.ErrnoException).code ?? "";
+  if (NOT_WRITABLE_CODES.has(code)) return code;
+  if (code !== "ENOENT") return undefined;
+  let existing = dir;
+  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  try {
+    fs.accessSync(existing, fs.constants.W_OK);
+    return undefined;
+  } catch (denied) {
+    const found = (denied as NodeJS.ErrnoException).code ?? "";
+    return NOT_WRITABLE_CODES.has(found) ? found : undefined;
+  }
+}
+
+export function unreadable(location: string, error: unknown): SteplogError {
+  const code = (error as { code?: string }).code ?? "";
+  const reason = error instanceof Error ? error.message : String(error);
+  return new StoreUnreadableError(location, UNREADABLE_CODES.has(code) ? `${code}: ${reason}` : reason, error);
+}
+
+export function writeFailed(location: string, error: unknown, what: string, runId: string | undefined, command?: { maybeRecorded: boolean }): SteplogError {
+  // A new run that could not be inserted: rolled back with its batch or its savepoint.
+  if (what === NEW_RUN) command = { maybeRecorded: false };
+  if (error instanceof SteplogError) return error;
+  const code = (error as { code?: string }).code ?? "";
+  if (UNREADABLE_CODES.has(code)) return unreadable(location, error);
+  if (code.startsWith("SQLITE_READONLY")) {
+    return new StoreReadOnlyError(location, `${code}: the file or its folder is not writable by this user`, runId);
+  }
+  return new StoreWriteFailedError(location, what, { cause: error, ...(runId === undefined ? {} : { runId }) }, command);
+}
+
+/** Run a read: a broken file is reported as STORE_UNREADABLE, anything else as it is. */
+export function reading<T>(location: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof SteplogError) throw error;
+    const code = (error as { code?: string }).code ?? "";
+    if (UNREADABLE_CODES.has(code)) throw unreadable(location, error);
+    throw error;
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * Opening the SQLite file: creating it owner-only, connecting (or reading a private snapshot
+ * when its folder cannot be written), refusing a foreign, broken or newer file before anything
+ * writes to it, the pragmas set on every open, and the schema's migrations. Also what the
+ * store keeps of the opened file and checks later: which file it was (so a deleted or replaced
+ * one is noticed) and why it is read-only, if it is.
+ */
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { StoreFileGoneError, StoreReadOnlyError, StoreTooNewError, StoreUnreadableError, SteplogError } from "../../base/errors.js";
+import { fault } from "../../base/faults.js";
+import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
+import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
+import { driverFailed, notWritable, UNREADABLE_CODES, unreadable, writeFailed } from "./errors.js";
+import type { SqliteSettings } from "./options.js";
+
+type Db = Database.Database;
+
+/** SQLite's page cache per connection, in SQLite's units: negative means KiB. */
+const DEFAULT_CACHE_SIZE = -2000;
+
+/** What opening learned about the file, kept by the store for its life (set as opening goes, even if it then fails). */
+export interface OpenedFile {
+  /** Why the store is read from a snapshot and refuses writes (its folder cannot be written), if it is. */
+  readOnlyWhy: string | undefined;
+  /** The private folder holding that snapshot, removed on close. */
+  snapshotDir: string | undefined;
+  /** The opened file's device and inode: the path naming another file, or none, means it was deleted or replaced meanwhile. */
+  identity: { dev: number; ino: number } | undefined;
+}
+
+/**
+ * Open the file, migrated and with its pragmas set. With `create` false a missing file is
+ * reported as absent (undefined) and nothing is created.
+ */
+export function openDatabase(settings: SqliteSettings, create: boolean, opened: OpenedFile): Db | undefined {
+  const { file, location } = settings;
+  const exists = fs.existsSync(file);
+  if (!exists && !create) return undefined;
+  if (!exists && settings.readonly) throw new StoreReadOnlyError(location, "opened with readonly: true, and the file does not exist yet");
+  if (!exists) {
+    try {
+      createOwnerOnlyFile(file);
+    } catch (error) {
+      // A recursive mkdir on a read-only file system may answer ENOENT: ask the nearest folder that exists.
+      const code = notWritable(error, path.dirname(file));
+      if (code !== undefined) throw new StoreReadOnlyError(location, `${code}: its folder cannot be created or written by this user, so the file cannot be made`);
+      throw error;
+    }
+  } else warnIfShared(file, location, settings.warn);
+  let db: Db;
+  try {
+    db = connect(settings, opened);
+  } catch (error) {
+    throw driverFailed(error, location) ?? unreadable(location, error);
+  }
+  try {
+    checkReadable(db, location);
+    db.pragma(`busy_timeout = ${settings.busyTimeoutMs}`);
+    if (!db.readonly) {
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${settings.durability === "power" ? "FULL" : "NORMAL"}`);
+      // SQLite's own default page cache (2 MB), not the 16 MB better-sqlite3 builds in: the step
+      // log's hot pages are few (the table's end, index ends, live runs), and an embedded store
+      // should not hold 16 MB of an app's memory per open file. `pragmas` can raise it.
+      db.pragma(`cache_size = ${DEFAULT_CACHE_SIZE}`);
+      for (const [name, value] of settings.extraPragmas) db.pragma(`${name} = ${value}`);
+      migrate(db, location);
+    } else if (schemaVersion(db) < SCHEMA_VERSION) {
+      throw new StoreReadOnlyError(location, "its schema needs an upgrade, which is a write");
+    }
+  } catch (error) {
+    db.close();
+    const code = (error as { code?: string }).code ?? "";
+    if (error instanceof SteplogError || UNREADABLE_CODES.has(code)) throw error instanceof SteplogError ? error : unreadable(location, error);
+    throw writeFailed(location, error, "the store's schema", undefined, { maybeRecorded: false });
+  }
+  return db;
+}
+
+/** Note which file is open now, for checkStillThere. */
+export function recordIdentity(settings: SqliteSettings, opened: OpenedFile): void {
+  const stat = fs.statSync(settings.file);
+  opened.identity = { dev: stat.dev, ino: stat.ino };
+}
+
+/**
+ * Refuse when the file this store has open is no longer the one at its path (deleted by
+ * `rm -rf .steplog` or `git clean`, or replaced): SQLite would go on writing to the unlinked
+ * file, and every record would vanish with the process. Checked where a run starts or is
+ * claimed, by commands, and at each lease renewal (so a running attempt stops within leaseMs).
+ */
+export function checkStillThere(settings: SqliteSettings, opened: OpenedFile, runId: string | undefined): void {
+  const id = opened.identity;
+  if (!id) return;
+  const now = fs.statSync(settings.file, { throwIfNoEntry: false });
+  if (now && now.dev === id.dev && now.ino === id.ino) return;
+  throw new StoreFileGoneError(settings.location, now ? "replaced by another file" : "deleted", runId);
+}
+
+/** Refuse a write on a connection that is read-only, saying why it is. */
+export function checkWritable(settings: SqliteSettings, opened: OpenedFile, db: Db, runId: string): void {
+  if (db.readonly) {
+    throw new StoreReadOnlyError(settings.location, settings.readonly ? "opened with readonly: true" : (opened.readOnlyWhy ?? "the file or its folder is not writable by this user"), runId);
+  }
+}
+
+/**
+ * The connection. A WAL store on a folder this process cannot write (a read-only mount, a
+ * folder owned by another user) cannot be opened where it lies when no one has it open: SQLite
+ * must create its -shm beside it. The file is fine, so it is read from a private snapshot copy
+ * instead, and every write is refused with STORE_READ_ONLY.
+ */
+function connect(settings: SqliteSettings, opened: OpenedFile): Db {
+  const direct = new Database(settings.file, { fileMustExist: true, readonly: settings.readonly });
+  try {
+    direct.prepare("SELECT 1 FROM sqlite_master LIMIT 1").get();
+    return direct;
+  } catch (error) {
+    direct.close();
+    const why = (error as { code?: string }).code === "SQLITE_CANTOPEN" ? unwritableFolder(settings.file) : undefined;
+    if (why === undefined) throw error;
+    opened.readOnlyWhy = why;
+    return new Database(snapshot(settings.file, opened), { fileMustExist: true, readonly: true });
+  }
+}
+
+/** Why the store's folder cannot be written (EROFS: a read-only file system; EACCES: another user's), or undefined if it can. */
+function unwritableFolder(file: string): string | undefined {
+  try {
+    fs.accessSync(path.dirname(file), fs.constants.W_OK);
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EROFS") return "it lies on a read-only file system";
+    if (code === "EACCES" || code === "EPERM") return "its folder is not writable by this user";
+    return undefined;
+  }
+}
+
+/** Copy the store (and its -wal, if one was left) into a private folder, to read it from there. */
+function snapshot(file: string, opened: OpenedFile): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "steplog-readonly-"));
+  const copy = path.join(dir, path.basename(file));
+  fs.copyFileSync(file, copy);
+  fs.chmodSync(copy, 0o600);
+  if (fs.existsSync(`${file}-wal`)) fs.copyFileSync(`${file}-wal`, `${copy}-wal`);
+  opened.snapshotDir = dir;
+  return copy;
+}
+
+/** Read-only probe before any pragma that writes: a foreign or broken file is never touched. */
+function checkReadable(db: Db, location: string): void {
+  const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name);
+  if (tables.length === 0) return;
+  if (!tables.includes("meta")) {
+    throw new StoreUnreadableError(location, `it holds tables ${tables.slice(0, 5).join(", ")} but no steplog schema`);
+  }
+  const found = schemaVersion(db);
+  if (found > SCHEMA_VERSION) throw new StoreTooNewError(location, found, SCHEMA_VERSION);
+}
+
+function schemaVersion(db: Db): number {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
+  if (!hasMeta) return 0;
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
+  return row ? Number(row.value) : 0;
+}
+
+function migrate(db: Db, location: string): void {
+  db.transaction(() => {
+    // Re-read inside the write transaction: another process may have migrated meanwhile.
+    const current = schemaVersion(db);
+    if (current > SCHEMA_VERSION) throw new StoreTooNewError(location, current, SCHEMA_VERSION);
+    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
+    if (current < SCHEMA_VERSION) {
+      // Crash tests stop here: every migration applied, nothing committed.
+      fault("during-migration", String(SCHEMA_VERSION));
+      db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(
+        String(SCHEMA_VERSION),
+      );
+    }
+  }).immediate();
+}

@@ -1,0 +1,54 @@
+/**
+ * Reading runs back from the SQLite file: one run's records (also read inside the claim and
+ * update transactions, where what is read is what the decision is made on) and the listing of
+ * runs by status, workflow or due time. The store flushes its write queue before either, so a
+ * read sees every write issued before it.
+ */
+
+import type Database from "better-sqlite3";
+import type { EventRow, LeaseRow, RunFilter, RunListing, RunRow, StepRow, StoredRun } from "../types.js";
+import { listLimit } from "../state-machine.js";
+import { attemptFromDb, RUN_COLUMNS, type Statements, type StoredAttempt } from "./sql.js";
+
+/** A run's records; `forClaim` leaves out the attempts' reused lists, which only views show. */
+export function loadRun(s: Statements, runId: string, forClaim = false): StoredRun | undefined {
+  const run = s.getRun.get(runId) as RunRow | undefined;
+  if (!run) return undefined;
+  const attempts = ((forClaim ? s.getAttemptsLean : s.getAttempts).all(runId) as StoredAttempt[]).map(attemptFromDb);
+  const steps = s.getSteps.all(runId) as StepRow[];
+  const lease = (s.getLease.get(runId) as LeaseRow | undefined) ?? null;
+  const events = s.getEvents.all(runId) as EventRow[];
+  return { run, attempts, steps, lease, events };
+}
+
+export function listRuns(db: Database.Database, s: Statements, filter: RunFilter): RunListing[] {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (filter.status) {
+    where.push(`status IN (${filter.status.map(() => "?").join(", ")})`);
+    params.push(...filter.status);
+  }
+  if (filter.workflow !== undefined) {
+    where.push("workflow = ?");
+    params.push(filter.workflow);
+  }
+  if (filter.dueBy !== undefined) {
+    where.push("wake_at IS NOT NULL AND wake_at <= ?");
+    params.push(filter.dueBy);
+  }
+  const sql =
+    `SELECT ${RUN_COLUMNS} FROM runs` +
+    (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
+    // Newest first; a listing of due runs goes oldest due first, so none is starved.
+    (filter.dueBy !== undefined ? ` ORDER BY wake_at, id` : ` ORDER BY created_at DESC, id`) +
+    (listLimit(filter.limit) === undefined ? "" : ` LIMIT ${listLimit(filter.limit)}`);
+  const runs = db.prepare(sql).all(...params) as RunRow[];
+  return runs.map((run) => {
+    const last = s.getLastAttempt.get(run.id) as StoredAttempt | undefined;
+    return {
+      run,
+      lastAttempt: last ? attemptFromDb(last) : null,
+      lease: (s.getLease.get(run.id) as LeaseRow | undefined) ?? null,
+    };
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * The statements the SQLite store runs, prepared once per connection, and how a row read back
+ * becomes the store contract's shape. Columns are aliased to the contract's camelCase names, so
+ * most rows need no conversion; attempts do (SQLite keeps booleans as 0/1 and lists as JSON).
+ */
+
+import type Database from "better-sqlite3";
+import type { AttemptRow, Consent } from "../types.js";
+
+export const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
+  waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
+const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy`;
+const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
+  started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, consent, reused`;
+/** The same without each attempt's list of reused steps (long for long runs; a claim does not read it). */
+const ATTEMPT_COLUMNS_LEAN = ATTEMPT_COLUMNS.replace(/, reused$/, ", NULL AS reused");
+const LEASE_COLUMNS = `run_id AS runId, epoch, attempt, expires_at AS expiresAt, heartbeat_at AS heartbeatAt`;
+const STEP_COLUMNS = `run_id AS runId, seq, attempt, key, name, status, effect, idempotency_key AS idempotencyKey, value, error,
+  version, intended_at AS intendedAt, ended_at AS endedAt, calls, resolution, usage, position`;
+
+type Stmt = Database.Statement;
+
+/** The prepared statements by name (spelt out: a declaration file cannot name the type better-sqlite3's prepare infers). */
+export interface Statements {
+  getRun: Stmt;
+  getAttempts: Stmt;
+  getAttemptsLean: Stmt;
+  getLastAttempt: Stmt;
+  getSteps: Stmt;
+  getLease: Stmt;
+  getFence: Stmt;
+  getEvents: Stmt;
+  insertEvent: Stmt;
+  wakeOnEvent: Stmt;
+  consumeEvent: Stmt;
+  insertRun: Stmt;
+  insertAttempt: Stmt;
+  upsertLease: Stmt;
+  renewLease: Stmt;
+  fenceOut: Stmt;
+  releaseLease: Stmt;
+  insertStep: Stmt;
+  getRunNum: Stmt;
+  insertStepAt: Stmt;
+  outcome: Stmt;
+  endAttempt: Stmt;
+}
+
+export function prepare(db: Database.Database): Statements {
+  return {
+    getRun: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
+    getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
+    getAttemptsLean: db.prepare(`SELECT ${ATTEMPT_COLUMNS_LEAN} FROM attempts WHERE run_id = ? ORDER BY number`),
+    getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
+    getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_num = (SELECT num FROM runs WHERE id = ?) ORDER BY seq`),
+    getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
+    getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
+    getEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq`),
+    insertEvent: db.prepare(
+      `INSERT INTO events (run_id, seq, name, payload, sent_at, consumed_by) VALUES (@runId, @seq, @name, @payload, @sentAt, @consumedBy)`,
+    ),
+    wakeOnEvent: db.prepare(
+      `UPDATE runs SET wake_at = @now WHERE id = @runId AND EXISTS (SELECT 1 FROM events WHERE run_id = @runId AND name = @name AND consumed_by IS NULL)`,
+    ),
+    consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
+    insertRun: db.prepare(
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at, num)
+       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @createdAt, @updatedAt,
+               (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
+    ),
+    insertAttempt: db.prepare(
+      `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, consent)
+       VALUES (@runId, @number, @host, @bootId, @pid, @processStart, @startedAt, @endedAt, @ending, @fromStep, @forced, @error, @reused, @consent)`,
+    ),
+    upsertLease: db.prepare(
+      `INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES (@runId, @epoch, @attempt, @expiresAt, @heartbeatAt)
+       ON CONFLICT (run_id) DO UPDATE SET epoch = excluded.epoch, attempt = excluded.attempt, expires_at = excluded.expires_at, heartbeat_at = excluded.heartbeat_at`,
+    ),
+    renewLease: db.prepare(`UPDATE leases SET expires_at = @expiresAt, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
+    fenceOut: db.prepare(`UPDATE leases SET epoch = epoch + 1, attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
+    releaseLease: db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
+    insertStep: db.prepare(
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage, @position)`,
+    ),
+    getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
+    // The hot path's two statements; the caller has checked the run's fence in this transaction.
+    insertStepAt: db.prepare(
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    outcome: db.prepare(
+      `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
+       WHERE run_num = ? AND seq = ? AND status = 'intended'`,
+    ),
+    endAttempt: db.prepare(
+      `UPDATE attempts SET ending = @ending, ended_at = @endedAt, error = @error, reused = @reused WHERE run_id = @runId AND number = @number`,
+    ),
+  };
+}
+
+export type StoredAttempt = Omit<AttemptRow, "forced" | "reused" | "consent"> & { forced: number; reused: string | null; consent: string | null };
+
+/** SQLite keeps booleans as 0/1 and lists as JSON; `reused` is absent until an ending records it, `consent` unless one was given. */
+export function attemptFromDb(row: StoredAttempt): AttemptRow {
+  const { reused, forced, consent, ...rest } = row;
+  const attempt: AttemptRow = { ...rest, forced: !!forced };
+  if (reused !== null) attempt.reused = JSON.parse(reused) as string[];
+  if (consent !== null) attempt.consent = JSON.parse(consent) as Consent;
+  return attempt;
+}

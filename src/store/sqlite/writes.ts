@@ -1,0 +1,106 @@
+/**
+ * The pieces the SQLite store's write paths are built of, for one connection, all run inside a
+ * write transaction: the fence check (once per run per batch), run numbers (the steps table is
+ * keyed by them, see schema.ts), patches of runs and steps, attempt rows, and a new run's
+ * insert as a savepoint of its batch. What these remember between calls lives here with them.
+ */
+
+import type Database from "better-sqlite3";
+import { LeaseLostError } from "../../base/errors.js";
+import type { AttemptRow, Fence, Lease, RunPatch, RunRow, StepRow } from "../types.js";
+import type { Statements } from "./sql.js";
+
+type Db = Database.Database;
+type Stmt = Database.Statement;
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+export class SqliteWrites {
+  readonly #db: Db;
+  readonly #s: Statements;
+  readonly #patchStmts = new Map<string, Stmt>();
+  /** Run id → its number in `runs`, for the runs this store writes steps of (a number never changes). */
+  readonly runNums = new Map<string, number>();
+  /**
+   * Run id → the lease epoch its fence was checked at in the write transaction under way. The
+   * transaction holds SQLite's write lock, so no other connection can move a lease until it
+   * commits: one check per run per batch covers all of that run's writes in it, until a write in
+   * the batch releases the lease (an attempt's ending). Cleared as each batch begins. A queued
+   * write that changes a lease row must forget that run's entry (endAttempt does); claims and
+   * fence-outs run in transactions of their own, outside any batch.
+   */
+  readonly fencesChecked = new Map<string, number>();
+  /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
+  readonly insertNewRun: (run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow };
+
+  constructor(db: Db, stmts: Statements) {
+    this.#db = db;
+    this.#s = stmts;
+    this.insertNewRun = db.transaction((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Lease | { exists: RunRow } => {
+      const s = this.#s;
+      const existing = s.getRun.get(run.id) as RunRow | undefined;
+      if (existing) return { exists: existing };
+      s.insertRun.run(run);
+      this.insertAttempt(attempt);
+      s.upsertLease.run({ runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now });
+      return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
+    });
+  }
+
+  patchRun(runId: string, patch: RunPatch): void {
+    const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
+    if (keys.length === 0) return;
+    const signature = keys.join(",");
+    let stmt = this.#patchStmts.get(signature);
+    if (!stmt) {
+      stmt = this.#db.prepare(`UPDATE runs SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE id = @id`);
+      this.#patchStmts.set(signature, stmt);
+    }
+    stmt.run({ ...patch, id: runId });
+  }
+
+  patchStep(runId: string, seq: number, patch: Partial<StepRow>): void {
+    const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
+    if (keys.length === 0) return;
+    this.#db.prepare(`UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE run_num = (SELECT num FROM runs WHERE id = @runId) AND seq = @seq`).run({
+      ...patch,
+      runId,
+      seq,
+    });
+  }
+
+  insertAttempt(attempt: AttemptRow): void {
+    this.#s.insertAttempt.run({
+      ...attempt,
+      forced: attempt.forced ? 1 : 0,
+      reused: attempt.reused ? JSON.stringify(attempt.reused) : null,
+      consent: attempt.consent ? JSON.stringify(attempt.consent) : null,
+    });
+  }
+
+  /** Inside a batch: refuse the write unless the run's lease is still at this fence's epoch. */
+  fence(fence: Fence, what: string): void {
+    if (this.fencesChecked.get(fence.runId) === fence.epoch) return;
+    this.#checkFence(fence, what);
+    this.fencesChecked.set(fence.runId, fence.epoch);
+  }
+
+  #checkFence(fence: Fence, what: string): void {
+    const lease = this.#s.getFence.get(fence.runId) as { epoch: number; attempt: number | null } | undefined;
+    if (!lease || lease.epoch !== fence.epoch || lease.attempt === null) {
+      throw new LeaseLostError(fence.runId, undefined, `${what} refused: the lease epoch is no longer ${fence.epoch}`);
+    }
+  }
+
+  /** Inside a write transaction: the run's number, or null when the run has no row (the fence then refuses). */
+  runNum(runId: string): number | null {
+    let num = this.runNums.get(runId);
+    if (num === undefined) {
+      const row = this.#s.getRunNum.get(runId) as { num: number | null } | undefined;
+      if (!row || row.num === null) return null;
+      num = row.num;
+      this.runNums.set(runId, num);
+    }
+    return num;
+  }
+}
