@@ -123,7 +123,9 @@ function instrument() {
 
 function report(label, counts, steps) {
   console.log(`\n${label}: per step (${steps} steps)`);
-  console.log(`  db.prepare() calls: ${(counts.prepare / steps).toFixed(3)}   db.transaction() wrappers built: ${(counts.transactionWrappers / steps).toFixed(3)}`);
+  console.log(
+    `  db.prepare() calls: ${(counts.prepare / steps).toFixed(3)}   db.transaction() wrappers built: ${(counts.transactionWrappers / steps).toFixed(3)}`,
+  );
   for (const [k, v] of [...counts.byStatement].sort((a, b) => b[1] - a[1])) console.log(`  ${(v / steps).toFixed(3)}  ${k}`);
 }
 
@@ -156,10 +158,13 @@ if (mode === "count") {
   for (let rep = 0; rep < 7; rep++) {
     for (const [label, fn] of [
       ["raw", async () => rawGroupCommit(raw, 100, 100)],
-      ["steplog", async () => {
-        const results = await Promise.all(Array.from({ length: 100 }, () => engine.start(seqWorkflow, 100)));
-        for (const r of results) expectStatus(r, "completed", "profile");
-      }],
+      [
+        "steplog",
+        async () => {
+          const results = await Promise.all(Array.from({ length: 100 }, () => engine.start(seqWorkflow, 100)));
+          for (const r of results) expectStatus(r, "completed", "profile");
+        },
+      ],
     ]) {
       timer.reset();
       const t = now();
@@ -213,7 +218,7 @@ if (mode === "count") {
   const lib = await steplogRun(arg, 10);
   const t = now();
   await lib.go();
-  console.log(`steplog ${((now() - t) * 1000 / (10 * N)).toFixed(1)} µs/step`);
+  console.log(`steplog ${(((now() - t) * 1000) / (10 * N)).toFixed(1)} µs/step`);
   await lib.engine.close();
 } else if (mode === "cpu-conc") {
   // 100 runs × 100 steps at once (case 2's shape), steplog only.
@@ -224,7 +229,7 @@ if (mode === "count") {
     const results = await Promise.all(Array.from({ length: 100 }, () => engine.start(seqWorkflow, 100)));
     for (const r of results) expectStatus(r, "completed", "profile");
   }
-  console.log(`steplog ${((now() - t) * 1000 / (5 * 100 * 100)).toFixed(1)} µs/step`);
+  console.log(`steplog ${(((now() - t) * 1000) / (5 * 100 * 100)).toFixed(1)} µs/step`);
   await engine.close();
 } else if (mode === "top") {
   const profile = JSON.parse(fs.readFileSync(arg, "utf8"));

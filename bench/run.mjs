@@ -93,7 +93,9 @@ async function section(n, title, fn) {
 // ---------------------------------------------------------------- cases
 
 const started = performance.now();
-console.error(`steplog bench: node ${results.machine.node}, ${results.machine.cpus} CPUs, SQLite ${results.machine.sqlite}, load ${results.machine.loadavg.join(" ")}`);
+console.error(
+  `steplog bench: node ${results.machine.node}, ${results.machine.cpus} CPUs, SQLite ${results.machine.sqlite}, load ${results.machine.loadavg.join(" ")}`,
+);
 
 await section(1, "sequential steps", async () => {
   const n = SIZES.sequentialSteps;
@@ -143,7 +145,14 @@ await section(3, "continue a long run", async () => {
   results.cases["3"] = { ...r, target: `<= 2 at ${large}; per-step growth ${small}->${large} <= ${flat}`, pass: r.ratio <= 2 && r.perStepGrowth <= flat };
   const L = r.sizes[large];
   const S = r.sizes[small];
-  row(`3. continue, ${int(large)} succeeded steps, redo last, power`, `select+parse ${fix(L.baselineMedianMs)} ms`, `${fix(L.steplogMedianMs)} ms`, times(L.ratio), "≤ 2.00×", L.ratio <= 2);
+  row(
+    `3. continue, ${int(large)} succeeded steps, redo last, power`,
+    `select+parse ${fix(L.baselineMedianMs)} ms`,
+    `${fix(L.steplogMedianMs)} ms`,
+    times(L.ratio),
+    "≤ 2.00×",
+    L.ratio <= 2,
+  );
   row(`   same, ${int(small)} steps`, `select+parse ${fix(S.baselineMedianMs)} ms`, `${fix(S.steplogMedianMs)} ms`, times(S.ratio), "info");
   row(
     `   per-step cost, ${int(large)} vs ${int(small)} steps`,
@@ -188,7 +197,14 @@ await section(5, "memory after many runs", async () => {
   };
   const what = `${int(SIZES.memoryRuns)} vs 100 runs (3 steps, ${SIZES.memoryBatch} at a time)`;
   row(`5. heap used after gc, ${what}`, `raw log ${mb(r.raw.heapDeltaMB)}`, mb(r.steplog.heapDeltaMB), "-", `≤ +${limit} MB`, heapPass);
-  row(`   RSS after gc outside V8's young generation, same`, `raw log ${mb(r.raw.rssOutsideNewSpaceDeltaMB)}`, mb(r.steplog.rssOutsideNewSpaceDeltaMB), "-", `≤ +${limit} MB`, rssPass);
+  row(
+    `   RSS after gc outside V8's young generation, same`,
+    `raw log ${mb(r.raw.rssOutsideNewSpaceDeltaMB)}`,
+    mb(r.steplog.rssOutsideNewSpaceDeltaMB),
+    "-",
+    `≤ +${limit} MB`,
+    rssPass,
+  );
   row(
     `   RSS after gc, all of it (young generation: raw ${mb(r.raw.newSpaceDeltaMB)}, steplog ${mb(r.steplog.newSpaceDeltaMB)}); peak RSS`,
     `raw log ${mb(r.raw.rssDeltaMB)}; peak ${mb(r.raw.peakRssDeltaMB)}`,
@@ -198,7 +214,13 @@ await section(5, "memory after many runs", async () => {
   );
   if (r.steplog.idleRssDeltaMB !== undefined) {
     const note = (x) => (x.idleShrunk ? `after ${x.idleSeconds.at(-1)} s idle` : `young generation not given back in ${x.idleSeconds.at(-1)} s`);
-    row(`   RSS once idle (V8 gave its young generation back)`, `raw log ${mb(r.raw.idleRssDeltaMB)} (${note(r.raw)})`, `${mb(r.steplog.idleRssDeltaMB)} (${note(r.steplog)})`, "-", "info");
+    row(
+      `   RSS once idle (V8 gave its young generation back)`,
+      `raw log ${mb(r.raw.idleRssDeltaMB)} (${note(r.raw)})`,
+      `${mb(r.steplog.idleRssDeltaMB)} (${note(r.steplog)})`,
+      "-",
+      "info",
+    );
   }
 });
 
@@ -233,7 +255,13 @@ await section(6, "JSONL and Postgres stores", async () => {
     row(caseName, `skipped: ${pg.skipped}`, "skipped", "-", "-");
     rows.at(-1).verdict = "skipped";
   } else {
-    row(caseName, `pg, 1 txn/step ${fix(pg.baselineUsPerStep)} µs/step`, `${fix(pg.steplogUsPerStep)} µs/step (${int((n * 1000) / pg.steplogMedianMs)}/s)`, times(pg.ratio), "none set (info)");
+    row(
+      caseName,
+      `pg, 1 txn/step ${fix(pg.baselineUsPerStep)} µs/step`,
+      `${fix(pg.steplogUsPerStep)} µs/step (${int((n * 1000) / pg.steplogMedianMs)}/s)`,
+      times(pg.ratio),
+      "none set (info)",
+    );
   }
   results.cases["6"] = out;
 });
@@ -270,7 +298,9 @@ const failed = rows.filter((r) => r.verdict === "FAIL").length;
 const passed = rows.filter((r) => r.verdict === "PASS").length;
 const loadEnd = os.loadavg().map((x) => fix(x, 2));
 results.loadavgAtEnd = loadEnd;
-console.log(`\n${passed} targets hold, ${failed} do not. ${fix(elapsed)} s. Load average at start ${results.machine.loadavg.join(" ")}, at end ${loadEnd.join(" ")} (${results.machine.cpus} CPUs).`);
+console.log(
+  `\n${passed} targets hold, ${failed} do not. ${fix(elapsed)} s. Load average at start ${results.machine.loadavg.join(" ")}, at end ${loadEnd.join(" ")} (${results.machine.cpus} CPUs).`,
+);
 
 const out = fileURLToPath(new URL("./results.json", import.meta.url));
 fs.writeFileSync(out, JSON.stringify(results, null, 2) + "\n");

@@ -56,7 +56,11 @@ describe("npm run demo", () => {
     expect(stdout, output).toContain("All checks passed.");
 
     // The call log, written by the step functions themselves in both processes.
-    const calls = fs.readFileSync(tally, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Call);
+    const calls = fs
+      .readFileSync(tally, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Call);
     const of = (step: string) => calls.filter((c) => c.step === step);
     expect(of("plan"), output).toHaveLength(1);
     expect(of("plan")[0]).toMatchObject({ attempt: 1, redrive: false });

@@ -4,17 +4,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import { monotonicFactory } from "ulid";
-import {
-  Database,
-  createEngine,
-  createSchemaFile,
-  defineWorkflow,
-  expectStatus,
-  interleave,
-  now,
-  sqliteStore,
-  tmpFile,
-} from "../lib.mjs";
+import { Database, createEngine, createSchemaFile, defineWorkflow, expectStatus, interleave, now, sqliteStore, tmpFile } from "../lib.mjs";
 
 /**
  * Fill `file` (created with steplog's schema) with `runs` completed runs of `steps` steps.

@@ -1,16 +1,7 @@
 // Case 3: continue a run whose steps all succeeded, redoing the last one (fromStep), against a
 // raw select of the run's rows plus JSON.parse of each value.
 
-import {
-  createEngine,
-  expectStatus,
-  interleave,
-  now,
-  openRaw,
-  seqWorkflow,
-  sqliteStore,
-  tmpFile,
-} from "../lib.mjs";
+import { createEngine, expectStatus, interleave, now, openRaw, seqWorkflow, sqliteStore, tmpFile } from "../lib.mjs";
 
 const STEP_COLUMNS = `run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage`;
 

@@ -21,7 +21,11 @@ function child(mode, total, batch) {
     ms,
     // With BENCH_IDLE=1: once idle (V8's young generation given back), after `total` runs vs after 100.
     ...(idle.length === 2
-      ? { idleRssDeltaMB: idle[1].rssMB - idle[0].rssMB, idleShrunk: idle.every((p) => p.newSpaceShrunk), idleSeconds: idle.map((p) => Math.round(p.idleMs / 1000)) }
+      ? {
+          idleRssDeltaMB: idle[1].rssMB - idle[0].rssMB,
+          idleShrunk: idle.every((p) => p.newSpaceShrunk),
+          idleSeconds: idle.map((p) => Math.round(p.idleMs / 1000)),
+        }
       : {}),
     heapDeltaMB: last.heapUsedMB - first.heapUsedMB,
     rssDeltaMB: last.rssMB - first.rssMB,

@@ -34,7 +34,16 @@ function rawJournal(file, durable) {
       let previous = JSON.stringify({ t: "run", runId, workflow: "bench-seq", args: n, at: Date.now() }) + "\n";
       for (let i = 1; i <= n; i++) {
         const key = i === 1 ? "noop" : `noop#${i}`;
-        const intent = JSON.stringify({ t: "intent", runId, seq: i, key, name: "noop", effect: "idempotent", idempotencyKey: `${runId}:${key}`, at: Date.now() });
+        const intent = JSON.stringify({
+          t: "intent",
+          runId,
+          seq: i,
+          key,
+          name: "noop",
+          effect: "idempotent",
+          idempotencyKey: `${runId}:${key}`,
+          at: Date.now(),
+        });
         fs.writeSync(fd, previous + intent + "\n");
         if (durable) fs.fsyncSync(fd);
         const value = await (async () => ({ ok: true, i }))();
@@ -91,7 +100,8 @@ export async function postgresCase(n) {
   let engine;
   try {
     const settings = {};
-    for (const name of ["server_version", "synchronous_commit", "fsync", "wal_sync_method"]) settings[name] = (await client.query(`SHOW ${name}`)).rows[0][name];
+    for (const name of ["server_version", "synchronous_commit", "fsync", "wal_sync_method"])
+      settings[name] = (await client.query(`SHOW ${name}`)).rows[0][name];
     // The store's schema and the raw table's are apart: the store refuses a schema holding foreign tables.
     await client.query(`CREATE SCHEMA ${schema}_raw`);
     const table = `${schema}_raw.steps`;

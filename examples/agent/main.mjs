@@ -185,7 +185,10 @@ console.log(dim(`store ${storePath()}; the agent's world (outbox, drafts, call l
     const messages = messagesFromSteps(run);
     console.log(`  messagesFromSteps(engine.get(${JSON.stringify(runId)})): the conversation, derived from the step log:`);
     for (const m of messages) {
-      const what = m.role === "tool" ? `${m.tool_call_id} → ${m.content}` : [m.content, ...(m.tool_calls ?? []).map((c) => `${c.function.name}(${c.function.arguments})`)].filter(Boolean).join(" ");
+      const what =
+        m.role === "tool"
+          ? `${m.tool_call_id} → ${m.content}`
+          : [m.content, ...(m.tool_calls ?? []).map((c) => `${c.function.name}(${c.function.arguments})`)].filter(Boolean).join(" ");
       console.log(dim(`    ${m.role.padEnd(9)} ${what.length > 110 ? `${what.slice(0, 107)}...` : what}`));
     }
     const cost = run.usage.costUsd ?? 0;

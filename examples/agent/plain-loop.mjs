@@ -60,7 +60,14 @@ export function plainLoopAgent(world, { sendEmailQuery }) {
         {
           effects: { lookupOrder: "read", saveDraft: "idempotent", sendEmail: "irreversible" },
           ...(sendEmailQuery
-            ? { query: { sendEmail: ({ idempotencyKey }) => { const sent = world.findSent(idempotencyKey); return sent ? { done: true, value: sent } : { done: false }; } } }
+            ? {
+                query: {
+                  sendEmail: ({ idempotencyKey }) => {
+                    const sent = world.findSent(idempotencyKey);
+                    return sent ? { done: true, value: sent } : { done: false };
+                  },
+                },
+              }
             : {}),
         },
       );

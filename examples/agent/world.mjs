@@ -36,7 +36,13 @@ function appendLine(file, entry) {
 }
 
 function readLines(file) {
-  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line)) : [];
+  return fs.existsSync(file)
+    ? fs
+        .readFileSync(file, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+    : [];
 }
 
 /** The world in `dir`. `hooks.beforeOutcome(tool)` runs right after an effect landed (the example's crash). */
@@ -116,7 +122,11 @@ export function scriptedAnswer(ticket, toolResults) {
           {
             id: id(),
             name: "saveDraft",
-            input: { to: order.email, subject: `Your order ${order.orderId}`, body: `Hello ${order.customer}, your order has ${order.status} and arrives ${order.eta}.` },
+            input: {
+              to: order.email,
+              subject: `Your order ${order.orderId}`,
+              body: `Hello ${order.customer}, your order has ${order.status} and arrives ${order.eta}.`,
+            },
           },
         ],
       };

@@ -13,16 +13,18 @@ export default defineWorkflow({
   async run(ctx, args) {
     const { ms = 30_000, stubborn = false } = typeof args === "number" ? { ms: args } : (args ?? {});
     await ctx.step("warm-up", async () => "ready");
-    return ctx.step("long", ({ signal }) =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => resolve({ waited: ms }), ms);
-        if (!stubborn) {
-          signal.addEventListener("abort", () => {
-            clearTimeout(timer);
-            reject(signal.reason ?? new Error("aborted"));
-          });
-        }
-      }),
+    return ctx.step(
+      "long",
+      ({ signal }) =>
+        new Promise((resolve, reject) => {
+          const timer = setTimeout(() => resolve({ waited: ms }), ms);
+          if (!stubborn) {
+            signal.addEventListener("abort", () => {
+              clearTimeout(timer);
+              reject(signal.reason ?? new Error("aborted"));
+            });
+          }
+        }),
     );
   },
 });

@@ -90,12 +90,20 @@ if (result) {
   if (result.value !== undefined) console.log(`  value: ${JSON.stringify(result.value)}`);
   if (result.error) console.log(`  error: ${result.error.message}`);
   check(ok, `the continue should complete the run, but it ended ${result.status}`);
-  check(shown.some((e) => e.type === "step-reused" && e.step === "plan"), `"plan" should have been reused in attempt 2`);
+  check(
+    shown.some((e) => e.type === "step-reused" && e.step === "plan"),
+    `"plan" should have been reused in attempt 2`,
+  );
 }
 
 // ── The demo's own evidence: every call of a step's function, from both processes. ─────
 const calls = fs.existsSync(tallyFile)
-  ? fs.readFileSync(tallyFile, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line)).filter((c) => c.key.startsWith(`${runId}:`))
+  ? fs
+      .readFileSync(tallyFile, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .filter((c) => c.key.startsWith(`${runId}:`))
   : [];
 if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 const of = (step) => calls.filter((c) => c.step === step);

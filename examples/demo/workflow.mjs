@@ -50,7 +50,10 @@ export const writePost = defineWorkflow({
       tally(info);
       await work(200);
       // A real publisher would take info.idempotencyKey, so a repeated call is a no-op.
-      const slug = plan.title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+      const slug = plan.title
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, "-")
+        .replace(/^-|-$/g, "");
       return { url: `https://blog.example/${slug}`, words: draft.words };
     });
 

@@ -46,8 +46,7 @@ export interface OpenAIToolCall {
 }
 
 export type OpenAIMessage =
-  | { role: "assistant"; content: string | null; tool_calls?: OpenAIToolCall[] }
-  | { role: "tool"; tool_call_id: string; content: string };
+  { role: "assistant"; content: string | null; tool_calls?: OpenAIToolCall[] } | { role: "tool"; tool_call_id: string; content: string };
 
 export type ToolResultOutput = { type: "text"; value: string } | { type: "json"; value: unknown } | { type: "error-text"; value: string };
 
@@ -55,9 +54,7 @@ export type ModelMessage =
   | {
       role: "assistant";
       content: Array<
-        | { type: "text"; text: string }
-        | { type: "reasoning"; text: string }
-        | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }
+        { type: "text"; text: string } | { type: "reasoning"; text: string } | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }
       >;
     }
   | { role: "tool"; content: Array<{ type: "tool-result"; toolCallId: string; toolName: string; output: ToolResultOutput }> };
@@ -247,9 +244,14 @@ function readHistory(source: { steps: StepRowLike[] } | StepRowLike[], options: 
 const settled = (outcome: ToolOutcome) => outcome.row?.status === "succeeded";
 
 /** Tool calls asked for by recorded model turns whose steps have no outcome (cut off, escalated, not reached). */
-export function pendingToolCalls(source: { steps: StepRowLike[] } | StepRowLike[], options: Pick<MessagesFromStepsOptions<"openai">, "label" | "turn"> = {}): PendingToolCall[] {
+export function pendingToolCalls(
+  source: { steps: StepRowLike[] } | StepRowLike[],
+  options: Pick<MessagesFromStepsOptions<"openai">, "label" | "turn"> = {},
+): PendingToolCall[] {
   return readHistory(source, options).turns.flatMap(({ key, results }) =>
-    results.filter((r) => !settled(r)).map((r) => ({ key: r.key, toolName: r.call.name, toolCallId: r.call.id, status: r.row?.status ?? "missing", turn: key })),
+    results
+      .filter((r) => !settled(r))
+      .map((r) => ({ key: r.key, toolName: r.call.name, toolCallId: r.call.id, status: r.row?.status ?? "missing", turn: key })),
   );
 }
 
@@ -299,13 +301,16 @@ export function messagesFromSteps(
   for (const { key, turn, results } of history.turns) {
     const open = results.filter((r) => !settled(r));
     if (open.length > 0 && pendingMode === "throw") {
-      throw new ToolCallPendingError(open.map((r) => ({ key: r.key, toolName: r.call.name, toolCallId: r.call.id, status: r.row?.status ?? "missing", turn: key })));
+      throw new ToolCallPendingError(
+        open.map((r) => ({ key: r.key, toolName: r.call.name, toolCallId: r.call.id, status: r.row?.status ?? "missing", turn: key })),
+      );
     }
     if (open.length > 0 && pendingMode === "omit") break;
     const done = results.filter(settled);
     if (format === "openai") {
       const message: OpenAIMessage = { role: "assistant", content: turn.text === "" && turn.toolCalls.length > 0 ? null : turn.text };
-      if (turn.toolCalls.length > 0) message.tool_calls = turn.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+      if (turn.toolCalls.length > 0)
+        message.tool_calls = turn.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
       openai.push(message);
       for (const r of done) openai.push({ role: "tool", tool_call_id: r.call.id, content: openAIContent(r.row!.value) });
     } else {

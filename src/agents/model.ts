@@ -113,7 +113,10 @@ export function durableModel<M extends object>(ctx: WorkflowContext, model: M, o
     return modelTurn(
       ctx,
       async (info) => {
-        const result = await target.doGenerate!({ ...callOptions, abortSignal: combineSignals(callOptions?.abortSignal as AbortSignal | undefined, info.signal) });
+        const result = await target.doGenerate!({
+          ...callOptions,
+          abortSignal: combineSignals(callOptions?.abortSignal as AbortSignal | undefined, info.signal),
+        });
         return recordGenerate(result);
       },
       { ...turnOptions, usage: (recorded: RecordedGenerate) => usageOf(recorded) },
@@ -137,7 +140,10 @@ export function durableModel<M extends object>(ctx: WorkflowContext, model: M, o
       ctx,
       async (info) => {
         live = true;
-        const result = await target.doStream!({ ...callOptions, abortSignal: combineSignals(callOptions?.abortSignal as AbortSignal | undefined, info.signal) });
+        const result = await target.doStream!({
+          ...callOptions,
+          abortSignal: combineSignals(callOptions?.abortSignal as AbortSignal | undefined, info.signal),
+        });
         const parts: Array<Record<string, unknown>> = [];
         const reader = result.stream.getReader();
         for (;;) {

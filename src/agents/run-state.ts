@@ -74,8 +74,7 @@ export function inTurn<T>(ctx: WorkflowContext, irreversible: boolean, fn: () =>
   let finish!: () => void;
   const entry: Entry = { seq: ++state.seq, irreversible, finished: false, done: new Promise<void>((resolve) => (finish = resolve)) };
   state.entries.push(entry);
-  const blockers = () =>
-    state.entries.filter((other) => other !== entry && !other.finished && other.seq < entry.seq && (irreversible || other.irreversible));
+  const blockers = () => state.entries.filter((other) => other !== entry && !other.finished && other.seq < entry.seq && (irreversible || other.irreversible));
   const run = async () => {
     for (let waiting = blockers(); waiting.length > 0; waiting = blockers()) await Promise.all(waiting.map((other) => other.done));
     return fn();

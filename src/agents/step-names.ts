@@ -17,6 +17,7 @@ export const MODEL_STEP = "model";
 /** Prefix of a tool-call step's name. */
 export const TOOL_STEP_PREFIX = "tool:";
 
+// eslint-disable-next-line no-control-regex -- control characters are what it escapes
 const ESCAPED = /[%:#\s\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
 
 function encodePart(text: string): string {
@@ -64,7 +65,9 @@ export function modelStepName(label?: string): string {
   if (label === undefined || label === "") return MODEL_STEP;
   const name = `${MODEL_STEP}:${encodePart(label)}`;
   if (name.length > MAX_NAME_LENGTH) {
-    throw new InvalidOptionError(`steplog/agents: the model-turn label ${JSON.stringify(label.slice(0, 60))} is too long for a step name (at most ${MAX_NAME_LENGTH} characters in all).`);
+    throw new InvalidOptionError(
+      `steplog/agents: the model-turn label ${JSON.stringify(label.slice(0, 60))} is too long for a step name (at most ${MAX_NAME_LENGTH} characters in all).`,
+    );
   }
   return name;
 }

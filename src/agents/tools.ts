@@ -11,7 +11,17 @@
  * call order: 1, 2, … — deterministic, since a continue replays the code in the same order.
  */
 
-import type { CompensateInfo, Effect, QueryAnswer, QueryInfo, RetryOptions, StepInfo, StepOptions, UnknownOutcomePolicy, WorkflowContext } from "../workflow/context.js";
+import type {
+  CompensateInfo,
+  Effect,
+  QueryAnswer,
+  QueryInfo,
+  RetryOptions,
+  StepInfo,
+  StepOptions,
+  UnknownOutcomePolicy,
+  WorkflowContext,
+} from "../workflow/context.js";
 import { IN_SIBLING_WINDOW, LAUNCHED_BESIDE_START } from "../steps/launched-beside.js";
 import { InvalidOptionError } from "../base/errors.js";
 import { inTurn, isMachineryError, markFatal, nextCallNumber, throwIfFatal } from "./run-state.js";
@@ -76,8 +86,13 @@ export interface RecordedToolError {
 export const TOOL_ERROR_KEY = "steplog.toolError";
 
 export function isRecordedToolError(value: unknown): value is RecordedToolError {
-  return typeof value === "object" && value !== null && !Array.isArray(value) && TOOL_ERROR_KEY in value &&
-    typeof (value as RecordedToolError)[TOOL_ERROR_KEY]?.message === "string";
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    TOOL_ERROR_KEY in value &&
+    typeof (value as RecordedToolError)[TOOL_ERROR_KEY]?.message === "string"
+  );
 }
 
 function recordError(error: unknown): RecordedToolError {
@@ -137,12 +152,18 @@ export type DurableToolSet<T> = {
  * attempt ended, a step refused) are not recorded as the tool's outcome: they end the agent's
  * part of the attempt at the next model turn, rather than being answered by the model.
  */
-export function durableTools<T extends Record<string, unknown>>(ctx: WorkflowContext, tools: T, options: DurableToolsOptions<Extract<keyof T, string>> = {}): DurableToolSet<T> {
+export function durableTools<T extends Record<string, unknown>>(
+  ctx: WorkflowContext,
+  tools: T,
+  options: DurableToolsOptions<Extract<keyof T, string>> = {},
+): DurableToolSet<T> {
   if (typeof tools !== "object" || tools === null) throw new InvalidOptionError("durableTools(ctx, tools): tools must be an object of name → tool.");
   for (const kind of ["effects", "query", "compensate", "onUnknown", "retry", "timeoutMs"] as const) {
     for (const name of Object.keys(options[kind] ?? {})) {
       if (!Object.hasOwn(tools, name)) {
-        throw new InvalidOptionError(`durableTools: options.${kind} names ${JSON.stringify(name)}, which is not one of the tools (${Object.keys(tools).join(", ")}).`);
+        throw new InvalidOptionError(
+          `durableTools: options.${kind} names ${JSON.stringify(name)}, which is not one of the tools (${Object.keys(tools).join(", ")}).`,
+        );
       }
     }
   }
@@ -154,7 +175,8 @@ export function durableTools<T extends Record<string, unknown>>(ctx: WorkflowCon
     } else if (typeof tool === "object" && tool !== null && typeof (tool as Partial<ExecutableTool>).execute === "function") {
       const original = tool as ExecutableTool;
       const wrapped = Object.assign(Object.create(Object.getPrototypeOf(tool) as object | null) as object, tool) as ExecutableTool;
-      wrapped.execute = (input: unknown, callOptions: unknown) => callTool(ctx, name, input, callOptions, options, (i, o) => original.execute.call(original, i, o));
+      wrapped.execute = (input: unknown, callOptions: unknown) =>
+        callTool(ctx, name, input, callOptions, options, (i, o) => original.execute.call(original, i, o));
       out[name] = wrapped;
     } else {
       out[name] = tool;

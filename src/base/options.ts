@@ -19,7 +19,10 @@ export function checkKnownKeys(where: string | (() => string), options: unknown,
   // Built only for a message: ctx.step checks its options on every call.
   const place = () => (typeof where === "string" ? where : where());
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new InvalidOptionError(`${place()}: the options must be an object, got ${options === null ? "null" : Array.isArray(options) ? "an array" : typeof options}.`, details);
+    throw new InvalidOptionError(
+      `${place()}: the options must be an object, got ${options === null ? "null" : Array.isArray(options) ? "an array" : typeof options}.`,
+      details,
+    );
   }
   for (const key of Object.keys(options)) {
     if (Object.hasOwn(known, key)) continue;

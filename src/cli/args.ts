@@ -37,14 +37,22 @@ export interface CommandHelp {
 export const COMMON_OPTIONS: Record<string, OptionSpec> = {
   db: { type: "string", value: "FILE", description: "The SQLite store to use (default .steplog/steplog.db in the working directory; env STEPLOG_DB)." },
   store: { type: "string", value: "URL", description: "Another store: postgres://user@host/db, jsonl:FILE or sqlite:FILE (env STEPLOG_STORE). Not with --db." },
-  schema: { type: "string", value: "NAME", description: "The Postgres store's schema, as postgresStore({ schema }) (default steplog; env STEPLOG_PG_SCHEMA). Only with --store postgres://…" },
+  schema: {
+    type: "string",
+    value: "NAME",
+    description: "The Postgres store's schema, as postgresStore({ schema }) (default steplog; env STEPLOG_PG_SCHEMA). Only with --store postgres://…",
+  },
   json: { type: "boolean", description: "Print one JSON document on stdout instead of text, for scripts." },
   redact: {
     type: "string",
     value: "PATHS",
     description: "Show these value paths as [redacted], comma-separated: token,card.number (env STEPLOG_REDACT). Stored records are untouched.",
   },
-  create: { type: "boolean", description: "With --db or --store FILE for a command that reads: make an empty store there if there is none (a named path with no store is refused otherwise)." },
+  create: {
+    type: "boolean",
+    description:
+      "With --db or --store FILE for a command that reads: make an empty store there if there is none (a named path with no store is refused otherwise).",
+  },
   "no-color": { type: "boolean", description: "No colour even on a terminal (colour is also off with NO_COLOR or when not a TTY)." },
   help: { type: "boolean", short: "h", description: "Show this help." },
 };
@@ -100,7 +108,9 @@ export function parseCommand(help: CommandHelp, argv: string[]): Parsed {
 
 function tidyParseError(message: string): string {
   // parseArgs messages name the option and suggest "--" for positionals that look like options.
-  return message.replace(/\. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- "[^"]*"/, "").replace(/\s+$/, "");
+  return message
+    .replace(/\. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- "[^"]*"/, "")
+    .replace(/\s+$/, "");
 }
 
 export function stringOption(parsed: Parsed, name: string): string | undefined {
@@ -122,7 +132,8 @@ export function durationOption(parsed: Parsed, name: string, command: string): n
   const text = stringOption(parsed, name);
   if (text === undefined) return undefined;
   const ms = parseDuration(text);
-  if (ms === undefined) throw new UsageError(`steplog ${command}: --${name} ${JSON.stringify(text)} is not a duration; give a number with a unit: 500ms, 30s, 10m, 2h, 1h30m.`);
+  if (ms === undefined)
+    throw new UsageError(`steplog ${command}: --${name} ${JSON.stringify(text)} is not a duration; give a number with a unit: 500ms, 30s, 10m, 2h, 1h30m.`);
   return ms;
 }
 

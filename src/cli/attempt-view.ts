@@ -66,7 +66,15 @@ export async function report(session: Session, engine: Engine, attended: Attende
   if (session.json) {
     const steps = progressModel(attended.events)
       .filter((l): l is StepLine => l.kind === "step" && l.attempt === result.attempt)
-      .map((l) => ({ key: l.key, state: l.state, ...(l.durationMs !== undefined ? { durationMs: l.durationMs } : {}), ...(l.recordedBy !== undefined ? { recordedBy: l.recordedBy, recordedAt: new Date(l.recordedAt!).toISOString() } : {}), ...(l.error ? { error: l.error } : {}), ...(l.resolution ? { resolution: l.resolution } : {}), ...(l.retry ? { retries: l.retry } : {}) }));
+      .map((l) => ({
+        key: l.key,
+        state: l.state,
+        ...(l.durationMs !== undefined ? { durationMs: l.durationMs } : {}),
+        ...(l.recordedBy !== undefined ? { recordedBy: l.recordedBy, recordedAt: new Date(l.recordedAt!).toISOString() } : {}),
+        ...(l.error ? { error: l.error } : {}),
+        ...(l.resolution ? { resolution: l.resolution } : {}),
+        ...(l.retry ? { retries: l.retry } : {}),
+      }));
     session.printJson({
       ...result,
       ...(attended.interruptedBy ? { interruptedBy: attended.interruptedBy } : {}),
@@ -82,7 +90,9 @@ export async function report(session: Session, engine: Engine, attended: Attende
   else if (result.error && result.status !== "escalated") lines.push(`${paint("bold", "Error")}  ${paint("red", safe(errorText(result.error)).slice(0, 600))}`);
   if (result.waitingFor) {
     const w = result.waitingFor;
-    lines.push(`${paint("bold", "Waits")}  for ${w.kind === "event" ? `event ${safe(JSON.stringify(w.event))}` : w.kind === "sleep" ? `its timer (${w.until !== undefined ? new Date(w.until).toISOString() : "?"})` : `approval of step ${safe(w.step)}`}; the process may exit`);
+    lines.push(
+      `${paint("bold", "Waits")}  for ${w.kind === "event" ? `event ${safe(JSON.stringify(w.event))}` : w.kind === "sleep" ? `its timer (${w.until !== undefined ? new Date(w.until).toISOString() : "?"})` : `approval of step ${safe(w.step)}`}; the process may exit`,
+    );
   }
   const cost = formatUsage(view?.usage);
   if (cost) lines.push(`${paint("bold", "Cost")}   ${cost} ${paint("gray", "(the run so far)")}`);

@@ -27,12 +27,23 @@ export function errorText(error: ErrorInfo | undefined): string {
 
 export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): EntryWords {
   if (e.kind === "reused") {
-    if (e.handled) return { glyph: "↺", tone: "reused", label: "reused", note: `its failure thrown again, as attempt ${e.recordedBy} recorded it: ${errorText(e.error)}` };
-    return { glyph: "↺", tone: "reused", label: "reused", note: `recorded by attempt ${e.recordedBy}${e.durationMs !== null ? `, which took ${formatDuration(e.durationMs)}` : ""}` };
+    if (e.handled)
+      return { glyph: "↺", tone: "reused", label: "reused", note: `its failure thrown again, as attempt ${e.recordedBy} recorded it: ${errorText(e.error)}` };
+    return {
+      glyph: "↺",
+      tone: "reused",
+      label: "reused",
+      note: `recorded by attempt ${e.recordedBy}${e.durationMs !== null ? `, which took ${formatDuration(e.durationMs)}` : ""}`,
+    };
   }
   if (e.kind === "compensation") {
     const done = e.status === "compensated";
-    return { glyph: "↶", tone: done ? "comp" : "bad", label: done ? "compensated" : "compensating", note: done ? "its compensate ran" : "its compensate did not finish; a compensate runs it again" };
+    return {
+      glyph: "↶",
+      tone: done ? "comp" : "bad",
+      label: done ? "compensated" : "compensating",
+      note: done ? "its compensate ran" : "its compensate did not finish; a compensate runs it again",
+    };
   }
   const r = e.resolution;
   const resolvedBy = r?.attempt !== undefined ? ` by attempt ${r.attempt}` : "";
@@ -52,20 +63,33 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
     }
     case "failed": {
       if (r?.policy === "redrive") return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; re-driven${resolvedBy}` };
-      if (r?.policy === "compensate") return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; compensated and run again${resolvedBy}` };
-      if (r?.policy === "escalate") return { glyph: "✗", tone: "bad", label: "cut off", note: `a person said it did not happen${personOf(r)}; redone on continue` };
-      if (e.handled) return { glyph: "✗", tone: "warn", label: "failed, handled", note: `${errorText(e.error)} (the workflow went on; a continue throws it again)` };
+      if (r?.policy === "compensate")
+        return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; compensated and run again${resolvedBy}` };
+      if (r?.policy === "escalate")
+        return { glyph: "✗", tone: "bad", label: "cut off", note: `a person said it did not happen${personOf(r)}; redone on continue` };
+      if (e.handled)
+        return { glyph: "✗", tone: "warn", label: "failed, handled", note: `${errorText(e.error)} (the workflow went on; a continue throws it again)` };
       return { glyph: "✗", tone: "bad", label: "failed", note: errorText(e.error) };
     }
     case "stopped":
       return { glyph: "■", tone: "warn", label: "stopped", note: errorText(e.error) };
     case "escalated":
-      return { glyph: "⚠", tone: "warn", label: "escalated", note: `cut off inside ${/^[aeiou]/.test(e.effect) ? "an" : "a"} ${e.effect} step; waits for a person (steplog resolve)` };
+      return {
+        glyph: "⚠",
+        tone: "warn",
+        label: "escalated",
+        note: `cut off inside ${/^[aeiou]/.test(e.effect) ? "an" : "a"} ${e.effect} step; waits for a person (steplog resolve)`,
+      };
     case "compensated":
       return { glyph: "↶", tone: "comp", label: "compensated", note: "" };
     case "intended":
       if (attempt.ending === null) return { glyph: "…", tone: "wait", label: "running", note: "" };
-      return { glyph: "✗", tone: "bad", label: "cut off", note: "intent recorded, no outcome: the attempt ended inside it; a continue resolves it by its policy" };
+      return {
+        glyph: "✗",
+        tone: "bad",
+        label: "cut off",
+        note: "intent recorded, no outcome: the attempt ended inside it; a continue resolves it by its policy",
+      };
     default:
       return { glyph: "?", tone: "muted", label: e.status, note: errorText(e.error) };
   }

@@ -39,6 +39,7 @@ export function wantsColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv, 
 
 /** Strip colour codes (to measure or test what a line says). */
 export function stripAnsi(text: string): string {
+  // eslint-disable-next-line no-control-regex -- strips the terminal colour codes it wrote
   return text.replace(/\x1b\[[0-9;]*m/g, "");
 }
 
@@ -132,7 +133,8 @@ export function command(...words: string[]): string {
         head.push(value.startsWith("-") ? `${word}=${shellQuote(value)}` : `${shellQuote(word)} ${shellQuote(value)}`);
         i++;
       }
-    } else if (head.length < 2 && positionals.length === 0 && !word.startsWith("-")) head.push(shellQuote(word)); // "steplog", the command
+    } else if (head.length < 2 && positionals.length === 0 && !word.startsWith("-"))
+      head.push(shellQuote(word)); // "steplog", the command
     else positionals.push(shellQuote(word));
   }
   return [...head, ...(positionals.length ? ["--", ...positionals] : [])].join(" ");
@@ -142,7 +144,9 @@ export function command(...words: string[]): string {
 export function oneLineJson(value: unknown, max = 200): string {
   let text: string;
   try {
-    text = JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v instanceof Map ? Object.fromEntries(v) : v instanceof Set ? [...v] : v));
+    text = JSON.stringify(value, (_key, v: unknown) =>
+      typeof v === "bigint" ? `${v}n` : v instanceof Map ? Object.fromEntries(v) : v instanceof Set ? [...v] : v,
+    );
   } catch {
     text = String(value);
   }

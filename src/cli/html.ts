@@ -153,7 +153,11 @@ function runTone(status: string): Tone {
 
 function pretty(value: unknown): string {
   try {
-    const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v instanceof Map ? Object.fromEntries(v) : v instanceof Set ? [...v] : v), 2);
+    const text = JSON.stringify(
+      value,
+      (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v instanceof Map ? Object.fromEntries(v) : v instanceof Set ? [...v] : v),
+      2,
+    );
     return text === undefined ? "undefined" : text;
   } catch {
     return oneLineJson(value);

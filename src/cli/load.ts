@@ -31,7 +31,10 @@ function registerTypeScript(): Promise<void> {
     try {
       api = (await import("tsx/esm/api")) as typeof api;
     } catch (error) {
-      throw new WorkflowLoadError(`Loading TypeScript needs the tsx package, which could not be loaded: ${(error as Error).message}`, "Install it beside steplog (npm install tsx) to run TypeScript workflows, or compile the workflow to .js.");
+      throw new WorkflowLoadError(
+        `Loading TypeScript needs the tsx package, which could not be loaded: ${(error as Error).message}`,
+        "Install it beside steplog (npm install tsx) to run TypeScript workflows, or compile the workflow to .js.",
+      );
     }
     api.register();
   })();
@@ -61,7 +64,10 @@ function isBareSpecifier(s: string): boolean {
 export async function loadWorkflowFile(file: string, cwd: string): Promise<LoadedWorkflow> {
   const absolute = resolveSource(file, cwd);
   if (!fs.existsSync(absolute)) {
-    throw new WorkflowLoadError(`No workflow file at ${absolute}.`, "Check the path; a workflow file is a module whose default export is defineWorkflow({...}).");
+    throw new WorkflowLoadError(
+      `No workflow file at ${absolute}.`,
+      "Check the path; a workflow file is a module whose default export is defineWorkflow({...}).",
+    );
   }
   if (fs.statSync(absolute).isDirectory()) throw new WorkflowLoadError(`${absolute} is a folder, not a workflow file.`);
   const url = pathToFileURL(absolute).href;
@@ -98,7 +104,10 @@ function pickWorkflow(mod: Record<string, unknown>, file: string): Workflow {
       `Mark the one to run: export default ${named[0]![0]};`,
     );
   }
-  throw new WorkflowLoadError(`${file} exports no workflow.`, "Its default export must be a workflow: export default defineWorkflow({ name, run(ctx, args) { … } });");
+  throw new WorkflowLoadError(
+    `${file} exports no workflow.`,
+    "Its default export must be a workflow: export default defineWorkflow({ name, run(ctx, args) { … } });",
+  );
 }
 
 /**

@@ -55,7 +55,7 @@ export function mainHelp(): string {
     ...Object.entries(COMMON_OPTIONS).map(([name, o]) => `  --${`${name}${o.value ? ` ${o.value}` : ""}`.padEnd(14)}${o.description}`),
     "",
     "A typical session:",
-    "  steplog run workflow.mjs --id job-1 -- '{\"topic\":\"x\"}'   # start; Ctrl-C or a crash stops it",
+    '  steplog run workflow.mjs --id job-1 -- \'{"topic":"x"}\'   # start; Ctrl-C or a crash stops it',
     "  steplog runs --status interrupted,failed                # find what stopped",
     "  steplog show job-1                                      # what it did, what it cost",
     "  steplog run --continue --id job-1                       # go on: finished steps are reused",
@@ -103,7 +103,9 @@ export async function main(argv: string[], io: Io): Promise<ExitCode> {
   const cmd = COMMANDS[name];
   if (!cmd) {
     const near = Object.keys(COMMANDS).filter((c) => c.startsWith(name.slice(0, 2)));
-    io.stderr.write(`steplog: unknown command ${JSON.stringify(name)}.${near.length ? ` Did you mean ${near.join(" or ")}?` : ""} Type steplog --help for the list.\n`);
+    io.stderr.write(
+      `steplog: unknown command ${JSON.stringify(name)}.${near.length ? ` Did you mean ${near.join(" or ")}?` : ""} Type steplog --help for the list.\n`,
+    );
     return EXIT.usage;
   }
   let parsed: Parsed | undefined;
@@ -133,13 +135,21 @@ function reportError(error: unknown, io: Io, parsed: Parsed | undefined, name: s
   const hint = hintFor(error, name);
   if (json) {
     io.stdout.write(
-      JSON.stringify({ error: { code, name: error instanceof Error ? error.name : "Error", message, ...(hint ? { [isCommand(hint) ? "next" : "hint"]: hint } : {}) }, exitCode: exit }, null, 2) + "\n",
+      JSON.stringify(
+        {
+          error: { code, name: error instanceof Error ? error.name : "Error", message, ...(hint ? { [isCommand(hint) ? "next" : "hint"]: hint } : {}) },
+          exitCode: exit,
+        },
+        null,
+        2,
+      ) + "\n",
     );
   }
   const label = exit === EXIT.usage ? "usage" : code;
   io.stderr.write(`${paint(["red", "bold"], `steplog ${name}: ${label}`)}: ${safe(message, true)}\n`);
   if (hint) io.stderr.write(isCommand(hint) ? `${paint("gray", "next:")} ${paint("cyan", safe(hint))}\n` : `${paint("gray", "hint:")} ${safe(hint)}\n`);
-  if (exit === EXIT.internal && error instanceof Error && error.stack) io.stderr.write(paint("gray", `${safe(error.stack, true)}\nThis is a bug in steplog; please report it with the output above.\n`));
+  if (exit === EXIT.internal && error instanceof Error && error.stack)
+    io.stderr.write(paint("gray", `${safe(error.stack, true)}\nThis is a bug in steplog; please report it with the output above.\n`));
   return exit;
 }
 
@@ -157,7 +167,9 @@ export function hintFor(error: unknown, name: string): string | undefined {
     case "RUN_COMPLETED":
       return go ? `${go} --from-step <step>   (see the steps: ${command("steplog", "show", id!)})` : undefined;
     case "RUN_ESCALATED":
-      return id && error.step ? `${command("steplog", "resolve", id, error.step, "--value", "<json>")}   or   ${command("steplog", "resolve", id, error.step, "--redo")}` : "steplog escalations";
+      return id && error.step
+        ? `${command("steplog", "resolve", id, error.step, "--value", "<json>")}   or   ${command("steplog", "resolve", id, error.step, "--redo")}`
+        : "steplog escalations";
     case "DEAD_LETTERED":
       return go ? `${go} --force` : undefined;
     case "RUN_BUSY":
@@ -173,7 +185,11 @@ export function hintFor(error: unknown, name: string): string | undefined {
     case "STORE_TOO_NEW":
       return "upgrade steplog (npm install steplog@latest)";
     case "WORKFLOW_NOT_REGISTERED":
-      return id ? name === "compensate" ? command("steplog", "compensate", id, "--workflow", "<file>") : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}` : undefined;
+      return id
+        ? name === "compensate"
+          ? command("steplog", "compensate", id, "--workflow", "<file>")
+          : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`
+        : undefined;
     default:
       return undefined;
   }

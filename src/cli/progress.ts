@@ -177,12 +177,18 @@ function renderUncut(line: ProgressLine, options: RenderOptions, paint: Paint): 
       const glyph = options.frame === undefined ? "…" : SPINNER[options.frame % SPINNER.length]!;
       const took = line.startedAt !== undefined ? ` ${formatDuration(Math.max(0, options.now - line.startedAt))}` : "";
       const retry = line.retry > 0 ? `  retry ${line.retry}` : "";
-      const cut = line.resolution?.policy === "redrive" ? "  re-driving (cut off earlier)" : line.resolution?.policy === "compensate" ? "  compensated, running again" : "";
+      const cut =
+        line.resolution?.policy === "redrive"
+          ? "  re-driving (cut off earlier)"
+          : line.resolution?.policy === "compensate"
+            ? "  compensated, running again"
+            : "";
       return `  ${paint("yellow", glyph)} ${key}${gray(took + retry + cut)}`.trimEnd();
     }
     case "succeeded": {
       const retry = line.retry > 0 ? `, ${line.retry + 1} calls` : "";
-      const cut = line.resolution?.policy === "redrive" ? ", re-driven (cut off earlier)" : line.resolution?.policy === "compensate" ? ", compensated and run again" : "";
+      const cut =
+        line.resolution?.policy === "redrive" ? ", re-driven (cut off earlier)" : line.resolution?.policy === "compensate" ? ", compensated and run again" : "";
       return `  ${paint("green", "✓")} ${key} ${gray(formatDuration(line.durationMs ?? 0) + retry + cut)}`;
     }
     case "failed": {
@@ -261,7 +267,12 @@ export class LiveProgress {
     while (finalPrefix < model.length && (force || isFinal(model[finalPrefix]!))) finalPrefix++;
     const width = this.options.tty ? Math.max(20, (this.out.columns || 80) - 1) : undefined;
     const render = (line: ProgressLine) =>
-      renderLine(line, { now: this.options.now(), color: this.options.color, ...(this.options.tty ? { frame: this.#frame } : {}), ...(width ? { width } : {}) });
+      renderLine(line, {
+        now: this.options.now(),
+        color: this.options.color,
+        ...(this.options.tty ? { frame: this.#frame } : {}),
+        ...(width ? { width } : {}),
+      });
     let text = "";
     if (this.options.tty && this.#liveRows > 0) text += `\x1b[${this.#liveRows}A\r\x1b[J`;
     for (let i = this.#printed; i < finalPrefix; i++) text += render(model[i]!) + "\n";

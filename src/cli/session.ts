@@ -32,7 +32,8 @@ export interface Io {
 }
 
 /** `given`: the path was named (--db, --store, STEPLOG_DB, STEPLOG_STORE), not the default. */
-export type StoreSpec = { kind: "sqlite"; path: string; given: boolean } | { kind: "postgres"; url: string; schema?: string } | { kind: "jsonl"; path: string; given: boolean };
+export type StoreSpec =
+  { kind: "sqlite"; path: string; given: boolean } | { kind: "postgres"; url: string; schema?: string } | { kind: "jsonl"; path: string; given: boolean };
 
 export class Session {
   readonly json: boolean;
@@ -91,7 +92,8 @@ export class Session {
     if (spec.kind === "sqlite") return sqliteStore({ path: spec.path, ...(options.readonly ? { readonly: true } : {}) });
     if (spec.kind === "postgres") {
       const mod = await lazyEntry<{ postgresStore?: (o: { connectionString: string; schema?: string }) => Store }>("postgres", "the Postgres store");
-      if (typeof mod.postgresStore !== "function") throw new StoreUnavailableError("This steplog build has no postgresStore: the Postgres store is not available.");
+      if (typeof mod.postgresStore !== "function")
+        throw new StoreUnavailableError("This steplog build has no postgresStore: the Postgres store is not available.");
       return mod.postgresStore({ connectionString: spec.url, ...(spec.schema === undefined ? {} : { schema: spec.schema }) });
     }
     const mod = await lazyEntry<{ jsonlStore?: (o: { path: string }) => Store }>("jsonl", "the JSONL store");
@@ -191,7 +193,10 @@ function codecFromEnv(env: NodeJS.ProcessEnv): Codec | undefined {
   const text = env.STEPLOG_KEYS;
   if (text === undefined || text.trim() === "") return undefined;
   const keys: Record<string, string> = {};
-  const pairs = text.split(",").map((p) => p.trim()).filter(Boolean);
+  const pairs = text
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean);
   for (const [i, pair] of pairs.entries()) {
     // Checked here so that no message echoes what is in the variable: a pair without its id
     // would show the key itself.
@@ -213,7 +218,10 @@ function codecFromEnv(env: NodeJS.ProcessEnv): Codec | undefined {
 function redactRules(parsed: Parsed, env: NodeJS.ProcessEnv): string[] | undefined {
   const text = stringOption(parsed, "redact") ?? env.STEPLOG_REDACT;
   if (text === undefined) return undefined;
-  const rules = text.split(",").map((r) => r.trim()).filter(Boolean);
+  const rules = text
+    .split(",")
+    .map((r) => r.trim())
+    .filter(Boolean);
   return rules.length ? rules : undefined;
 }
 

@@ -97,7 +97,12 @@ export function timelineJson(t: Timeline): unknown {
       ...a,
       startedAt: isoOf(a.startedAt),
       endedAt: isoOf(a.endedAt),
-      entries: a.entries.map((e) => ({ ...e, startedAt: isoOf(e.startedAt), endedAt: isoOf(e.endedAt), ...(e.settledAt !== undefined ? { settledAt: isoOf(e.settledAt) } : {}) })),
+      entries: a.entries.map((e) => ({
+        ...e,
+        startedAt: isoOf(e.startedAt),
+        endedAt: isoOf(e.endedAt),
+        ...(e.settledAt !== undefined ? { settledAt: isoOf(e.settledAt) } : {}),
+      })),
     })),
   };
 }
@@ -160,7 +165,9 @@ function attemptOf(a: AttemptView, rows: StepView[], now: number): TimelineAttem
   // last succeeded row of that key written before this attempt began.
   const firstSeqOfThis = rows.find((r) => r.attempt === a.number)?.seq ?? Number.POSITIVE_INFINITY;
   for (const key of a.reused) {
-    const original = [...rows].reverse().find((r) => r.key === key && (r.status === "succeeded" || r.handled) && (r.attempt < a.number || r.seq < firstSeqOfThis));
+    const original = [...rows]
+      .reverse()
+      .find((r) => r.key === key && (r.status === "succeeded" || r.handled) && (r.attempt < a.number || r.seq < firstSeqOfThis));
     if (!original) continue;
     entries.push({ ...entryOf(original, now, a.ending === null), kind: "reused" });
   }
@@ -236,7 +243,9 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
   const id = run.id;
   // The workflow file, when the run recorded none, is a placeholder the user replaces.
   const goWith = (...more: string[]) =>
-    run.source ? command("steplog", "run", "--continue", "--id", id, ...more) : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id, ...more)}`;
+    run.source
+      ? command("steplog", "run", "--continue", "--id", id, ...more)
+      : `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id, ...more)}`;
   const go = goWith();
   const lastStep = run.error?.step ?? run.steps.at(-1)?.key;
   switch (run.status) {
@@ -251,7 +260,8 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
     case "waiting": {
       const w = run.waitingFor;
       if (w?.kind === "event") return [`${command("steplog", "send", id, w.event ?? "<event>")} '<json>'`, command("steplog", "work")];
-      if (w?.kind === "approval") return [command("steplog", "approve", id, w.step), command("steplog", "reject", id, w.step, "--reason", "<why>"), command("steplog", "work")];
+      if (w?.kind === "approval")
+        return [command("steplog", "approve", id, w.step), command("steplog", "reject", id, w.step, "--reason", "<why>"), command("steplog", "work")];
       return [command("steplog", "work"), go];
     }
     case "dead-lettered":

@@ -77,7 +77,11 @@ export async function resolveEscalation(
 ): Promise<void> {
   const isValue = "value" in answer;
   const valueText = isValue ? (await payloads.encode(answer.value, `The value given for step ${JSON.stringify(step)}`, { runId, step })).stored : null;
-  const redoError = await payloads.encodeError({ name: "ResolvedByPerson", message: `A person said the effect of step ${JSON.stringify(step)} did not happen; redo it.`, step });
+  const redoError = await payloads.encodeError({
+    name: "ResolvedByPerson",
+    message: `A person said the effect of step ${JSON.stringify(step)} did not happen; redo it.`,
+    step,
+  });
   const done = await store.updateRun(runId, (current) => {
     const sealed = payloads.sealedBeyond(current);
     if (sealed) return { error: sealed, result: false };

@@ -28,7 +28,15 @@ function event(current: StoredRun, name: string, payload: string, now: number): 
   return { runId: current.run.id, seq: (current.events.at(-1)?.seq ?? 0) + 1, name, payload, sentAt: now, consumedBy: null };
 }
 
-export async function sendEvent(store: Store, runId: string, name: string, payload: unknown, options: SendOptions, now: number, payloads: Payloads): Promise<number> {
+export async function sendEvent(
+  store: Store,
+  runId: string,
+  name: string,
+  payload: unknown,
+  options: SendOptions,
+  now: number,
+  payloads: Payloads,
+): Promise<number> {
   checkName("event name", name);
   const text = (await payloads.encode(payload, `The payload of event ${JSON.stringify(name)}`, { runId })).stored;
   const seq = await store.updateRun(runId, (current) => {
@@ -37,7 +45,8 @@ export async function sendEvent(store: Store, runId: string, name: string, paylo
     if (sealed) return { error: sealed, result: 0 };
     const waiting = waitingFor(current);
     const awaited = waiting?.kind === "event" && waiting.event === name;
-    if (!awaited && options.keep !== true) return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current), "event"), result: 0 };
+    if (!awaited && options.keep !== true)
+      return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current), "event"), result: 0 };
     const row = event(current, name, text, now);
     // The wait is answered: the run is due now and waits for nothing else until it runs again.
     return { appendEvents: [row], ...(awaited ? { run: { wakeAt: now, waitingFor: null, updatedAt: now } } : {}), result: row.seq };

@@ -21,7 +21,17 @@ import type { WorkOptions, WorkSummary } from "./worker.js";
 
 export const TEST_HOOKS = Symbol.for("steplog.testHooks");
 
-export const ENGINE_KEYS: KnownKeys<EngineOptions> = { workflows: true, store: true, leaseMs: true, maxValueBytes: true, clock: true, onProgress: true, codec: true, redact: true, handleSignals: true };
+export const ENGINE_KEYS: KnownKeys<EngineOptions> = {
+  workflows: true,
+  store: true,
+  leaseMs: true,
+  maxValueBytes: true,
+  clock: true,
+  onProgress: true,
+  codec: true,
+  redact: true,
+  handleSignals: true,
+};
 export const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, signal: true, source: true };
 export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = { fromStep: true, values: true, force: true, redo: true, reuse: true, timeoutMs: true, signal: true };
 export const SEND_KEYS: KnownKeys<SendOptions> = { keep: true };

@@ -47,7 +47,14 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /** Claim the run's lease (refusing in DESIGN's order) and run one attempt in `mode`. */
-export async function claimAndRun(ctx: ClaimContext, id: string, mode: "run" | "compensate", options: ContinueOptions, deadline: number | undefined, requireReady = false): Promise<RunResult> {
+export async function claimAndRun(
+  ctx: ClaimContext,
+  id: string,
+  mode: "run" | "compensate",
+  options: ContinueOptions,
+  deadline: number | undefined,
+  requireReady = false,
+): Promise<RunResult> {
   // Only the run row is needed here: the claim reads the whole run in its own transaction.
   const before = await ctx.store.loadRunRow(id);
   if (!before) throw new RunNotFoundError(id, ctx.store.location);

@@ -45,7 +45,10 @@ export function consentOf(id: string, options: ContinueOptions): Consent | undef
   const reuse = list("reuse");
   const both = redo.filter((k) => reuse.includes(k));
   if (both.length > 0) {
-    throw new InvalidOptionError(`continue(${q(id)}): step ${q(both[0])} is in both redo and reuse; a step is either run again or handed back. Name it in one of them.`, { runId: id, step: both[0]! });
+    throw new InvalidOptionError(
+      `continue(${q(id)}): step ${q(both[0])} is in both redo and reuse; a step is either run again or handed back. Name it in one of them.`,
+      { runId: id, step: both[0]! },
+    );
   }
   return redo.length + reuse.length === 0 ? undefined : { redo, reuse };
 }

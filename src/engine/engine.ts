@@ -12,7 +12,17 @@ import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
 import { NotReady } from "../ownership/claim.js";
 import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "../workflow/define-workflow.js";
 import type { EngineSettings } from "../steps/settings.js";
-import { ArgsRejectedError, EngineClosedError, RunBusyError, SteplogError, InvalidOptionError, RunCancelledError, RunExistsError, RunNotFoundError, WorkflowNotRegisteredError } from "../base/errors.js";
+import {
+  ArgsRejectedError,
+  EngineClosedError,
+  RunBusyError,
+  SteplogError,
+  InvalidOptionError,
+  RunCancelledError,
+  RunExistsError,
+  RunNotFoundError,
+  WorkflowNotRegisteredError,
+} from "../base/errors.js";
 import { isLiveHere, markDone, markLive } from "../ownership/live-attempts.js";
 import { recoverInterrupted, type RecoveredRun } from "../commands/recover.js";
 import { answerApproval, sendEvent, type SendOptions } from "../commands/events.js";
@@ -70,7 +80,10 @@ class SteplogEngine implements Engine {
     for (const workflow of options.workflows ?? []) this.#register(workflow);
     this.#redact = options.redact;
     if (options.handleSignals) {
-      this.#signals = new SignalHandlers((signal) => this.#cancelAll(`received ${signal}`), () => this.#running.size);
+      this.#signals = new SignalHandlers(
+        (signal) => this.#cancelAll(`received ${signal}`),
+        () => this.#running.size,
+      );
     }
   }
 
@@ -116,11 +129,16 @@ class SteplogEngine implements Engine {
 
   #deadline(timeoutMs: number | undefined, where: string): number | undefined {
     if (timeoutMs === undefined) return undefined;
-    if (!(typeof timeoutMs === "number" && timeoutMs > 0)) throw new InvalidOptionError(`${where}: timeoutMs must be a number of milliseconds > 0, got ${String(timeoutMs)}.`);
+    if (!(typeof timeoutMs === "number" && timeoutMs > 0))
+      throw new InvalidOptionError(`${where}: timeoutMs must be a number of milliseconds > 0, got ${String(timeoutMs)}.`);
     return Math.ceil(this.#settings.clock.now() + timeoutMs);
   }
 
-  async start<W extends Workflow<any, any>>(workflowOrName: W | string, args: WorkflowArgs<W>, options: StartOptions = {}): Promise<RunResult<WorkflowResult<W>>> {
+  async start<W extends Workflow<any, any>>(
+    workflowOrName: W | string,
+    args: WorkflowArgs<W>,
+    options: StartOptions = {},
+  ): Promise<RunResult<WorkflowResult<W>>> {
     this.#open();
     const workflow = typeof workflowOrName === "string" ? this.#workflow(workflowOrName, undefined) : workflowOrName;
     checkKnownKeys(`start(${JSON.stringify(workflow.name)})`, options, START_KEYS);
@@ -128,7 +146,10 @@ class SteplogEngine implements Engine {
     const id = options.id === undefined ? newRunId() : checkName("run id", options.id);
     const deadline = this.#deadline(options.timeoutMs, `start(${JSON.stringify(workflow.name)})`);
     if (options.source !== undefined && typeof options.source !== "string") {
-      throw new InvalidOptionError(`start(${JSON.stringify(workflow.name)}): source must be a string (a file path, a package name), got ${typeof options.source}.`, { runId: id });
+      throw new InvalidOptionError(
+        `start(${JSON.stringify(workflow.name)}): source must be a string (a file path, a package name), got ${typeof options.source}.`,
+        { runId: id },
+      );
     }
     const checked = await checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
@@ -149,7 +170,16 @@ class SteplogEngine implements Engine {
       throw new RunExistsError(id, created.exists.status);
     }
     const stored: StoredRun = { run, attempts: [first], steps: [], lease: null, events: [] };
-    const plan: AttemptPlan = { mode: "run", fromStep: undefined, values: undefined, redo: new Set(), reuse: new Set(), ignoreVersion: false, deadline, signal: options.signal };
+    const plan: AttemptPlan = {
+      mode: "run",
+      fromStep: undefined,
+      values: undefined,
+      redo: new Set(),
+      reuse: new Set(),
+      ignoreVersion: false,
+      deadline,
+      signal: options.signal,
+    };
     return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
   }
 
@@ -179,7 +209,14 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     checkKnownKeys(`approve(${JSON.stringify(id)}, ${JSON.stringify(step)})`, options, APPROVE_KEYS, { runId: id });
-    await answerApproval(this.#store, id, step, { approved: true, ...(options.by === undefined ? {} : { by: options.by }) }, this.#settings.clock.now(), this.#settings.payloads);
+    await answerApproval(
+      this.#store,
+      id,
+      step,
+      { approved: true, ...(options.by === undefined ? {} : { by: options.by }) },
+      this.#settings.clock.now(),
+      this.#settings.payloads,
+    );
     this.#wake();
   }
 
@@ -255,7 +292,11 @@ class SteplogEngine implements Engine {
     checkName("run id", id);
     const valid = typeof answer === "object" && answer !== null && ("value" in answer || (answer as { redo?: unknown }).redo === true);
     if (valid) checkKnownKeys(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)})`, answer, RESOLUTION_KEYS, { runId: id, step });
-    if (!valid) throw new InvalidOptionError(`resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`, { runId: id, step });
+    if (!valid)
+      throw new InvalidOptionError(
+        `resolve(${JSON.stringify(id)}, ${JSON.stringify(step)}): pass { value } if the effect happened or { redo: true } if it did not.`,
+        { runId: id, step },
+      );
     const judge = this.#judge(await this.#where());
     await resolveEscalation(this.#store, id, step, answer, judge.now, this.#settings.payloads, (current) => {
       const { lease } = current;
@@ -278,7 +319,8 @@ class SteplogEngine implements Engine {
 
   /** onFailure: "compensate": a failed attempt is followed at once by the saga (unless past the pivot). */
   async #afterFailure(attempt: Attempt, result: RunResult): Promise<RunResult> {
-    if (attempt.plan.mode !== "run" || attempt.workflow.onFailure !== "compensate" || result.status !== "failed" || result.error?.code === "LEASE_LOST") return result;
+    if (attempt.plan.mode !== "run" || attempt.workflow.onFailure !== "compensate" || result.status !== "failed" || result.error?.code === "LEASE_LOST")
+      return result;
     try {
       const saga = await claimAndRun(this.#claims, result.id, "compensate", {}, undefined);
       return saga.status === "compensated" ? { ...result, runStatus: "compensated" } : result;

@@ -37,6 +37,16 @@ export function startRows({ id, workflow, argsText, source, deadline, now }: New
     createdAt: now,
     updatedAt: now,
   };
-  const first: AttemptRow = { runId: id, number: 1, ...currentOwner(), startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null };
+  const first: AttemptRow = {
+    runId: id,
+    number: 1,
+    ...currentOwner(),
+    startedAt: now,
+    endedAt: null,
+    ending: null,
+    fromStep: null,
+    forced: false,
+    error: null,
+  };
   return { run, first };
 }

@@ -48,7 +48,8 @@ export function wakeWorkers(): void {
 export function validateWorkOptions(options: WorkOptions): { concurrency: number; pollMs: number } {
   const concurrency = options.concurrency ?? 1;
   const pollMs = options.pollMs ?? 1000;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new InvalidOptionError(`work(): concurrency must be a whole number ≥ 1, got ${String(options.concurrency)}.`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new InvalidOptionError(`work(): concurrency must be a whole number ≥ 1, got ${String(options.concurrency)}.`);
   if (!(typeof pollMs === "number" && pollMs > 0)) throw new InvalidOptionError(`work(): pollMs must be > 0, got ${String(options.pollMs)}.`);
   return { concurrency, pollMs };
 }
@@ -91,7 +92,9 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
               // Anything else (a key this engine lacks, a dead-lettered run) is said once per run.
               if (!(isSteplogError(error, "RUN_BUSY") || warned.has(runId))) {
                 warned.add(runId);
-                process.emitWarning(`steplog worker: run ${JSON.stringify(runId)} was not taken: ${(error as Error).message}`, { code: "STEPLOG_WORKER_REFUSED" });
+                process.emitWarning(`steplog worker: run ${JSON.stringify(runId)} was not taken: ${(error as Error).message}`, {
+                  code: "STEPLOG_WORKER_REFUSED",
+                });
               }
             })
             .finally(() => {
@@ -135,7 +138,9 @@ async function listReady(host: WorkerHost, limit: number, pollMs: number): Promi
   try {
     return await readyRuns(host, limit);
   } catch (error) {
-    process.emitWarning(`steplog worker: could not list the ready runs (${(error as Error).message}); looking again in ${pollMs} ms.`, { code: "STEPLOG_WORKER_POLL_FAILED" });
+    process.emitWarning(`steplog worker: could not list the ready runs (${(error as Error).message}); looking again in ${pollMs} ms.`, {
+      code: "STEPLOG_WORKER_POLL_FAILED",
+    });
     return [];
   }
 }
@@ -144,7 +149,9 @@ async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
   const ours = host.workflows();
   // Oldest due first (the store orders a dueBy listing by wake time), listed per workflow of
   // this worker: due runs of workflows it does not have must not hide its own.
-  const perWorkflow = await Promise.all(ours.map((w) => host.store.listRuns({ status: ["waiting"], workflow: w.name, dueBy: host.now(), limit: Math.max(limit, 16) })));
+  const perWorkflow = await Promise.all(
+    ours.map((w) => host.store.listRuns({ status: ["waiting"], workflow: w.name, dueBy: host.now(), limit: Math.max(limit, 16) })),
+  );
   const ids = perWorkflow
     .flat()
     .sort((a, b) => a.run.wakeAt! - b.run.wakeAt!)
@@ -154,7 +161,12 @@ async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
   for (const workflow of ours.filter((w) => w.autoResume)) {
     const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow: workflow.name });
     const interrupted = await Promise.all(stuck.map((l) => host.isInterrupted(l)));
-    ids.push(...stuck.filter((_, i) => interrupted[i]).slice(0, Math.max(limit, 16)).map((l) => l.run.id));
+    ids.push(
+      ...stuck
+        .filter((_, i) => interrupted[i])
+        .slice(0, Math.max(limit, 16))
+        .map((l) => l.run.id),
+    );
   }
   return ids;
 }

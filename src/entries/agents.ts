@@ -6,7 +6,16 @@
  */
 
 export { durableTools, isRecordedToolError } from "../agents/tools.js";
-export type { DurableToolSet, ToolCallOptionsIn, DurableToolsOptions, DurableToolCallOptions, ToolCallInfo, ToolQuery, ToolCompensate, RecordedToolError } from "../agents/tools.js";
+export type {
+  DurableToolSet,
+  ToolCallOptionsIn,
+  DurableToolsOptions,
+  DurableToolCallOptions,
+  ToolCallInfo,
+  ToolQuery,
+  ToolCompensate,
+  RecordedToolError,
+} from "../agents/tools.js";
 export { modelTurn, usageOf, ModelTurnFailedError } from "../agents/model-turn.js";
 export type { ModelTurnOptions, TurnUsage } from "../agents/model-turn.js";
 export { durableModel } from "../agents/model.js";

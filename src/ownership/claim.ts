@@ -6,15 +6,7 @@
  */
 
 import type { Workflow } from "../workflow/define-workflow.js";
-import {
-  ArgsRejectedError,
-  DeadLetteredError,
-  PastPivotError,
-  RunBusyError,
-  RunCompletedError,
-  RunEscalatedError,
-  StepNotFoundError,
-} from "../base/errors.js";
+import { ArgsRejectedError, DeadLetteredError, PastPivotError, RunBusyError, RunCompletedError, RunEscalatedError, StepNotFoundError } from "../base/errors.js";
 import { currentOwner, judgeOwner, type OwnerJudge } from "./owner.js";
 import type { Validation } from "../workflow/schema.js";
 import type { ClaimDecision, Consent, RunPatch, StoredRun } from "../store/types.js";
@@ -51,13 +43,15 @@ export function decideWhileWriting(current: StoredRun): ClaimDecision {
   const { lease } = current;
   const holder = lease && lease.attempt !== null ? current.attempts.find((a) => a.number === lease.attempt) : undefined;
   if (!lease || !holder) return { kind: "wait" };
-  return { kind: "refuse", error: new RunBusyError(current.run.id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }) };
+  return {
+    kind: "refuse",
+    error: new RunBusyError(current.run.id, { attempt: holder.number, host: holder.host, pid: holder.pid, expiresAt: lease.expiresAt }),
+  };
 }
 
 export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDecision {
   const { run, lease, steps } = current;
-  const refuse = (error: Error, patch?: RunPatch): ClaimDecision =>
-    patch ? { kind: "refuse", error, run: patch } : { kind: "refuse", error };
+  const refuse = (error: Error, patch?: RunPatch): ClaimDecision => (patch ? { kind: "refuse", error, run: patch } : { kind: "refuse", error });
 
   if (lease && lease.attempt !== null) {
     const holder = current.attempts.find((a) => a.number === lease.attempt);

@@ -73,7 +73,9 @@ export class LeaseKeeper {
       return;
     }
     this.stop();
-    this.onLost(new LeaseLostError(this.lease.runId, this.lease.attempt, "its lease expired while a renewal was still waiting for the store (is it reachable?)"));
+    this.onLost(
+      new LeaseLostError(this.lease.runId, this.lease.attempt, "its lease expired while a renewal was still waiting for the store (is it reachable?)"),
+    );
   }
 
   async #renew(): Promise<void> {

@@ -179,12 +179,16 @@ function byLease(lease: LeaseRow, judge: OwnerJudge, who: string): OwnerVerdict 
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   if (period === 0) return { gone: true, why: "its lease expired as it was written (it was given no time)" };
   if (typeof lease.ageMs === "number" && Number.isFinite(lease.ageMs)) {
-    if (lease.ageMs >= period) return { gone: true, why: `its lease expired: unrenewed for ${seconds(lease.ageMs)} by the database server's clock (it lasts ${seconds(period)})` };
+    if (lease.ageMs >= period)
+      return { gone: true, why: `its lease expired: unrenewed for ${seconds(lease.ageMs)} by the database server's clock (it lasts ${seconds(period)})` };
     return { gone: false, why: `${who} holds a lease renewed ${seconds(lease.ageMs)} ago by the database server's clock`, decidedInMs: period - lease.ageMs };
   }
   const watched = judge.watch(lease);
   if (watched.unrenewedMs >= watched.periodMs) {
-    return { gone: true, why: `its lease expired: this process watched it go unrenewed for ${seconds(watched.unrenewedMs)} (it lasts ${seconds(watched.periodMs)})` };
+    return {
+      gone: true,
+      why: `its lease expired: this process watched it go unrenewed for ${seconds(watched.unrenewedMs)} (it lasts ${seconds(watched.periodMs)})`,
+    };
   }
   return {
     gone: false,

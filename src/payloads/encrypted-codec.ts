@@ -29,7 +29,10 @@ export function keyBytes(key: Buffer | string): Buffer {
 
 function toKey(id: string, key: Buffer | string): Buffer {
   const bytes = keyBytes(key);
-  if (bytes.length !== 32) throw new InvalidOptionError(`encryptedCodec: key ${JSON.stringify(id)} must be 32 bytes (AES-256), got ${bytes.length}. Make one with crypto.randomBytes(32).`);
+  if (bytes.length !== 32)
+    throw new InvalidOptionError(
+      `encryptedCodec: key ${JSON.stringify(id)} must be 32 bytes (AES-256), got ${bytes.length}. Make one with crypto.randomBytes(32).`,
+    );
   return bytes;
 }
 
@@ -42,7 +45,10 @@ export function encryptedCodec(options: EncryptedCodecOptions): Codec {
     keys.set(id, toKey(id, key));
   }
   const current = keys.get(options.current);
-  if (!current) throw new InvalidOptionError(`encryptedCodec: current key ${JSON.stringify(options.current)} is not among keys (${[...keys.keys()].join(", ") || "none"}).`);
+  if (!current)
+    throw new InvalidOptionError(
+      `encryptedCodec: current key ${JSON.stringify(options.current)} is not among keys (${[...keys.keys()].join(", ") || "none"}).`,
+    );
   return {
     keyIds: [...keys.keys()],
     encode(plain: string): string {

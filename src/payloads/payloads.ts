@@ -65,7 +65,13 @@ export class Payloads {
     try {
       return JSON.parse(text);
     } catch (error) {
-      throw new StoreUnreadableError(this.location, `a recorded payload does not decode (${(error as Error).message}): the store is damaged`, error, false, "It was left untouched. Restore it from a backup.");
+      throw new StoreUnreadableError(
+        this.location,
+        `a recorded payload does not decode (${(error as Error).message}): the store is damaged`,
+        error,
+        false,
+        "It was left untouched. Restore it from a backup.",
+      );
     }
   }
 

@@ -176,7 +176,9 @@ export class Attempt {
     } else {
       ending = "completed";
       try {
-        valueText = await this.state.settings.payloads.encode((settled as { value: unknown }).value, `The result of run ${JSON.stringify(this.state.runId)}`, { runId: this.state.runId });
+        valueText = await this.state.settings.payloads.encode((settled as { value: unknown }).value, `The result of run ${JSON.stringify(this.state.runId)}`, {
+          runId: this.state.runId,
+        });
       } catch (encodeError) {
         ending = "failed";
         error = toErrorInfo(encodeError);
@@ -291,7 +293,9 @@ export class Attempt {
   }
 
   async #leaseLost(error: SteplogError | Error): Promise<RunResult> {
-    const info = toErrorInfo(error instanceof LeaseLostError && error.attempt !== undefined ? error : new LeaseLostError(this.state.runId, this.state.number, error.message));
+    const info = toErrorInfo(
+      error instanceof LeaseLostError && error.attempt !== undefined ? error : new LeaseLostError(this.state.runId, this.state.number, error.message),
+    );
     // The run belongs to whoever took it (another attempt, or a cancel): report its status as stored.
     let runStatus: RunStatus = "running";
     try {

@@ -22,8 +22,6 @@ export class ReplayDone extends Error {
   override name = "ReplayDone";
 }
 
-
-
 /** ctx.step during the replay: hand back the recorded value and note how to compensate the step. */
 /**
  * Whether a key's rows leave an effect in the world to undo: a success, or a cut-off execution,
@@ -101,7 +99,10 @@ export async function runSaga(state: AttemptState): Promise<void> {
         ...cutOff,
         status: "failed",
         error: await state.settings.payloads.encodeError(
-          toErrorInfo(Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }), entry.key),
+          toErrorInfo(
+            Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }),
+            entry.key,
+          ),
         ),
         endedAt: clock.now(),
         resolution: formatResolution({ policy: "compensate", found: "unknown", attempt: state.number }),

@@ -7,14 +7,7 @@
  */
 
 import type { StepFunction, StepInfo, Usage } from "../workflow/context.js";
-import {
-  EffectUnrecordedError,
-  InvalidOptionError,
-  PivotOrderError,
-  ResultRejectedError,
-  StepTimedOutError,
-  toErrorInfo,
-} from "../base/errors.js";
+import { EffectUnrecordedError, InvalidOptionError, PivotOrderError, ResultRejectedError, StepTimedOutError, toErrorInfo } from "../base/errors.js";
 import { fault, faultArmed } from "../base/faults.js";
 import { checkName } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
@@ -142,7 +135,8 @@ const STEP_KEYS: KnownKeys<StepOptions> = {
 
 function checkOptions(state: AttemptState, call: StepCall): void {
   const { options, name } = call;
-  const bad = (what: string) => new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: state.runId, step: name });
+  const bad = (what: string) =>
+    new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: state.runId, step: name });
   if (typeof call.fn !== "function") throw bad("the last argument of ctx.step must be the step's function");
   checkKnownKeys(() => `Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}`, options, STEP_KEYS, { runId: state.runId, step: name });
   if (options.errors !== undefined && !(Array.isArray(options.errors) && options.errors.every((c) => typeof c === "function"))) {
@@ -279,7 +273,11 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
 }
 
 /** `retry.retryIf`, awaited (it may be async), and a throw kept rather than taken for an answer. */
-async function askRetryIf(policy: ReturnType<typeof retryPolicy>, error: unknown, retry: number): Promise<{ again: boolean } | { again: false; threw: unknown }> {
+async function askRetryIf(
+  policy: ReturnType<typeof retryPolicy>,
+  error: unknown,
+  retry: number,
+): Promise<{ again: boolean } | { again: false; threw: unknown }> {
   try {
     return { again: Boolean(await policy.retryIf(error, retry)) };
   } catch (threw) {

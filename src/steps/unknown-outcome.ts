@@ -138,7 +138,10 @@ function describeAnswer(answer: unknown): string {
 export function owedRedrive(state: AttemptState, key: string, record: StepRow | undefined): Identity | undefined {
   if (record?.resolution == null) return undefined;
   const resolution = parseResolution(record.resolution);
-  if (record.status === "failed" && ((resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done"))) {
+  if (
+    record.status === "failed" &&
+    ((resolution.policy === "redrive" && resolution.found === "unknown") || (resolution.policy === "query" && resolution.found === "not done"))
+  ) {
     return { idempotencyKey: record.idempotencyKey, previous: previousOf(record) };
   }
   if (record.status === "compensated" && resolution.compensation === true && resolution.found === "unknown") {
@@ -152,7 +155,6 @@ export function owedRedrive(state: AttemptState, key: string, record: StepRow | 
 function previousOf(cutOff: StepRow): NonNullable<Identity["previous"]> {
   return { attempt: cutOff.attempt, intendedAt: new Date(cutOff.intendedAt).toISOString(), idempotencyKey: cutOff.idempotencyKey };
 }
-
 
 /** The query said the effect happened: its value becomes the step's outcome; the function is not called. */
 async function recordFound(state: AttemptState, key: string, record: StepRow, call: StepCall, found: unknown): Promise<unknown> {
@@ -210,14 +212,16 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
   const done: StepRow = { ...compensation, status: "compensated", endedAt: clock.now(), calls: compensation.calls + 1 };
   await writeOutcome(state, done);
   // The cut-off execution itself is settled as failed: what it did was undone.
-  const original = retrying
-    ? state.stored.steps.filter((row) => row.key === key && row.status === "intended" && !isCompensation(row)).at(-1)
-    : record;
+  const original = retrying ? state.stored.steps.filter((row) => row.key === key && row.status === "intended" && !isCompensation(row)).at(-1) : record;
   if (original) {
     const settled: StepRow = {
       ...original,
       status: "failed",
-      error: await state.settings.payloads.encodeError({ name: "OutcomeUnknown", message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`, step: key }),
+      error: await state.settings.payloads.encodeError({
+        name: "OutcomeUnknown",
+        message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`,
+        step: key,
+      }),
       endedAt: clock.now(),
       resolution: formatResolution({ policy: "compensate", found: "unknown", attempt: state.number } satisfies Resolution),
     };

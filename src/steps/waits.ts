@@ -6,7 +6,15 @@
  * up when its event arrives, its timer is due, or it is approved.
  */
 
-import { EventRejectedError, InvalidOptionError, ResultRejectedError, ValueMissingError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "../base/errors.js";
+import {
+  EventRejectedError,
+  InvalidOptionError,
+  ResultRejectedError,
+  ValueMissingError,
+  WaitTimedOutError,
+  type ErrorInfo,
+  toErrorInfo,
+} from "../base/errors.js";
 import { checkName, RESERVED_EVENT_PREFIX } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { ReplayDone } from "./saga.js";
@@ -19,7 +27,6 @@ import type { AttemptState, StepCall, WaitingFor } from "./state.js";
 export type { WaitingFor };
 import type { EventRow, StepRow } from "../store/types.js";
 import { formatResolution, parseResolution, withResolution } from "../workflow/step-resolution.js";
-
 
 export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined> {
   /** Checked when the run consumes the event. */
@@ -58,7 +65,12 @@ function park(state: AttemptState, waitingFor: WaitingFor): never {
 }
 
 /** Enter a wait: before the start point a finished wait is reused; otherwise (re)use its open row. */
-async function enterWait(state: AttemptState, name: string, kind: "event" | "sleep", until: () => number | undefined): Promise<{ key: string; row: StepRow } | { key: string; reused: unknown }> {
+async function enterWait(
+  state: AttemptState,
+  name: string,
+  kind: "event" | "sleep",
+  until: () => number | undefined,
+): Promise<{ key: string; row: StepRow } | { key: string; reused: unknown }> {
   state.assertRunning();
   // A wait's name becomes its step key (name#2 for repeats), so it follows the step-name rule.
   checkName("step name", name);
@@ -71,7 +83,8 @@ async function enterWait(state: AttemptState, name: string, kind: "event" | "sle
     if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
     return { key, reused: record.value === null ? undefined : await state.settings.payloads.decode(record.value) };
   }
-  if (!state.started) state.started = state.plan.fromStep !== undefined ? key === state.plan.fromStep : !isSettled(record, state.handled) || key === state.carriedStart;
+  if (!state.started)
+    state.started = state.plan.fromStep !== undefined ? key === state.plan.fromStep : !isSettled(record, state.handled) || key === state.carriedStart;
   // A wait at or after the start point takes what arrives now: steps after it are not siblings.
   if (state.started) state.siblingsOf = undefined;
   // A timeout or a rejected payload the workflow caught is thrown again, not waited for again.
@@ -121,7 +134,9 @@ const WAIT_KEYS: KnownKeys<WaitForEventOptions<undefined>> = { schema: true, tim
 export async function waitForEvent(state: AttemptState, name: string, options: WaitForEventOptions<StandardSchemaV1 | undefined> = {}): Promise<unknown> {
   checkKnownKeys(`Run ${JSON.stringify(state.runId)}, wait ${JSON.stringify(name)}`, options, WAIT_KEYS, { runId: state.runId });
   if (options.timeoutMs !== undefined && !(typeof options.timeoutMs === "number" && options.timeoutMs > 0 && Number.isFinite(options.timeoutMs))) {
-    throw new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, wait ${JSON.stringify(name)}: timeoutMs must be a finite number of milliseconds > 0.`, { runId: state.runId });
+    throw new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, wait ${JSON.stringify(name)}: timeoutMs must be a finite number of milliseconds > 0.`, {
+      runId: state.runId,
+    });
   }
   // The wait's name is also the event's: one steplog keeps for itself could never be sent.
   if (typeof name === "string" && name.startsWith(RESERVED_EVENT_PREFIX)) checkName("event name", name);
@@ -166,7 +181,10 @@ export async function waitForEvent(state: AttemptState, name: string, options: W
 
 export async function sleep(state: AttemptState, name: string, msOrDate: number | Date): Promise<void> {
   const valid = msOrDate instanceof Date ? !Number.isNaN(msOrDate.getTime()) : typeof msOrDate === "number" && Number.isFinite(msOrDate) && msOrDate >= 0;
-  if (!valid) throw new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, sleep ${JSON.stringify(name)}: give a number of milliseconds ≥ 0 or a valid Date.`, { runId: state.runId });
+  if (!valid)
+    throw new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, sleep ${JSON.stringify(name)}: give a number of milliseconds ≥ 0 or a valid Date.`, {
+      runId: state.runId,
+    });
   const now = state.settings.clock.now();
   const entered = await enterWait(state, name, "sleep", () => (msOrDate instanceof Date ? msOrDate.getTime() : Math.ceil(now + msOrDate)));
   if ("reused" in entered) return;

@@ -8,7 +8,20 @@
  */
 
 import { LeaseLostError } from "../base/errors.js";
-import type { AttemptEnd, AttemptRow, ClaimDecision, ClaimJudge, EventRow, RunFilter, RunListing, RunPatch, RunRow, StepOutcome, StepRow, StoredRun } from "./types.js";
+import type {
+  AttemptEnd,
+  AttemptRow,
+  ClaimDecision,
+  ClaimJudge,
+  EventRow,
+  RunFilter,
+  RunListing,
+  RunPatch,
+  RunRow,
+  StepOutcome,
+  StepRow,
+  StoredRun,
+} from "./types.js";
 
 export type StepPatch = Partial<Omit<StepRow, "runId" | "seq">>;
 
@@ -61,7 +74,8 @@ const invariant = (message: string) => new Error(`steplog internal: ${message}`)
 /** The verdict on a claim read under the run's lock: take or refuse (`wait` is an answer only to a snapshot read while another writes). */
 export function claimVerdict(decide: ClaimJudge, current: StoredRun): Exclude<ClaimDecision, { kind: "wait" }> {
   const decision = decide(current);
-  if (decision.kind === "wait") throw new Error(`claimRun(${JSON.stringify(current.run.id)}): decide answered "wait" to a run read under its lock (a steplog bug)`);
+  if (decision.kind === "wait")
+    throw new Error(`claimRun(${JSON.stringify(current.run.id)}): decide answered "wait" to a run read under its lock (a steplog bug)`);
   return decision;
 }
 

@@ -17,7 +17,16 @@ export function durabilityCases({ it, withStore, options }: SuiteCases): void {
       const store = await options.create();
       const lease = await created(store, "r");
       await store.writeIntent(lease, stepRow("r", 1, "a"));
-      await store.writeOutcome(lease, { seq: 1, status: "succeeded", value: '{"kept":true}', error: null, endedAt: NOW + 1, calls: 1, resolution: null, usage: null });
+      await store.writeOutcome(lease, {
+        seq: 1,
+        status: "succeeded",
+        value: '{"kept":true}',
+        error: null,
+        endedAt: NOW + 1,
+        calls: 1,
+        resolution: null,
+        usage: null,
+      });
       await store.updateRun("r", () => ({ appendEvents: [{ runId: "r", seq: 1, name: "e", payload: "1", sentAt: NOW, consumedBy: null }], result: true }));
       await store.endAttempt(lease, { attempt: 1, ending: "completed", endedAt: NOW + 2, error: null, run: { status: "completed", value: '"v"' } });
       const before = comparable(await store.loadRun("r"));
@@ -31,15 +40,26 @@ export function durabilityCases({ it, withStore, options }: SuiteCases): void {
     });
   }
 
-  it("leaseAge: a store that declares it gives every loaded lease its age (ms ≥ 0); one that does not gives none", withStore(async (store) => {
-    await created(store, "r");
-    const { lease } = (await store.loadRun("r"))!;
-    const [listed] = await store.listRuns({});
-    for (const [where, got] of [["loadRun", lease], ["listRuns", listed?.lease]] as const) {
-      if (store.leaseAge === true) assert.ok(typeof got?.ageMs === "number" && got.ageMs >= 0, `${where}: lease.ageMs must be a number of ms ≥ 0, got ${String(got?.ageMs)}`);
-      else assert.ok(got && !("ageMs" in got), `${where}: a store without leaseAge: true gives no lease.ageMs (declare leaseAge if its clock is shared by every claimer)`);
-    }
-  }));
+  it(
+    "leaseAge: a store that declares it gives every loaded lease its age (ms ≥ 0); one that does not gives none",
+    withStore(async (store) => {
+      await created(store, "r");
+      const { lease } = (await store.loadRun("r"))!;
+      const [listed] = await store.listRuns({});
+      for (const [where, got] of [
+        ["loadRun", lease],
+        ["listRuns", listed?.lease],
+      ] as const) {
+        if (store.leaseAge === true)
+          assert.ok(typeof got?.ageMs === "number" && got.ageMs >= 0, `${where}: lease.ageMs must be a number of ms ≥ 0, got ${String(got?.ageMs)}`);
+        else
+          assert.ok(
+            got && !("ageMs" in got),
+            `${where}: a store without leaseAge: true gives no lease.ageMs (declare leaseAge if its clock is shared by every claimer)`,
+          );
+      }
+    }),
+  );
 
   if (options.corrupt) {
     const corrupt = options.corrupt;

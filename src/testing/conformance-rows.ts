@@ -11,7 +11,6 @@ import type { AttemptRow, Lease, RunRow, StepRow, Store, StoredRun } from "../st
 /** The time every row of the suite is written at. */
 export const NOW = Date.UTC(2030, 0, 1);
 
-
 export function runRow(id: string, patch: Partial<RunRow> = {}): RunRow {
   return {
     id,
@@ -97,10 +96,19 @@ export function comparable<T extends StoredRun | undefined>(state: T): T {
 export function takeIfFree(runId: string) {
   return (current: StoredRun) => {
     if (current.lease && current.lease.attempt !== null) {
-      return { kind: "refuse" as const, error: new RunBusyError(runId, { attempt: current.lease.attempt, host: "h", pid: 1, expiresAt: current.lease.expiresAt }) };
+      return {
+        kind: "refuse" as const,
+        error: new RunBusyError(runId, { attempt: current.lease.attempt, host: "h", pid: 1, expiresAt: current.lease.expiresAt }),
+      };
     }
     const number = current.run.attempts + 1;
-    return { kind: "take" as const, attempt: attemptRow(runId, number), run: { attempts: number, status: "running" as const }, expiresAt: NOW + 60_000, now: NOW };
+    return {
+      kind: "take" as const,
+      attempt: attemptRow(runId, number),
+      run: { attempts: number, status: "running" as const },
+      expiresAt: NOW + 60_000,
+      now: NOW,
+    };
   };
 }
 

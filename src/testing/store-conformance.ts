@@ -23,7 +23,7 @@ function resolveTestFunctions(given?: TestFunctions): TestFunctions {
   if (given) return given;
   const g = globalThis as unknown as Partial<TestFunctions>;
   if (typeof g.describe === "function" && typeof g.it === "function") return { describe: g.describe, it: g.it };
-  throw new Error("describeStore: pass { describe, it } from your test runner (for example `import { describe, it } from \"vitest\"`).");
+  throw new Error('describeStore: pass { describe, it } from your test runner (for example `import { describe, it } from "vitest"`).');
 }
 
 export function describeStore(name: string, options: StoreConformanceOptions, testFunctions?: TestFunctions): void {
@@ -62,7 +62,9 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
     options.additionalTests?.({ it: runner.it, withStore, runRow, attemptRow, stepRow, now: NOW });
 
     if (skips.size > 0) {
-      throw new Error(`describeStore(${JSON.stringify(name)}): skip names no test of the suite: ${[...skips.keys()].map((k) => JSON.stringify(k)).join(", ")}. Use a test's exact name.`);
+      throw new Error(
+        `describeStore(${JSON.stringify(name)}): skip names no test of the suite: ${[...skips.keys()].map((k) => JSON.stringify(k)).join(", ")}. Use a test's exact name.`,
+      );
     }
   });
 }

@@ -69,7 +69,17 @@ export interface TestWorkflowResult {
 
 const SEED_OWNER = { host: "steplog-testing-seed", bootId: null, pid: 0, processStart: null };
 
-const OPTION_KEYS: KnownKeys<TestWorkflowOptions<Workflow>> = { args: true, earlier: true, mocks: true, fromStep: true, values: true, redo: true, reuse: true, store: true, runId: true };
+const OPTION_KEYS: KnownKeys<TestWorkflowOptions<Workflow>> = {
+  args: true,
+  earlier: true,
+  mocks: true,
+  fromStep: true,
+  values: true,
+  redo: true,
+  reuse: true,
+  store: true,
+  runId: true,
+};
 const EARLIER_KEYS: KnownKeys<EarlierAttempt> = { steps: true, intended: true, version: true, effects: true };
 
 export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, options: TestWorkflowOptions<W>): Promise<TestWorkflowResult> {
@@ -167,7 +177,9 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
   const seeded = new Set([...Object.keys(earlier.steps ?? {}), ...(earlier.intended ?? [])]);
   for (const key of Object.keys(earlier.effects ?? {})) {
     if (!seeded.has(key)) {
-      throw new InvalidOptionError(`testWorkflow: earlier.effects names ${JSON.stringify(key)}, which is neither in earlier.steps nor in earlier.intended; an effect is declared for a seeded step.`);
+      throw new InvalidOptionError(
+        `testWorkflow: earlier.effects names ${JSON.stringify(key)}, which is neither in earlier.steps nor in earlier.intended; an effect is declared for a seeded step.`,
+      );
     }
   }
   const lease = await store.createRun(
@@ -196,7 +208,10 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
   if ("exists" in lease) throw new Error(`testWorkflow: the store already holds a run ${JSON.stringify(runId)}; pass another runId or a fresh store.`);
   const effectOf = (key: string): Effect => {
     const effect = earlier.effects?.[key] ?? "idempotent";
-    if (!EFFECTS.includes(effect)) throw new InvalidOptionError(`testWorkflow: earlier.effects[${JSON.stringify(key)}] must be one of ${EFFECTS.join(", ")}, got ${JSON.stringify(effect)}.`);
+    if (!EFFECTS.includes(effect))
+      throw new InvalidOptionError(
+        `testWorkflow: earlier.effects[${JSON.stringify(key)}] must be one of ${EFFECTS.join(", ")}, got ${JSON.stringify(effect)}.`,
+      );
     return effect;
   };
   let seq = 0;
@@ -220,7 +235,10 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
     position: seq - 1,
   });
   for (const [key, value] of Object.entries(earlier.steps ?? {})) {
-    await store.writeIntent(lease, row(key, "succeeded", encodeValue(value, `The seeded value of step ${JSON.stringify(key)}`, { maxBytes: Number.MAX_SAFE_INTEGER })));
+    await store.writeIntent(
+      lease,
+      row(key, "succeeded", encodeValue(value, `The seeded value of step ${JSON.stringify(key)}`, { maxBytes: Number.MAX_SAFE_INTEGER })),
+    );
   }
   for (const key of earlier.intended ?? []) await store.writeIntent(lease, row(key, "intended", null));
   if ((earlier.intended ?? []).length === 0) {

@@ -11,10 +11,10 @@ import { InvalidNameError } from "../base/errors.js";
 export const MAX_NAME_LENGTH = 200;
 
 // C0 and C1 controls, DEL, and the Unicode bidi formatting characters.
+// eslint-disable-next-line no-control-regex -- names may not hold control characters
 const FORBIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
-export const NAME_RULE =
-  `1 to ${MAX_NAME_LENGTH} characters of well-formed Unicode, no control or bidirectional-format characters, no leading or trailing spaces`;
+export const NAME_RULE = `1 to ${MAX_NAME_LENGTH} characters of well-formed Unicode, no control or bidirectional-format characters, no leading or trailing spaces`;
 
 export function checkName(kind: "run id" | "workflow name" | "step name" | "event name", value: unknown): string {
   if (typeof value !== "string") throw new InvalidNameError(kind, String(value), `it must be a string of ${NAME_RULE}`);

@@ -27,7 +27,8 @@ export function retryPolicy(options: RetryOptions | undefined, step: string): Re
   checkKnownKeys(`Step ${JSON.stringify(step)}: retry`, options, RETRY_KEYS, { step });
   const policy = { ...DEFAULT_RETRY, ...stripUndefined(options) };
   const bad = (what: string) => new InvalidOptionError(`Step ${JSON.stringify(step)}: retry.${what}.`, { step });
-  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1) throw bad(`maxAttempts must be a whole number ≥ 1 (it counts calls, the first included)`);
+  if (!Number.isInteger(policy.maxAttempts) || policy.maxAttempts < 1)
+    throw bad(`maxAttempts must be a whole number ≥ 1 (it counts calls, the first included)`);
   if (!(policy.backoffMs >= 0)) throw bad("backoffMs must be ≥ 0");
   if (!(policy.factor >= 1)) throw bad("factor must be ≥ 1");
   if (!(policy.maxBackoffMs >= 0)) throw bad("maxBackoffMs must be ≥ 0");

@@ -62,7 +62,12 @@ function makeTools(world: World) {
 
 const newWorld = (): World => ({ calls: [], options: {}, outbox: [] });
 
-function agentWorkflow(name: string, model: ReturnType<typeof scriptedModel>, world: World, hooks: { after?: (ctx: WorkflowContext, messages: unknown) => void; withQuery?: boolean; stream?: boolean } = {}) {
+function agentWorkflow(
+  name: string,
+  model: ReturnType<typeof scriptedModel>,
+  world: World,
+  hooks: { after?: (ctx: WorkflowContext, messages: unknown) => void; withQuery?: boolean; stream?: boolean } = {},
+) {
   return defineWorkflow({
     name,
     async run(ctx) {
@@ -206,11 +211,7 @@ describe("durableModel + durableTools with generateText", () => {
   });
 
   it("a tool that throws: the model is told (tool error), the error is the call's recorded outcome, and a continue replays it", async () => {
-    const world = newWorld();
-    const model = scriptedModel([
-      { calls: [{ id: "c1", tool: "flaky", input: {} }] },
-      { text: "The mailbox is full; I will not retry." },
-    ]);
+    const model = scriptedModel([{ calls: [{ id: "c1", tool: "flaky", input: {} }] }, { text: "The mailbox is full; I will not retry." }]);
     let flakyCalls = 0;
     let failOnce = true;
     const wf = defineWorkflow({
@@ -267,7 +268,10 @@ describe("durableModel + durableTools with generateText", () => {
         const tools = durableTools(
           ctx,
           {
-            slowRead: tool({ inputSchema: z.object({}), execute: async () => (order.push("slow start"), await new Promise((r) => setTimeout(r, 40)), order.push("slow end"), 1) }),
+            slowRead: tool({
+              inputSchema: z.object({}),
+              execute: async () => (order.push("slow start"), await new Promise((r) => setTimeout(r, 40)), order.push("slow end"), 1),
+            }),
             send: tool({ inputSchema: z.object({}), execute: async () => (order.push("send"), 2) }),
             fastRead: tool({ inputSchema: z.object({}), execute: async () => (order.push("fast"), 3) }),
           },
@@ -521,10 +525,16 @@ describe("steplog's own errors are not handed to the model", () => {
 
   it("a model error is thrown as ModelTurnFailedError, not retried by the SDK", async () => {
     let calls = 0;
-    const model = { specificationVersion: "v3", provider: "p", modelId: "m", supportedUrls: {}, doGenerate: async () => {
-      calls++;
-      throw Object.assign(new Error("bad request"), { isRetryable: false });
-    } };
+    const model = {
+      specificationVersion: "v3",
+      provider: "p",
+      modelId: "m",
+      supportedUrls: {},
+      doGenerate: async () => {
+        calls++;
+        throw Object.assign(new Error("bad request"), { isRetryable: false });
+      },
+    };
     const wf = defineWorkflow({
       name: "ai-model-error",
       async run(ctx) {

@@ -29,7 +29,14 @@ async function attempt(dir: string, agent: string, runId: string, mode: "start" 
   return { code, signal, stdout, stderr, result: report?.result };
 }
 
-const lines = (file: string): any[] => (fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []);
+const lines = (file: string): any[] =>
+  fs.existsSync(file)
+    ? fs
+        .readFileSync(file, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 function ledgers(dir: string) {
   const world = path.join(dir, "world");

@@ -37,15 +37,24 @@ describe("npm run example:agent", () => {
       for (const { id } of runs) {
         const view = await engine.get(id);
         const sends = view.steps.filter((s) => s.name.startsWith("tool:sendEmail:"));
-        expect(sends.filter((s) => s.status === "succeeded"), id).toHaveLength(1);
-        expect(view.steps.filter((s) => s.name === "model" && s.status === "succeeded"), id).toHaveLength(4);
+        expect(
+          sends.filter((s) => s.status === "succeeded"),
+          id,
+        ).toHaveLength(1);
+        expect(
+          view.steps.filter((s) => s.name === "model" && s.status === "succeeded"),
+          id,
+        ).toHaveLength(4);
       }
     } finally {
       await engine.close();
     }
     // Each world's outbox holds one email.
     for (const n of [1, 2, 3]) {
-      const outbox = fs.readFileSync(path.join(dir, `world-${n}`, "outbox.jsonl"), "utf8").trim().split("\n");
+      const outbox = fs
+        .readFileSync(path.join(dir, `world-${n}`, "outbox.jsonl"), "utf8")
+        .trim()
+        .split("\n");
       expect(outbox, `world-${n}`).toHaveLength(1);
     }
   });

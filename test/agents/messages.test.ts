@@ -4,16 +4,39 @@ import { describe, expect, it } from "vitest";
 import { messagesFromSteps, pendingToolCalls, readTurn, ToolCallPendingError, type StepRowLike } from "../../src/entries/agents.js";
 
 const openaiTurn = (content: string | null, calls: Array<[string, string, object]> = []) => ({
-  choices: [{ message: { role: "assistant", content, ...(calls.length ? { tool_calls: calls.map(([id, name, args]) => ({ id, type: "function", function: { name, arguments: JSON.stringify(args) } })) } : {}) } }],
+  choices: [
+    {
+      message: {
+        role: "assistant",
+        content,
+        ...(calls.length
+          ? { tool_calls: calls.map(([id, name, args]) => ({ id, type: "function", function: { name, arguments: JSON.stringify(args) } })) }
+          : {}),
+      },
+    },
+  ],
 });
 
 let seq = 0;
-const row = (key: string, status: string, value?: unknown): StepRowLike => ({ seq: ++seq, key, name: key.replace(/#\d+$/, ""), status, ...(value === undefined ? {} : { value }) });
+const row = (key: string, status: string, value?: unknown): StepRowLike => ({
+  seq: ++seq,
+  key,
+  name: key.replace(/#\d+$/, ""),
+  status,
+  ...(value === undefined ? {} : { value }),
+});
 
 describe("messagesFromSteps", () => {
   const complete = () => [
     row("plan-outline", "succeeded", "not a turn: left out"),
-    row("model", "succeeded", openaiTurn("Looking up.", [["c1", "lookup", { id: 1 }], ["c2", "lookup", { id: 2 }]])),
+    row(
+      "model",
+      "succeeded",
+      openaiTurn("Looking up.", [
+        ["c1", "lookup", { id: 1 }],
+        ["c2", "lookup", { id: 2 }],
+      ]),
+    ),
     row("tool:lookup:c1", "succeeded", { name: "Ada" }),
     row("tool:lookup:c2", "succeeded", { "steplog.toolError": { name: "Error", message: "no such customer" } }),
     row("model#2", "succeeded", openaiTurn(null, [["c3", "send", { to: "ada" }]])),
@@ -48,7 +71,10 @@ describe("messagesFromSteps", () => {
         { type: "tool-result", toolCallId: "c2", toolName: "lookup", output: { type: "error-text", value: "no such customer" } },
       ],
     });
-    expect(messages[3]).toEqual({ role: "tool", content: [{ type: "tool-result", toolCallId: "c3", toolName: "send", output: { type: "text", value: "sent" } }] });
+    expect(messages[3]).toEqual({
+      role: "tool",
+      content: [{ type: "tool-result", toolCallId: "c3", toolName: "send", output: { type: "text", value: "sent" } }],
+    });
     expect(messages.map((m) => m.role)).toEqual(["assistant", "tool", "assistant", "tool", "assistant"]);
   });
 
@@ -80,7 +106,18 @@ describe("messagesFromSteps", () => {
   });
 
   it("finds results of plain functions called without the call id (numbered per tool name)", () => {
-    const rows = [row("model", "succeeded", openaiTurn(null, [["call_x", "add", { a: 1 }], ["call_y", "add", { a: 2 }]])), row("tool:add:1", "succeeded", 1), row("tool:add:2", "succeeded", 2)];
+    const rows = [
+      row(
+        "model",
+        "succeeded",
+        openaiTurn(null, [
+          ["call_x", "add", { a: 1 }],
+          ["call_y", "add", { a: 2 }],
+        ]),
+      ),
+      row("tool:add:1", "succeeded", 1),
+      row("tool:add:2", "succeeded", 2),
+    ];
     expect(messagesFromSteps(rows).filter((m) => m.role === "tool")).toEqual([
       { role: "tool", tool_call_id: "call_x", content: "1" },
       { role: "tool", tool_call_id: "call_y", content: "2" },
@@ -94,7 +131,11 @@ describe("messagesFromSteps", () => {
       row("model#2", "succeeded", openaiTurn(null, [["same", "t", {}]])),
       row("tool:t:same#2", "succeeded", "second"),
     ];
-    expect(messagesFromSteps(rows).filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["first", "second"]);
+    expect(
+      messagesFromSteps(rows)
+        .filter((m) => m.role === "tool")
+        .map((m) => m.content),
+    ).toEqual(["first", "second"]);
   });
 
   it("with a label, reads only that model's turns", () => {
@@ -111,12 +152,29 @@ describe("messagesFromSteps", () => {
 
 describe("readTurn", () => {
   it("reads Anthropic messages, OpenAI responses, AI SDK results and streams", () => {
-    expect(readTurn({ role: "assistant", content: [{ type: "thinking", thinking: "hmm" }, { type: "text", text: "ok" }, { type: "tool_use", id: "tu1", name: "f", input: { x: 1 } }] })).toEqual({
+    expect(
+      readTurn({
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "hmm" },
+          { type: "text", text: "ok" },
+          { type: "tool_use", id: "tu1", name: "f", input: { x: 1 } },
+        ],
+      }),
+    ).toEqual({
       text: "ok",
       reasoning: "hmm",
       toolCalls: [{ id: "tu1", name: "f", input: { x: 1 }, arguments: '{"x":1}' }],
     });
-    expect(readTurn({ object: "response", output: [{ type: "message", content: [{ type: "output_text", text: "hi" }] }, { type: "function_call", call_id: "fc", name: "g", arguments: "{}" }] })).toEqual({
+    expect(
+      readTurn({
+        object: "response",
+        output: [
+          { type: "message", content: [{ type: "output_text", text: "hi" }] },
+          { type: "function_call", call_id: "fc", name: "g", arguments: "{}" },
+        ],
+      }),
+    ).toEqual({
       text: "hi",
       toolCalls: [{ id: "fc", name: "g", input: {}, arguments: "{}" }],
     });
@@ -124,7 +182,15 @@ describe("readTurn", () => {
       text: "",
       toolCalls: [{ id: "a", name: "h", input: { y: 2 }, arguments: '{"y":2}' }],
     });
-    expect(readTurn({ parts: [{ type: "text-delta", delta: "a" }, { type: "text-delta", delta: "b" }, { type: "tool-call", toolCallId: "z", toolName: "k", input: "{}" }] })).toEqual({
+    expect(
+      readTurn({
+        parts: [
+          { type: "text-delta", delta: "a" },
+          { type: "text-delta", delta: "b" },
+          { type: "tool-call", toolCallId: "z", toolName: "k", input: "{}" },
+        ],
+      }),
+    ).toEqual({
       text: "ab",
       toolCalls: [{ id: "z", name: "k", input: {}, arguments: "{}" }],
     });

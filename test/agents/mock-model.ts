@@ -34,7 +34,10 @@ export function generateResult(turn: ScriptedTurn, n: number) {
 }
 
 export function streamParts(turn: ScriptedTurn, n: number) {
-  const parts: any[] = [{ type: "stream-start", warnings: [] }, { type: "response-metadata", id: `resp-${n}`, modelId: "scripted", timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, n)) }];
+  const parts: any[] = [
+    { type: "stream-start", warnings: [] },
+    { type: "response-metadata", id: `resp-${n}`, modelId: "scripted", timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, n)) },
+  ];
   if (turn.text) {
     parts.push({ type: "text-start", id: `t${n}` });
     for (const word of turn.text.split(/(?<= )/)) parts.push({ type: "text-delta", id: `t${n}`, delta: word });

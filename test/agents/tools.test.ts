@@ -30,7 +30,12 @@ describe("step names", () => {
     expect(toolStepName("sendEmail", "call_abc123")).toBe("tool:sendEmail:call_abc123");
     expect(toolStepName("mcp:github#search", "id 1\n")).toBe("tool:mcp%3Agithub%23search:id%201%0A");
     expect(toolStepName("a%b", "\u202eevil")).toBe("tool:a%25b:%E2%80%AEevil");
-    for (const [name, id] of [["mcp:github#search", "id 1\n"], ["a%b", "\u202eevil"], ["plain", "x:y:z"], ["ünï", "ç#"]] as const) {
+    for (const [name, id] of [
+      ["mcp:github#search", "id 1\n"],
+      ["a%b", "\u202eevil"],
+      ["plain", "x:y:z"],
+      ["ünï", "ç#"],
+    ] as const) {
       expect(parseToolStepName(toolStepName(name, id))).toEqual({ toolName: name, callId: id });
     }
     expect(parseToolStepName("model#2")).toBeUndefined();
@@ -69,7 +74,13 @@ describe("durableTools", () => {
         add: (input: { a: number; b: number }) => input.a + input.b,
         echo: (input: string, options?: unknown) => (seen.push(options), input),
       });
-      return [await tools.add({ a: 1, b: 2 }), await tools.add({ a: 3, b: 4 }), await tools.echo("hi"), await tools.echo("there", { toolCallId: "call_9" }), await tools.add({ a: 0, b: 0 })];
+      return [
+        await tools.add({ a: 1, b: 2 }),
+        await tools.add({ a: 3, b: 4 }),
+        await tools.echo("hi"),
+        await tools.echo("there", { toolCallId: "call_9" }),
+        await tools.add({ a: 0, b: 0 }),
+      ];
     });
     expect(view.value).toEqual([3, 7, "hi", "there", 0]);
     expect(view.steps.map((s) => [s.key, s.effect])).toEqual([
@@ -130,7 +141,11 @@ describe("durableTools", () => {
     });
     const run = await testWorkflow(wf, { args: undefined, earlier: { intended: ["tool:save:c1"] } });
     expect(run.status).toBe("completed");
-    expect(got[0]).toMatchObject({ toolCallId: "c1", idempotencyKey: "test-run:tool:save:c1", previous: { attempt: 1, idempotencyKey: "test-run:tool:save:c1" } });
+    expect(got[0]).toMatchObject({
+      toolCallId: "c1",
+      idempotencyKey: "test-run:tool:save:c1",
+      previous: { attempt: 1, idempotencyKey: "test-run:tool:save:c1" },
+    });
   });
 
   it("passes the tool's input and call id to its query and compensation", async () => {
@@ -138,23 +153,38 @@ describe("durableTools", () => {
     const wf = defineWorkflow({
       name: "query-tool",
       async run(ctx) {
-        const tools = durableTools(ctx, { charge: (input: { cents: number }) => ({ charged: input.cents }) }, {
-          effects: { charge: "compensatable" },
-          query: { charge: (info) => (queried.push(info), { done: true, value: { charged: 5, found: true } }) },
-          compensate: { charge: () => undefined },
-        });
+        const tools = durableTools(
+          ctx,
+          { charge: (input: { cents: number }) => ({ charged: input.cents }) },
+          {
+            effects: { charge: "compensatable" },
+            query: { charge: (info) => (queried.push(info), { done: true, value: { charged: 5, found: true } }) },
+            compensate: { charge: () => undefined },
+          },
+        );
         return tools.charge({ cents: 5 }, { toolCallId: "k" });
       },
     });
     const run = await testWorkflow(wf, { args: undefined, earlier: { intended: ["tool:charge:k"] } });
     expect(run).toMatchObject({ status: "completed", value: { charged: 5, found: true } });
-    expect(queried).toEqual([{ runId: "test-run", step: "tool:charge:k", idempotencyKey: "test-run:tool:charge:k", toolName: "charge", toolCallId: "k", input: { cents: 5 } }]);
+    expect(queried).toEqual([
+      { runId: "test-run", step: "tool:charge:k", idempotencyKey: "test-run:tool:charge:k", toolName: "charge", toolCallId: "k", input: { cents: 5 } },
+    ]);
   });
 
   it("retries a failing tool inside its step when asked, then records the last error as its outcome", async () => {
     let calls = 0;
     const { view, result } = await runOnce(async (ctx) => {
-      const tools = durableTools(ctx, { fetchIt: () => { calls++; throw new TypeError(`down ${calls}`); } }, { retry: { fetchIt: { maxAttempts: 3, backoffMs: 1 } } });
+      const tools = durableTools(
+        ctx,
+        {
+          fetchIt: () => {
+            calls++;
+            throw new TypeError(`down ${calls}`);
+          },
+        },
+        { retry: { fetchIt: { maxAttempts: 3, backoffMs: 1 } } },
+      );
       try {
         await tools.fetchIt({});
       } catch (error) {
@@ -205,7 +235,11 @@ describe("modelTurn", () => {
       reasoningTokens: 1,
       cachedInputTokens: 2,
     });
-    expect(usageOf({ usage: { input_tokens: 3, output_tokens: 4, cache_read_input_tokens: 2 } })).toEqual({ inputTokens: 3, outputTokens: 4, cachedInputTokens: 2 });
+    expect(usageOf({ usage: { input_tokens: 3, output_tokens: 4, cache_read_input_tokens: 2 } })).toEqual({
+      inputTokens: 3,
+      outputTokens: 4,
+      cachedInputTokens: 2,
+    });
     expect(usageOf({ text: "no usage" })).toBeUndefined();
   });
 
@@ -229,7 +263,17 @@ describe("modelTurn", () => {
       modelCalls++;
       const n = messages.filter((m: any) => m.role === "assistant").length;
       return n === 0
-        ? { choices: [{ message: { role: "assistant", content: null, tool_calls: [{ id: "call_a", type: "function", function: { name: "add", arguments: '{"a":2,"b":3}' } }] } }] }
+        ? {
+            choices: [
+              {
+                message: {
+                  role: "assistant",
+                  content: null,
+                  tool_calls: [{ id: "call_a", type: "function", function: { name: "add", arguments: '{"a":2,"b":3}' } }],
+                },
+              },
+            ],
+          }
         : { choices: [{ message: { role: "assistant", content: "5" } }] };
     };
     const seenMessages: unknown[][] = [];
@@ -282,10 +326,17 @@ describe("parallel tool calls on a continue", () => {
           ctx,
           {
             lookup: {
-              execute: async (input: { item: string }, { abortSignal }: { abortSignal?: AbortSignal; toolCallId?: string; messages?: unknown[] }) =>
-                (slow && (await delay(200, abortSignal)), `price of ${input.item}`),
+              execute: async (input: { item: string }, { abortSignal }: { abortSignal?: AbortSignal; toolCallId?: string; messages?: unknown[] }) => (
+                slow && (await delay(200, abortSignal)),
+                `price of ${input.item}`
+              ),
             },
-            book: { execute: async (input: { item: string }, _options: { toolCallId?: string; messages?: unknown[] }) => (bookings.push(input.item), `booked ${input.item}`) },
+            book: {
+              execute: async (input: { item: string }, _options: { toolCallId?: string; messages?: unknown[] }) => (
+                bookings.push(input.item),
+                `booked ${input.item}`
+              ),
+            },
           },
           { effects: { lookup: "read", book: "irreversible" }, timeoutMs: { lookup: 50 } },
         );

@@ -44,7 +44,32 @@ async function screenshot(html: string, dir: string, name: string): Promise<Buff
   return fs.readFileSync(out);
 }
 
-const TAGS = new Set(["html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "code", "span", "dl", "dt", "dd", "main", "section", "pre", "ul", "li", "strong", "div", "p", "ol", "footer"]);
+const TAGS = new Set([
+  "html",
+  "head",
+  "meta",
+  "title",
+  "style",
+  "body",
+  "header",
+  "h1",
+  "h2",
+  "code",
+  "span",
+  "dl",
+  "dt",
+  "dd",
+  "main",
+  "section",
+  "pre",
+  "ul",
+  "li",
+  "strong",
+  "div",
+  "p",
+  "ol",
+  "footer",
+]);
 const ATTRIBUTES = new Set(["lang", "charset", "http-equiv", "content", "name", "class", "style", "title"]);
 
 /**

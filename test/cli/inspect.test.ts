@@ -28,7 +28,13 @@ describe("steplog runs", () => {
     expect(all.code, all.output).toBe(0);
     const byId = Object.fromEntries(all.json().map((r: { id: string }) => [r.id, r]));
     expect(Object.keys(byId).sort()).toEqual(["crashed-1", "done-1", "failed-1"]);
-    expect(byId["done-1"]).toMatchObject({ workflow: "hello", status: "completed", attempts: 1, step: { key: "publish", status: "succeeded" }, source: example("hello.mjs") });
+    expect(byId["done-1"]).toMatchObject({
+      workflow: "hello",
+      status: "completed",
+      attempts: 1,
+      step: { key: "publish", status: "succeeded" },
+      source: example("hello.mjs"),
+    });
     expect(byId["failed-1"]).toMatchObject({ status: "failed", step: { key: "publish", status: "failed", attempt: 1 } });
     expect(byId["crashed-1"]).toMatchObject({ workflow: "crash-demo", status: "interrupted", step: { key: "two", status: "intended" } });
     expect(byId["done-1"].usage.costUsd).toBeCloseTo(0.0115, 6);
@@ -39,7 +45,12 @@ describe("steplog runs", () => {
     expect(text.stdout).not.toContain("\x1b[");
 
     const filtered = await cli(["runs", "--status", "failed,interrupted", "--json"], { cwd });
-    expect(filtered.json().map((r: { id: string }) => r.id).sort()).toEqual(["crashed-1", "failed-1"]);
+    expect(
+      filtered
+        .json()
+        .map((r: { id: string }) => r.id)
+        .sort(),
+    ).toEqual(["crashed-1", "failed-1"]);
     expect((await cli(["runs", "--status", "failed", "--status", "completed", "--json"], { cwd })).json()).toHaveLength(2);
     expect((await cli(["runs", "--workflow", "crash-demo", "--json"], { cwd })).json().map((r: { id: string }) => r.id)).toEqual(["crashed-1"]);
     const limited = await cli(["runs", "--limit", "1"], { cwd });
@@ -96,8 +107,11 @@ describe("steplog runs", () => {
     fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(pkg, "node_modules"));
     const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       import("node:child_process").then(({ execFile }) =>
-        execFile(process.execPath, [path.join(pkg, "dist", "cli.js"), "runs", "--store", "postgres://user:secret@127.0.0.1:1/none"], { cwd: pkg }, (error, _stdout, stderr) =>
-          resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
+        execFile(
+          process.execPath,
+          [path.join(pkg, "dist", "cli.js"), "runs", "--store", "postgres://user:secret@127.0.0.1:1/none"],
+          { cwd: pkg },
+          (error, _stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
         ),
       );
     });
@@ -128,10 +142,16 @@ describe("stores named on the command line", () => {
   it("--store postgres://… without pg installed: STORE_DRIVER_FAILED, exit 5, saying npm install pg", async () => {
     const cwd = dirs.make();
     const hook = path.join(cwd, "no-pg-hook.mjs");
-    fs.writeFileSync(hook, `export async function resolve(s, c, next) { if (s === "pg") { const e = new Error("Cannot find package 'pg'"); e.code = "ERR_MODULE_NOT_FOUND"; throw e; } return next(s, c); }\n`);
+    fs.writeFileSync(
+      hook,
+      `export async function resolve(s, c, next) { if (s === "pg") { const e = new Error("Cannot find package 'pg'"); e.code = "ERR_MODULE_NOT_FOUND"; throw e; } return next(s, c); }\n`,
+    );
     const register = path.join(cwd, "no-pg.mjs");
     fs.writeFileSync(register, `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(hook).href)});\n`);
-    const r = await cli(["runs", "--store", "postgres://user:secret@127.0.0.1:1/none"], { cwd, env: { NODE_OPTIONS: `--import=${pathToFileURL(register).href}` } });
+    const r = await cli(["runs", "--store", "postgres://user:secret@127.0.0.1:1/none"], {
+      cwd,
+      env: { NODE_OPTIONS: `--import=${pathToFileURL(register).href}` },
+    });
     expect(r.code, r.output).toBe(5);
     expect(r.stderr).toContain("STORE_DRIVER_FAILED");
     expect(r.stderr).toContain("npm install pg");
@@ -227,7 +247,7 @@ describe("steplog show", () => {
     const r = await cli(["show", "app-1", "--db", db], { cwd });
     expect(r.code, r.output).toBe(0);
     expect(r.stdout).toContain("  source   none recorded (give the workflow file to continue)");
-    expect(r.stdout).toContain("  waiting  for event \"go\" (step go)");
+    expect(r.stdout).toContain('  waiting  for event "go" (step go)');
     expect(r.stdout).toMatch(/^  ✓ model +ran +\d+ms +\$0\.5 · 10 in \/ 5 out tokens · pages 2$/m);
     expect(r.stdout).toMatch(/^  ⏸ go +waiting +for event "go"$/m);
     expect(r.stdout).toMatch(/^  steplog send app-1 go '<json>'$/m);
@@ -236,7 +256,7 @@ describe("steplog show", () => {
 });
 
 describe("steplog show: a failure the workflow handled", () => {
-  it("reads \"failed, handled\" where it was recorded, and \"thrown again\" where a continue replayed it", async () => {
+  it('reads "failed, handled" where it was recorded, and "thrown again" where a continue replayed it', async () => {
     const cwd = dirs.make();
     const db = path.join(cwd, "app.db");
     let failLast = true;

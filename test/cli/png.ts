@@ -27,7 +27,8 @@ export function decodePng(buffer: Buffer): Image {
       const bitDepth = data[8]!;
       colorType = data[9]!;
       const interlace = data[12]!;
-      if (bitDepth !== 8 || (colorType !== 2 && colorType !== 6) || interlace !== 0) throw new Error(`unsupported PNG: depth ${bitDepth}, colour type ${colorType}, interlace ${interlace}`);
+      if (bitDepth !== 8 || (colorType !== 2 && colorType !== 6) || interlace !== 0)
+        throw new Error(`unsupported PNG: depth ${bitDepth}, colour type ${colorType}, interlace ${interlace}`);
     } else if (type === "IDAT") idat.push(data);
     else if (type === "IEND") break;
     offset += 12 + length;

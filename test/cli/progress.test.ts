@@ -34,8 +34,7 @@ describe("renderProgress", () => {
   });
 
   it("gives a reused record's age only once it is over an hour old", () => {
-    const at = (ageMs: number) =>
-      renderProgress([{ type: "step-reused", ...run, step: "s", recordedBy: 3, recordedAt: NOW - ageMs }], { now: NOW })[0];
+    const at = (ageMs: number) => renderProgress([{ type: "step-reused", ...run, step: "s", recordedBy: 3, recordedAt: NOW - ageMs }], { now: NOW })[0];
     expect(at(59 * 60_000)).toBe("  ↺ s            reused from attempt 3");
     expect(at(HOUR + 1000)).toBe("  ↺ s            reused from attempt 3, 1h 00m ago");
     expect(at(2 * 24 * HOUR)).toMatch(/reused from attempt 3, 2d 0h ago$/);
@@ -74,7 +73,14 @@ describe("renderProgress", () => {
     const lines = renderProgress(
       [
         { type: "step-started", ...run, step: "long", retry: 0 },
-        { type: "attempt-ended", ...run, attempt: 1, status: "cancelled", runStatus: "cancelled", error: { name: "RunCancelledError", code: "RUN_CANCELLED", message: "cancelled (received SIGINT)", step: "long" } },
+        {
+          type: "attempt-ended",
+          ...run,
+          attempt: 1,
+          status: "cancelled",
+          runStatus: "cancelled",
+          error: { name: "RunCancelledError", code: "RUN_CANCELLED", message: "cancelled (received SIGINT)", step: "long" },
+        },
       ],
       { now: NOW },
     );
@@ -166,7 +172,14 @@ describe("format helpers", () => {
   });
 
   it("formats durations", () => {
-    expect([850, 1234, 12_000, 185_000, 2 * HOUR + 14 * 60_000, 3 * 24 * HOUR + 4 * HOUR].map(formatDuration)).toEqual(["850ms", "1.2s", "12s", "3m 05s", "2h 14m", "3d 4h"]);
+    expect([850, 1234, 12_000, 185_000, 2 * HOUR + 14 * 60_000, 3 * 24 * HOUR + 4 * HOUR].map(formatDuration)).toEqual([
+      "850ms",
+      "1.2s",
+      "12s",
+      "3m 05s",
+      "2h 14m",
+      "3d 4h",
+    ]);
   });
 
   it("quotes words for a shell, so a next command can be pasted as it is", () => {

@@ -98,12 +98,19 @@ describe("steplog run: start", () => {
 
   it("without prepare: one word that parses as JSON is that value, else the words as an array ([] for none)", async () => {
     const cwd = dirs.make();
-    const file = writeWorkflow(cwd, "echo.mjs", `export default defineWorkflow({ name: "echo", async run(ctx, args) { return ctx.step("echo", async () => ({ args })); } });`);
+    const file = writeWorkflow(
+      cwd,
+      "echo.mjs",
+      `export default defineWorkflow({ name: "echo", async run(ctx, args) { return ctx.step("echo", async () => ({ args })); } });`,
+    );
     const cases: Array<[string[], unknown]> = [
       [['{"a":[1,2]}'], { a: [1, 2] }],
       [["42"], 42],
       [["plain words"], ["plain words"]],
-      [["a", "b"], ["a", "b"]],
+      [
+        ["a", "b"],
+        ["a", "b"],
+      ],
       [[], []],
     ];
     for (const [i, [words, expected]] of cases.entries()) {
@@ -116,7 +123,11 @@ describe("steplog run: start", () => {
   it("loads a .mjs workflow that imports a .ts helper", async () => {
     const cwd = dirs.make();
     fs.writeFileSync(path.join(cwd, "helper.ts"), `export function twice(n: number): number { return n * 2; }\n`);
-    const file = writeWorkflow(cwd, "uses-ts.mjs", `import { twice } from "./helper.ts";\nexport default defineWorkflow({ name: "uses-ts", async run(ctx, n) { return ctx.step("twice", async () => twice(n)); } });`);
+    const file = writeWorkflow(
+      cwd,
+      "uses-ts.mjs",
+      `import { twice } from "./helper.ts";\nexport default defineWorkflow({ name: "uses-ts", async run(ctx, n) { return ctx.step("twice", async () => twice(n)); } });`,
+    );
     const r = await cli(["run", file, "--json", "--", "21"], { cwd });
     expect(r.code, r.output).toBe(0);
     expect(r.json().value).toBe(42);
@@ -176,7 +187,9 @@ describe("steplog run --continue", () => {
     expect(first.stdout).not.toMatch(/two/);
 
     const interrupted = await cli(["runs", "--status", "interrupted", "--json"], { cwd });
-    expect(interrupted.json()).toMatchObject([{ id: "c1", workflow: "crash-demo", status: "interrupted", attempts: 1, step: { key: "two", status: "intended", attempt: 1 } }]);
+    expect(interrupted.json()).toMatchObject([
+      { id: "c1", workflow: "crash-demo", status: "interrupted", attempts: 1, step: { key: "two", status: "intended", attempt: 1 } },
+    ]);
 
     const second = await cli(["run", "--continue", "--id", "c1"], { cwd });
     expect(second.code, second.output).toBe(0);

@@ -20,7 +20,15 @@ describe("steplog recover", () => {
     const r = await cli(["recover", "--json"], { cwd });
     expect(r.code, r.output).toBe(0);
     expect(r.json()).toEqual([
-      { id: "r1", workflow: "crash-demo", status: "interrupted", attempt: 1, step: "two", explanation: expect.stringContaining("ended without recording an ending"), next: "steplog run --continue --id r1" },
+      {
+        id: "r1",
+        workflow: "crash-demo",
+        status: "interrupted",
+        attempt: 1,
+        step: "two",
+        explanation: expect.stringContaining("ended without recording an ending"),
+        next: "steplog run --continue --id r1",
+      },
     ]);
     expect((await cli(["recover", "--json"], { cwd })).json()).toEqual([]);
     const text = await cli(["recover"], { cwd });
@@ -40,7 +48,15 @@ describe("escalations and resolve", () => {
 
     const list = await cli(["escalations", "--json"], { cwd });
     expect(list.json()).toEqual([
-      expect.objectContaining({ runId: "ch1", workflow: "charge", step: "charge", effect: "irreversible", idempotencyKey: "ch1:charge", attempt: 1, next: ["steplog resolve ch1 charge --value '<json>'", "steplog resolve ch1 charge --redo"] }),
+      expect.objectContaining({
+        runId: "ch1",
+        workflow: "charge",
+        step: "charge",
+        effect: "irreversible",
+        idempotencyKey: "ch1:charge",
+        attempt: 1,
+        next: ["steplog resolve ch1 charge --value '<json>'", "steplog resolve ch1 charge --redo"],
+      }),
     ]);
     const refusedContinue = await cli(["run", "--continue", "--id", "ch1"], { cwd });
     expect(refusedContinue.code).toBe(3);
@@ -118,7 +134,10 @@ describe("send, approve, reject and work", () => {
     expect(approved.json()).toMatchObject({ id: "o1", step: "ship", approved: true, by: "ana" });
     const finished = await cli(["work", "--until-idle", "--poll", "100ms", "--json"], { cwd });
     expect(finished.code, finished.output).toBe(0);
-    const lines = finished.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const lines = finished.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.filter((l) => l.type === "step-succeeded").map((l) => l.step)).toEqual(["ship"]);
     expect(lines.at(-1)).toEqual({ type: "summary", attempts: [{ id: "o1", status: "completed", runStatus: "completed", attempt: 3 }] });
     expect((await cli(["show", "o1", "--json"], { cwd })).json().value).toMatchObject({ payment: { amount: 12 }, shipped: { tracking: "T-o1:ship" } });
@@ -235,7 +254,14 @@ describe("dead-letters and cancel", () => {
     const r = await cli(["dead-letters", "--json"], { cwd });
     expect(r.code, r.output).toBe(0);
     expect(r.json()).toEqual([
-      expect.objectContaining({ id: "dl1", workflow: "flaky", status: "dead-lettered", attempts: 2, error: "ECONNRESET while uploading", next: "steplog run --continue --id dl1 --force" }),
+      expect.objectContaining({
+        id: "dl1",
+        workflow: "flaky",
+        status: "dead-lettered",
+        attempts: 2,
+        error: "ECONNRESET while uploading",
+        next: "steplog run --continue --id dl1 --force",
+      }),
     ]);
     const text = await cli(["dead-letters"], { cwd });
     expect(text.stdout).toMatch(/^dl1 +flaky +dead-lettered +2 +upload \(failed\)/m);

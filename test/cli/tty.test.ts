@@ -17,10 +17,15 @@ const ttyIt = SCRIPT ? it : it.skip;
 function inPty(args: string[], cwd: string, env: Record<string, string | undefined> = {}): Promise<{ code: number; out: string }> {
   const line = [process.execPath, BIN, ...args].map(shellQuote).join(" ");
   return new Promise((resolve, reject) => {
-    execFile(SCRIPT!, ["-q", "-e", "-c", `stty cols 100 rows 40; ${line}`, "/dev/null"], { cwd, env: childEnv({ TERM: "xterm-256color", ...env }), timeout: 30_000 }, (error, stdout) => {
-      if (error && typeof (error as { code?: unknown }).code !== "number") return reject(error);
-      resolve({ code: error ? ((error as { code: number }).code ?? 1) : 0, out: stdout });
-    });
+    execFile(
+      SCRIPT!,
+      ["-q", "-e", "-c", `stty cols 100 rows 40; ${line}`, "/dev/null"],
+      { cwd, env: childEnv({ TERM: "xterm-256color", ...env }), timeout: 30_000 },
+      (error, stdout) => {
+        if (error && typeof (error as { code?: unknown }).code !== "number") return reject(error);
+        resolve({ code: error ? ((error as { code: number }).code ?? 1) : 0, out: stdout });
+      },
+    );
   });
 }
 
@@ -29,7 +34,10 @@ describe("steplog run on a terminal", () => {
     const cwd = dirs.make();
     const first = await inPty(["run", example("hello.mjs"), "--id", "p1", "--", '{"topic":"x","failFirst":"publish"}'], cwd);
     expect(first.code, first.out).toBe(1);
-    expect(SPINNER.some((frame) => first.out.includes(frame)), first.out).toBe(true);
+    expect(
+      SPINNER.some((frame) => first.out.includes(frame)),
+      first.out,
+    ).toBe(true);
     expect(first.out).toMatch(/\x1b\[\d+A\r\x1b\[J/); // cursor up + clear: the running line redrawn
     expect(first.out).toContain("\x1b[32m✓\x1b[39m plan");
     expect(first.out).toContain("\x1b[31m✗\x1b[39m publish");
@@ -43,7 +51,10 @@ describe("steplog run on a terminal", () => {
     const r = await inPty(["run", example("hello.mjs"), "--id", "p2", "--", '{"topic":"x"}'], cwd, { NO_COLOR: "1" });
     expect(r.code, r.out).toBe(0);
     expect(r.out).not.toMatch(/\x1b\[\d+m/);
-    expect(SPINNER.some((frame) => r.out.includes(frame)), r.out).toBe(true);
+    expect(
+      SPINNER.some((frame) => r.out.includes(frame)),
+      r.out,
+    ).toBe(true);
     expect(r.out).toMatch(/✓ publish/);
   });
 });

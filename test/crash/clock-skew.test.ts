@@ -20,7 +20,8 @@ const has = (command: string[]) => {
 };
 const FAKETIME = has(["faketime", "-f", "+1h", "true"]);
 const UNSHARE = has(["unshare", "--uts", "true"]);
-if (!process.env.CI && (!FAKETIME || !UNSHARE)) console.warn("clock-skew tests skipped: they need faketime (apt-get install faketime) and unshare --uts (root)");
+if (!process.env.CI && (!FAKETIME || !UNSHARE))
+  console.warn("clock-skew tests skipped: they need faketime (apt-get install faketime) and unshare --uts (root)");
 const skewIt = (FAKETIME && UNSHARE) || process.env.CI ? it : it.skip;
 
 const skewed = (offset: string) => ["faketime", "-f", offset];
@@ -76,35 +77,43 @@ describe.each(STORES)("leases under skewed clocks (%s)", (_store, storeEnv) => {
     ["another host, the owner's clock 2 h behind", elsewhere(...skewed("-2h")), []],
   ];
 
-  skewIt.each(cases)("%s: a live, renewing owner is never taken over", async (_what, ownerUnder, claimerUnder) => {
-    const file = tmpDb();
-    const env = { ...storeEnv(), LEASE_MS, STEP_DELAY_MS: "1500" };
-    const owner = spawnWorker(file, "r", "start", env, undefined, { under: ownerUnder });
-    await untilEntered(owner, "one");
-    const claimer = await runWorker(file, "r", "continue", { ...env, STEP_DELAY_MS: "0" }, undefined, { under: claimerUnder });
-    expect(claimer.report?.refused?.code, claimer.stdout + claimer.stderr).toBe("RUN_BUSY");
-    const done = await owner.done;
-    expect(done.report?.result, done.stdout + done.stderr).toMatchObject({ status: "completed", attempt: 1 });
-    // Nobody but the owner ran a step.
-    expect(new Set(readLedger(file).map((e) => e.pid)).size).toBe(1);
-    expect(effectsOf(file, "one")).toHaveLength(1);
-  }, 30_000);
+  skewIt.each(cases)(
+    "%s: a live, renewing owner is never taken over",
+    async (_what, ownerUnder, claimerUnder) => {
+      const file = tmpDb();
+      const env = { ...storeEnv(), LEASE_MS, STEP_DELAY_MS: "1500" };
+      const owner = spawnWorker(file, "r", "start", env, undefined, { under: ownerUnder });
+      await untilEntered(owner, "one");
+      const claimer = await runWorker(file, "r", "continue", { ...env, STEP_DELAY_MS: "0" }, undefined, { under: claimerUnder });
+      expect(claimer.report?.refused?.code, claimer.stdout + claimer.stderr).toBe("RUN_BUSY");
+      const done = await owner.done;
+      expect(done.report?.result, done.stdout + done.stderr).toMatchObject({ status: "completed", attempt: 1 });
+      // Nobody but the owner ran a step.
+      expect(new Set(readLedger(file).map((e) => e.pid)).size).toBe(1);
+      expect(effectsOf(file, "one")).toHaveLength(1);
+    },
+    30_000,
+  );
 
   skewIt.each([
     ["another host, the claimer's clock 2 h behind", skewed("-2h")],
     ["another host, the claimer's clock 2 h ahead", skewed("+2h")],
-  ])("%s: a dead owner's run is taken over within about one lease period", async (_what, claimerUnder) => {
-    const file = tmpDb();
-    const env = { ...storeEnv(), LEASE_MS, STEP_DELAY_MS: "4000" };
-    const owner = spawnWorker(file, "r", "start", env, undefined, { under: elsewhere() });
-    await untilEntered(owner, "one");
-    owner.child.kill("SIGKILL");
-    await owner.done;
-    const started = Date.now();
-    const claimer = await runWorker(file, "r", "continue", { ...env, STEP_DELAY_MS: "0" }, undefined, { under: claimerUnder });
-    const took = Date.now() - started;
-    expect(claimer.report?.result, claimer.stdout + claimer.stderr).toMatchObject({ status: "completed", attempt: 2 });
-    // It waited to see the lease go unrenewed (not longer than a period and the process's start-up).
-    expect(took).toBeLessThan(Number(LEASE_MS) + 4000);
-  }, 30_000);
+  ])(
+    "%s: a dead owner's run is taken over within about one lease period",
+    async (_what, claimerUnder) => {
+      const file = tmpDb();
+      const env = { ...storeEnv(), LEASE_MS, STEP_DELAY_MS: "4000" };
+      const owner = spawnWorker(file, "r", "start", env, undefined, { under: elsewhere() });
+      await untilEntered(owner, "one");
+      owner.child.kill("SIGKILL");
+      await owner.done;
+      const started = Date.now();
+      const claimer = await runWorker(file, "r", "continue", { ...env, STEP_DELAY_MS: "0" }, undefined, { under: claimerUnder });
+      const took = Date.now() - started;
+      expect(claimer.report?.result, claimer.stdout + claimer.stderr).toMatchObject({ status: "completed", attempt: 2 });
+      // It waited to see the lease go unrenewed (not longer than a period and the process's start-up).
+      expect(took).toBeLessThan(Number(LEASE_MS) + 4000);
+    },
+    30_000,
+  );
 });

@@ -37,7 +37,11 @@ describe("disk full", () => {
       expect(db.integrity).toBe("ok");
       const effects = readLedger(file).filter((e) => e.kind === "effect");
       // Every function call had its intent durable first.
-      for (const e of effects) expect(db.steps.some((s) => s.key === e.step && s.attempt === 1), `${e.step} ran without an intent`).toBe(true);
+      for (const e of effects)
+        expect(
+          db.steps.some((s) => s.key === e.step && s.attempt === 1),
+          `${e.step} ran without an intent`,
+        ).toBe(true);
       // Nothing is recorded as succeeded whose function did not return, and the run is not completed.
       for (const s of db.steps.filter((s) => s.status === "succeeded")) expect(effects.some((e) => e.step === s.key)).toBe(true);
       expect(db.runs[0]!.status).not.toBe("completed");

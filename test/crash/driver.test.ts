@@ -33,7 +33,10 @@ describe("a SQLite driver that cannot load", () => {
 
   it("the steplog command exits 5 with the code and the fix", async () => {
     const file = tmpDb();
-    const run = spawnNode(BIN, ["run", example("hello.mjs"), "--db", file, "--", '{"topic":"x"}'], { env: { NODE_OPTIONS: `--require ${PRELOAD}` }, cwd: path.dirname(file) });
+    const run = spawnNode(BIN, ["run", example("hello.mjs"), "--db", file, "--", '{"topic":"x"}'], {
+      env: { NODE_OPTIONS: `--require ${PRELOAD}` },
+      cwd: path.dirname(file),
+    });
     const done = await run.done;
     expect(done.code, done.stderr).toBe(5);
     expect(done.stderr).toContain("STORE_DRIVER_FAILED");

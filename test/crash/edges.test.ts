@@ -21,7 +21,11 @@ describe("a malformed query answer fails closed", () => {
     expect(next.report?.result?.error.message).toMatch(found);
     expect(next.report?.result?.error.message).toMatch(/\{ done: true, value \} or \{ done: false \}/);
     expect(effectsOf(file, "two")).toHaveLength(before);
-    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["intended"]);
+    expect(
+      inspectDb(file)
+        .steps.filter((s) => s.key === "two")
+        .map((s) => s.status),
+    ).toEqual(["intended"]);
     // Asked again on the next continue, and refused again: never taken for "not done".
     const again = await runWorker(file, "r", "continue", env);
     expect(again.report?.result).toMatchObject({ status: "failed", error: { code: "QUERY_ANSWER_INVALID" } });
@@ -73,15 +77,34 @@ describe("a succeeded irreversible step is not run again without consent", () =>
 
 describe("an effect that ran but whose value cannot be recorded is an unknown outcome, not a failure", () => {
   it.each([
-    ["irreversible, no query: escalated, never called again", { EFFECTS: JSON.stringify({ two: "irreversible" }) }, { status: "escalated", error: { code: "RUN_ESCALATED" } }, ["r:two"]],
-    ["irreversible with a query: settled by the query, never called again", { EFFECTS: JSON.stringify({ two: "irreversible" }), QUERYABLE: "two" }, { status: "completed" }, ["r:two"]],
-    ["compensatable: compensated, then called with a new key", { EFFECTS: JSON.stringify({ two: "compensatable" }), COMPENSATABLE: "two" }, { status: "completed" }, ["r:two", "r:two:2"]],
+    [
+      "irreversible, no query: escalated, never called again",
+      { EFFECTS: JSON.stringify({ two: "irreversible" }) },
+      { status: "escalated", error: { code: "RUN_ESCALATED" } },
+      ["r:two"],
+    ],
+    [
+      "irreversible with a query: settled by the query, never called again",
+      { EFFECTS: JSON.stringify({ two: "irreversible" }), QUERYABLE: "two" },
+      { status: "completed" },
+      ["r:two"],
+    ],
+    [
+      "compensatable: compensated, then called with a new key",
+      { EFFECTS: JSON.stringify({ two: "compensatable" }), COMPENSATABLE: "two" },
+      { status: "completed" },
+      ["r:two", "r:two:2"],
+    ],
   ])("%s", async (_what, env, after, keys) => {
     const file = tmpDb();
     const first = await runWorker(file, "r", "start", { ...env, BAD_VALUE: "two" });
     expect(first.report?.result).toMatchObject({ status: "failed", error: { code: "VALUE_NOT_SERIALIZABLE", step: "two" } });
     expect(first.report?.result?.error.message).toMatch(/its effect has already happened: it is recorded as an unknown outcome/);
-    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["intended"]);
+    expect(
+      inspectDb(file)
+        .steps.filter((s) => s.key === "two")
+        .map((s) => s.status),
+    ).toEqual(["intended"]);
     const next = await runWorker(file, "r", "continue", env);
     expect(next.report?.result).toMatchObject(after);
     expect(effectsOf(file, "two").map((e) => e.idempotencyKey)).toEqual(keys);
@@ -92,14 +115,20 @@ describe("an effect that ran but whose value cannot be recorded is an unknown ou
     const env = { EFFECTS: JSON.stringify({ two: "irreversible" }) };
     await runWorker(file, "r", "start", { ...env, BAD_VALUE: "two" });
     const next = await runWorker(file, "r", "continue", env);
-    expect(next.report?.result?.error.message).toMatch(/step "two" returned, so its effect happened, but its value could not be recorded \(VALUE_NOT_SERIALIZABLE\)/);
+    expect(next.report?.result?.error.message).toMatch(
+      /step "two" returned, so its effect happened, but its value could not be recorded \(VALUE_NOT_SERIALIZABLE\)/,
+    );
   });
 
   it("an idempotent step is recorded failed as before, and a continue calls it again", async () => {
     const file = tmpDb();
     const first = await runWorker(file, "r", "start", { BAD_VALUE: "two" });
     expect(first.report?.result).toMatchObject({ status: "failed", error: { code: "VALUE_NOT_SERIALIZABLE", step: "two" } });
-    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed"]);
+    expect(
+      inspectDb(file)
+        .steps.filter((s) => s.key === "two")
+        .map((s) => s.status),
+    ).toEqual(["failed"]);
     expect((await runWorker(file, "r", "continue")).report?.result).toMatchObject({ status: "completed" });
     expect(effectsOf(file, "two")).toHaveLength(2);
   });

@@ -28,7 +28,11 @@ describe("unknown outcomes after a real crash", () => {
     await runWorker(file, "r", "start", { CRASH_IN_EFFECT: "two" });
     // Attempt 2 records the cut-off as re-driven, then dies before the re-drive's intent.
     await runWorker(file, "r", "continue", { STEPLOG_FAULT: "before-intent@two" });
-    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed"]);
+    expect(
+      inspectDb(file)
+        .steps.filter((s) => s.key === "two")
+        .map((s) => s.status),
+    ).toEqual(["failed"]);
     const next = await runWorker(file, "r", "continue");
     expect(next.report?.result).toMatchObject({ status: "completed" });
     expect(effectsOf(file, "two").map((e) => [e.idempotencyKey, e.attempt, e.previous?.attempt ?? null])).toEqual([
@@ -42,7 +46,11 @@ describe("unknown outcomes after a real crash", () => {
     const env = { EFFECTS: JSON.stringify({ two: "compensatable" }), COMPENSATABLE: "two" };
     await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
     await runWorker(file, "r", "continue", { ...env, STEPLOG_FAULT: "before-intent@two" });
-    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed", "compensated"]);
+    expect(
+      inspectDb(file)
+        .steps.filter((s) => s.key === "two")
+        .map((s) => s.status),
+    ).toEqual(["failed", "compensated"]);
     expect((await runWorker(file, "r", "continue", env)).report?.result).toMatchObject({ status: "completed" });
     expect(effectsOf(file, "two").map((e) => [e.idempotencyKey, e.attempt, e.previous?.attempt ?? null])).toEqual([
       ["r:two", 1, null],
@@ -77,12 +85,16 @@ describe("unknown outcomes after a real crash", () => {
     await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
     const next = await runWorker(file, "r", "continue", env);
     expect(next.report?.result).toMatchObject({ status: "completed" });
-    expect(readLedger(file).filter((e) => e.step === "two").map((e) => `${e.kind} ${e.idempotencyKey}`)).toEqual([
-      "effect r:two",
-      "compensate r:two",
-      "effect r:two:2",
-    ]);
-    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["failed", "compensated", "succeeded"]);
+    expect(
+      readLedger(file)
+        .filter((e) => e.step === "two")
+        .map((e) => `${e.kind} ${e.idempotencyKey}`),
+    ).toEqual(["effect r:two", "compensate r:two", "effect r:two:2"]);
+    expect(
+      inspectDb(file)
+        .steps.filter((s) => s.key === "two")
+        .map((s) => s.status),
+    ).toEqual(["failed", "compensated", "succeeded"]);
   });
 
   it("a compensation cut off by a crash is run again only after a fenced write: an attempt fenced out on its way there does not run it", async () => {
@@ -90,7 +102,11 @@ describe("unknown outcomes after a real crash", () => {
     const env = { EFFECTS: JSON.stringify({ two: "compensatable" }), COMPENSATABLE: "two" };
     await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" });
     await runWorker(file, "r", "continue", { ...env, CRASH_IN_COMPENSATE: "two" });
-    expect(inspectDb(file).steps.filter((s) => s.key === "two").map((s) => s.status)).toEqual(["intended", "intended"]);
+    expect(
+      inspectDb(file)
+        .steps.filter((s) => s.key === "two")
+        .map((s) => s.status),
+    ).toEqual(["intended", "intended"]);
     let compensations = 0;
     let reachedGate!: () => void;
     const atGate = new Promise<void>((resolve) => (reachedGate = resolve));
@@ -170,7 +186,11 @@ describe("the saga with real crashes", () => {
     expect(crashed.signal).toBe("SIGKILL");
     const done = await runWorker(file, "r", "compensate", env);
     expect(done.report?.result).toMatchObject({ status: "compensated", runStatus: "compensated" });
-    expect(readLedger(file).filter((e) => e.kind === "compensate").map((e) => e.step)).toEqual(["two", "one"]);
+    expect(
+      readLedger(file)
+        .filter((e) => e.kind === "compensate")
+        .map((e) => e.step),
+    ).toEqual(["two", "one"]);
     expect(inspectDb(file).runs[0]!.status).toBe("compensated");
   });
 
@@ -212,7 +232,11 @@ describe("the saga with real crashes", () => {
     await runWorker(file, "r", "compensate", { ...env, CRASH_IN_COMPENSATE: "two" });
     const done = await runWorker(file, "r", "compensate", env);
     expect(done.report?.result).toMatchObject({ status: "compensated" });
-    expect(readLedger(file).filter((e) => e.kind === "compensate").map((e) => `${e.step} ${e.idempotencyKey}`)).toEqual(["two r:two", "two r:two", "one r:one"]);
+    expect(
+      readLedger(file)
+        .filter((e) => e.kind === "compensate")
+        .map((e) => `${e.step} ${e.idempotencyKey}`),
+    ).toEqual(["two r:two", "two r:two", "one r:one"]);
     const rows = inspectDb(file).steps;
     expect(rows.filter((s) => s.status === "compensated").map((s) => s.key)).toEqual(["two", "one"]);
     expect(rows.filter((s) => s.status === "intended")).toEqual([]);

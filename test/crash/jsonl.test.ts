@@ -23,13 +23,20 @@ function spawnWorker(file: string, runId: string, mode: Mode, env: Record<string
 const run = (file: string, runId: string, mode: Mode, env?: Record<string, string>) => spawnWorker(file, runId, mode, env).done;
 
 const effects = (file: string) =>
-  fs.readFileSync(`${file}.ledger`, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { step: string; attempt: number; pid: number });
+  fs
+    .readFileSync(`${file}.ledger`, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { step: string; attempt: number; pid: number });
 
 /** Every line of the journal parses: nothing torn or glued was left behind. */
 function journalLines(file: string): Array<Record<string, any>> {
   const text = fs.readFileSync(file, "utf8");
   expect(text.endsWith("\n")).toBe(true);
-  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 async function crashedInTwo(): Promise<string> {
@@ -50,12 +57,23 @@ describe("jsonl store across processes", () => {
       ["intent", "two"],
     ]);
     const seen = await run(file, "r", "get");
-    expect(seen.report?.view).toMatchObject({ status: "interrupted", steps: [["one", "succeeded"], ["two", "intended"]] });
+    expect(seen.report?.view).toMatchObject({
+      status: "interrupted",
+      steps: [
+        ["one", "succeeded"],
+        ["two", "intended"],
+      ],
+    });
 
     const second = await run(file, "r", "continue");
     expect(second.report?.result).toMatchObject({ status: "completed", attempt: 2 });
     // one kept; two re-driven (its outcome was never recorded); three once.
-    expect(effects(file).map((e) => [e.step, e.attempt])).toEqual([["one", 1], ["two", 1], ["two", 2], ["three", 2]]);
+    expect(effects(file).map((e) => [e.step, e.attempt])).toEqual([
+      ["one", 1],
+      ["two", 1],
+      ["two", 2],
+      ["three", 2],
+    ]);
     expect(journalLines(file).at(-1)).toMatchObject({ op: "end", run: "r", ending: "completed" });
     expect(second.stderr).toBe("");
   });
@@ -92,7 +110,13 @@ describe("jsonl store across processes", () => {
     expect(torn.includes("\n")).toBe(false);
 
     const seen = await run(file, "r", "get");
-    expect(seen.report?.view).toMatchObject({ status: "interrupted", steps: [["one", "succeeded"], ["two", "intended"]] });
+    expect(seen.report?.view).toMatchObject({
+      status: "interrupted",
+      steps: [
+        ["one", "succeeded"],
+        ["two", "intended"],
+      ],
+    });
 
     const second = await run(file, "r", "continue");
     expect(second.report?.result).toMatchObject({ status: "completed", attempt: 2 });
@@ -116,12 +140,21 @@ describe("jsonl store across processes", () => {
       fs.writeFileSync(barrier, "");
       const outcomes = await Promise.all([a.done, b.done]);
       const reports = JSON.stringify(outcomes.map((o) => o.report));
-      expect(outcomes.filter((o) => o.report?.result?.status === "completed"), reports).toHaveLength(1);
+      expect(
+        outcomes.filter((o) => o.report?.result?.status === "completed"),
+        reports,
+      ).toHaveLength(1);
       const busy = outcomes.filter((o) => o.report?.refused?.code === "RUN_BUSY");
       expect(busy, reports).toHaveLength(1);
       expect(busy[0]!.report!.refused!.message).toMatch(/held by attempt 2 \(host .+, pid \d+\)/);
       // The loser ran nothing; the journal holds one claim.
-      expect(new Set(effects(file).filter((e) => e.attempt !== 1).map((e) => e.pid)).size).toBe(1);
+      expect(
+        new Set(
+          effects(file)
+            .filter((e) => e.attempt !== 1)
+            .map((e) => e.pid),
+        ).size,
+      ).toBe(1);
       const lines = journalLines(file);
       expect(lines.filter((l) => l.op === "claim").map((l) => l.epoch)).toEqual([2]);
       expect(lines.filter((l) => l.op === "end").map((l) => l.ending)).toEqual(["completed"]);
@@ -145,9 +178,12 @@ describe("jsonl store across processes", () => {
     for (const id of ["a-0", "b-24", "d-13"]) {
       expect(lines.filter((l) => l.run === id).map((l) => [l.op, l.step ?? null])).toEqual([
         ["create", null],
-        ["intent", "one"], ["outcome", "one"],
-        ["intent", "two"], ["outcome", "two"],
-        ["intent", "three"], ["outcome", "three"],
+        ["intent", "one"],
+        ["outcome", "one"],
+        ["intent", "two"],
+        ["outcome", "two"],
+        ["intent", "three"],
+        ["outcome", "three"],
         ["end", null],
       ]);
     }

@@ -31,7 +31,11 @@ interface Effect {
   attempt: number;
 }
 const ledger = (file: string): Effect[] =>
-  fs.readFileSync(`${file}.ledger`, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Effect);
+  fs
+    .readFileSync(`${file}.ledger`, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Effect);
 
 function stepRows(file: string) {
   const db = new Database(file, { readonly: true });

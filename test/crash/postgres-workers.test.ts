@@ -151,9 +151,10 @@ suite("postgres: many worker processes on one database", () => {
       expect(frozen.length, "the frozen worker held runs").toBeGreaterThan(0);
       await until(
         async () => {
-          const now = await q<{ run_id: string; epoch: string; attempt: number | null }>(`SELECT run_id, epoch, attempt FROM ${s}.leases WHERE run_id = ANY($1)`, [
-            frozen.map((f) => f.run_id),
-          ]);
+          const now = await q<{ run_id: string; epoch: string; attempt: number | null }>(
+            `SELECT run_id, epoch, attempt FROM ${s}.leases WHERE run_id = ANY($1)`,
+            [frozen.map((f) => f.run_id)],
+          );
           return now.every((l) => Number(l.epoch) > Number(frozen.find((f) => f.run_id === l.run_id)!.epoch));
         },
         30_000,
@@ -183,7 +184,17 @@ suite("postgres: many worker processes on one database", () => {
         expect(run.status).toBe("completed");
         expect(JSON.parse(run.value)).toBe(STEPS.map((step) => `${run.id}:${step}`).join(","));
       }
-      const attempts = await q<{ run_id: string; number: number; pid: number; ending: string | null; started_at: string; epoch: string; claimed_at: Date; claimed_us: string; replaced_expires_at: string | null }>(
+      const attempts = await q<{
+        run_id: string;
+        number: number;
+        pid: number;
+        ending: string | null;
+        started_at: string;
+        epoch: string;
+        claimed_at: Date;
+        claimed_us: string;
+        replaced_expires_at: string | null;
+      }>(
         `SELECT run_id, number, pid, ending, started_at, epoch, claimed_at, (extract(epoch FROM claimed_at) * 1000000)::bigint AS claimed_us, replaced_expires_at FROM ${s}.attempts ORDER BY run_id, number`,
       );
       const steps = await q<{ run_id: string; seq: number; attempt: number; key: string; status: string; written_epoch: string; written_us: string }>(
@@ -192,7 +203,9 @@ suite("postgres: many worker processes on one database", () => {
       const calls = readLedger(ledgerDir);
       const attemptsOf = (runId: string) => attempts.filter((a) => a.run_id === runId);
       // An attempt that never recorded an ending, and that a later attempt replaced: it crashed or was fenced out.
-      const cutOff = new Set(attempts.filter((a) => a.ending === null && attemptsOf(a.run_id).some((b) => b.number > a.number)).map((a) => `${a.run_id}#${a.number}`));
+      const cutOff = new Set(
+        attempts.filter((a) => a.ending === null && attemptsOf(a.run_id).some((b) => b.number > a.number)).map((a) => `${a.run_id}#${a.number}`),
+      );
 
       // Every step succeeded exactly once; every extra call is a re-drive of a step cut off in a crashed or fenced attempt.
       const extraPerAttempt = new Map<string, number>();
@@ -203,10 +216,15 @@ suite("postgres: many worker processes on one database", () => {
           const mine = calls.filter((c) => c.run === id && c.step === key);
           expect(new Set(mine.map((c) => c.idempotencyKey))).toEqual(new Set([`${id}:${key}`]));
           // The call whose value was recorded, once; after it, nobody called the function again.
-          expect(mine.filter((c) => c.attempt === succeeded[0]!.attempt), `${id} ${key}`).toHaveLength(1);
+          expect(
+            mine.filter((c) => c.attempt === succeeded[0]!.attempt),
+            `${id} ${key}`,
+          ).toHaveLength(1);
           for (const extra of mine.filter((c) => c.attempt !== succeeded[0]!.attempt)) {
             const tag = `${id}#${extra.attempt}`;
-            expect(cutOff.has(tag), `call of ${id} ${key} by attempt ${extra.attempt} (pid ${extra.pid}) is explained by a crashed or fenced attempt`).toBe(true);
+            expect(cutOff.has(tag), `call of ${id} ${key} by attempt ${extra.attempt} (pid ${extra.pid}) is explained by a crashed or fenced attempt`).toBe(
+              true,
+            );
             expect(extra.attempt).toBeLessThan(succeeded[0]!.attempt);
             extraPerAttempt.set(tag, (extraPerAttempt.get(tag) ?? 0) + 1);
           }
@@ -227,12 +245,18 @@ suite("postgres: many worker processes on one database", () => {
         expect(a.replaced_expires_at, `${a.run_id} attempt ${a.number} took a lease that was held`).not.toBeNull();
         const expired = Number(a.replaced_expires_at) <= Number(a.started_at);
         const holderDead = before.pid === killed.child.pid && a.claimed_at.getTime() >= killedAt;
-        expect(expired || holderDead, `${a.run_id}: attempt ${a.number} took over from attempt ${before.number} (pid ${before.pid}) while its lease was live`).toBe(true);
+        expect(
+          expired || holderDead,
+          `${a.run_id}: attempt ${a.number} took over from attempt ${before.number} (pid ${before.pid}) while its lease was live`,
+        ).toBe(true);
       }
       // ...and no step row written under an epoch after a later epoch was taken (server clock, in lock order).
       for (const row of steps) {
         const later = attemptsOf(row.run_id).filter((a) => Number(a.epoch) > Number(row.written_epoch));
-        for (const a of later) expect(Number(row.written_us), `${row.run_id} seq ${row.seq} written under epoch ${row.written_epoch} after epoch ${a.epoch} began`).toBeLessThan(Number(a.claimed_us));
+        for (const a of later)
+          expect(Number(row.written_us), `${row.run_id} seq ${row.seq} written under epoch ${row.written_epoch} after epoch ${a.epoch} began`).toBeLessThan(
+            Number(a.claimed_us),
+          );
       }
       // The test did what it says: both the killed and the frozen worker lost runs to the others.
       const tookOverFrom = (pid: number | undefined) => byPid(pid).filter((a) => cutOff.has(`${a.run_id}#${a.number}`)).length;
@@ -244,7 +268,10 @@ suite("postgres: many worker processes on one database", () => {
         `postgres workers: ${RUNS} runs in ${((t2 - t1) / 1000).toFixed(1)} s (setup ${((t1 - t0) / 1000).toFixed(1)} s), ` +
           `${calls.length} calls (${extras} re-drives), ${attempts.length} attempts, ${cutOff.size} cut off ` +
           `(killed pid: ${tookOverFrom(killed.child.pid)}, frozen pid: ${tookOverFrom(stopped.child.pid)}, frozen ${frozenFor} ms); ` +
-          `workers: ${outcomes.slice(1).map((o) => o.stdout.trim().split("\n").at(-1)).join(" ")}`,
+          `workers: ${outcomes
+            .slice(1)
+            .map((o) => o.stdout.trim().split("\n").at(-1))
+            .join(" ")}`,
       );
     } catch (error) {
       for (const w of workers) w.child.kill("SIGKILL");

@@ -22,21 +22,24 @@ function untilOutput(run: ReturnType<typeof spawnWorker>, text: string): Promise
 }
 
 describe("graceful ends", () => {
-  it.each(["SIGINT", "SIGTERM"] as const)("%s once: the attempt ends cancelled, the open step recorded failed, the lease released; an immediate continue works", async (signal) => {
-    const file = tmpDb();
-    const worker = spawnWorker(file, "r", "start", { HANDLE_SIGNALS: "1", STEP_DELAY_MS: "5000" });
-    await untilOutput(worker, "entered one");
-    worker.child.kill(signal);
-    const ended = await worker.done;
-    expect(ended.code).toBe(0);
-    expect(ended.report?.result).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED", step: "one" } });
-    expect(ended.report!.result!.error.message).toContain(`received ${signal}`);
-    const db = inspectDb(file);
-    expect(db.steps.map((s) => [s.key, s.status])).toEqual([["one", "failed"]]);
-    expect(db.leases).toEqual([{ runId: "r", epoch: 1, attempt: null }]);
-    const next = await runWorker(file, "r", "continue", { STEP_DELAY_MS: "0" });
-    expect(next.report?.result).toMatchObject({ status: "completed", attempt: 2 });
-  });
+  it.each(["SIGINT", "SIGTERM"] as const)(
+    "%s once: the attempt ends cancelled, the open step recorded failed, the lease released; an immediate continue works",
+    async (signal) => {
+      const file = tmpDb();
+      const worker = spawnWorker(file, "r", "start", { HANDLE_SIGNALS: "1", STEP_DELAY_MS: "5000" });
+      await untilOutput(worker, "entered one");
+      worker.child.kill(signal);
+      const ended = await worker.done;
+      expect(ended.code).toBe(0);
+      expect(ended.report?.result).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED", step: "one" } });
+      expect(ended.report!.result!.error.message).toContain(`received ${signal}`);
+      const db = inspectDb(file);
+      expect(db.steps.map((s) => [s.key, s.status])).toEqual([["one", "failed"]]);
+      expect(db.leases).toEqual([{ runId: "r", epoch: 1, attempt: null }]);
+      const next = await runWorker(file, "r", "continue", { STEP_DELAY_MS: "0" });
+      expect(next.report?.result).toMatchObject({ status: "completed", attempt: 2 });
+    },
+  );
 
   it("SIGTERM while a step ignores its signal: the value it returns anyway is recorded succeeded (its effect happened), and a continue reuses it", async () => {
     const file = tmpDb();

@@ -11,12 +11,22 @@ const FIXTURE = new URL("./fixtures/approval.mjs", import.meta.url).pathname;
 
 function run(file: string, mode: string, env: Record<string, string> = {}) {
   const out = spawnSync(process.execPath, [FIXTURE, file, mode, "o-1"], { env: { ...process.env, STEPLOG_FAULT: "", ...env }, encoding: "utf8" });
-  const last = out.stdout.trim().split("\n").filter((l) => l.startsWith("{")).at(-1);
+  const last = out.stdout
+    .trim()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .at(-1);
   return { status: out.status, signal: out.signal, stderr: out.stderr, report: last ? JSON.parse(last) : undefined };
 }
 
 const ledger = (file: string) =>
-  fs.existsSync(`${file}.ledger`) ? fs.readFileSync(`${file}.ledger`, "utf8").trim().split("\n").map((l) => JSON.parse(l).step as string) : [];
+  fs.existsSync(`${file}.ledger`)
+    ? fs
+        .readFileSync(`${file}.ledger`, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).step as string)
+    : [];
 
 describe("waiting across processes", () => {
   it("the approval example: the first process exits while the run waits; a second approves and works it", async () => {

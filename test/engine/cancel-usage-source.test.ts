@@ -89,7 +89,12 @@ describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {
   });
 
   it("the source given at the start is recorded and never overwritten", async () => {
-    const workflow = defineWorkflow({ name: "src", async run() { throw new Error("x"); } });
+    const workflow = defineWorkflow({
+      name: "src",
+      async run() {
+        throw new Error("x");
+      },
+    });
     const engine = createEngine({ store: makeStore(), workflows: [workflow] });
     await engine.start(workflow, undefined, { id: "s", source: "/app/workflows/src.ts" });
     await engine.continue("s");

@@ -12,18 +12,27 @@ import { tmpDb } from "../helpers/tmp.js";
 
 /** Per store kind: a fresh place for records, and a way to open another store object on it (close() closes the first). */
 const PLACES: Array<[string, () => () => Store]> = [
-  ["memory", () => {
-    const store = memoryStore();
-    return () => withOverrides(store, { close: async () => {} });
-  }],
-  ["sqlite", () => {
-    const path = tmpDb();
-    return () => sqliteStore({ path });
-  }],
-  ["jsonl", () => {
-    const path = tmpDb("steplog.jsonl");
-    return () => jsonlStore({ path });
-  }],
+  [
+    "memory",
+    () => {
+      const store = memoryStore();
+      return () => withOverrides(store, { close: async () => {} });
+    },
+  ],
+  [
+    "sqlite",
+    () => {
+      const path = tmpDb();
+      return () => sqliteStore({ path });
+    },
+  ],
+  [
+    "jsonl",
+    () => {
+      const path = tmpDb("steplog.jsonl");
+      return () => jsonlStore({ path });
+    },
+  ],
 ];
 
 describe.each(PLACES)("a step that settles after its attempt was cut short (%s)", (_name, place) => {
@@ -60,7 +69,10 @@ describe.each(PLACES)("a step that settles after its attempt was cut short (%s)"
     const controller = new AbortController();
     const started = engine.start(workflow, undefined, { id: "r", signal: controller.signal });
     await inside;
-    await Promise.all([cut(engine, controller), started.then((result) => expect(result).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED" } }))]);
+    await Promise.all([
+      cut(engine, controller),
+      started.then((result) => expect(result).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED" } })),
+    ]);
     await engine.close();
     const again = createEngine({ store: open(), workflows: [workflow] });
     expect((await again.get("r")).steps.map((s) => [s.key, s.status, s.value])).toEqual([["charge", "succeeded", "receipt 1"]]);
@@ -85,4 +97,3 @@ describe.each(PLACES)("a step that settles after its attempt was cut short (%s)"
     await again.close();
   });
 });
-

@@ -79,7 +79,13 @@ describe("query", () => {
     expect(run.resolved).toEqual(["effect"]);
     const rows = run.steps.filter((s) => s.key === "effect");
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ attempt: 1, status: "succeeded", value: "what the service did", effect: "idempotent", resolution: { policy: "query", found: "done", attempt: 2 } });
+    expect(rows[0]).toMatchObject({
+      attempt: 1,
+      status: "succeeded",
+      value: "what the service did",
+      effect: "idempotent",
+      resolution: { policy: "query", found: "done", attempt: 2 },
+    });
   });
 
   it("not done: re-driven with the same key, the function told about the cut-off attempt", async () => {
@@ -108,12 +114,21 @@ describe("query", () => {
     const workflow = defineWorkflow({
       name: "qf",
       async run(ctx) {
-        return ctx.step("effect", { effect: "irreversible", query: () => { throw new Error("payments API down"); } }, () => "never");
+        return ctx.step(
+          "effect",
+          {
+            effect: "irreversible",
+            query: () => {
+              throw new Error("payments API down");
+            },
+          },
+          () => "never",
+        );
       },
     });
     const run = await testWorkflow(workflow, { args: undefined, ...seedCutOff });
     expect(run).toMatchObject({ status: "failed", runStatus: "failed", error: { code: "QUERY_FAILED", step: "effect" } });
-    expect(run.error!.message).toContain("the query for step \"effect\" failed (payments API down)");
+    expect(run.error!.message).toContain('the query for step "effect" failed (payments API down)');
     expect(run.error!.message).toContain("The effect itself was not retried");
     expect(run.calls("effect")).toBe(0);
     expect(run.steps.map((s) => [s.key, s.status])).toEqual([["effect", "intended"]]);
@@ -215,34 +230,40 @@ describe("every policy × every effect kind (onUnknown), on a seeded unknown out
     // "found" only matters to a query.
     .filter(([, policy, found]) => policy === "query" || found);
 
-  it.each(cells.map(([effect, policy, found]) => [effect, policy, policy === "query" ? (found ? " (found)" : " (not found)") : "", found] as const))("%s step, onUnknown %s%s", async (effect, policy, _label, found) => {
-    const svc = service();
-    if (found) svc.done.set("test-run:effect", "landed before the crash");
-    const run = await testWorkflow(oneEffect(effect, svc, { onUnknown: policy, query: svc.query, compensate: svc.compensate }), { args: undefined, ...seedCutOff });
-    const first = run.steps.find((s) => s.key === "effect")!;
-    expect(first.resolution?.policy).toBe(policy);
-    switch (policy) {
-      case "redrive":
-        expect(run.status).toBe("completed");
-        expect(svc.log).toEqual(["act test-run:effect"]);
-        break;
-      case "query":
-        expect(run.status).toBe("completed");
-        expect(run.calls("effect", "query")).toBe(1);
-        expect(run.calls("effect")).toBe(found ? 0 : 1);
-        expect(run.value).toBe(found ? "after landed before the crash" : "after value for test-run:effect");
-        break;
-      case "compensate":
-        expect(run.status).toBe("completed");
-        expect(svc.log).toEqual(["compensate test-run:effect undefined", "act test-run:effect:2"]);
-        break;
-      case "escalate":
-        expect(run).toMatchObject({ status: "escalated", runStatus: "escalated" });
-        expect(svc.log).toEqual([]);
-        expect(run.calls("after")).toBe(0);
-        break;
-    }
-  });
+  it.each(cells.map(([effect, policy, found]) => [effect, policy, policy === "query" ? (found ? " (found)" : " (not found)") : "", found] as const))(
+    "%s step, onUnknown %s%s",
+    async (effect, policy, _label, found) => {
+      const svc = service();
+      if (found) svc.done.set("test-run:effect", "landed before the crash");
+      const run = await testWorkflow(oneEffect(effect, svc, { onUnknown: policy, query: svc.query, compensate: svc.compensate }), {
+        args: undefined,
+        ...seedCutOff,
+      });
+      const first = run.steps.find((s) => s.key === "effect")!;
+      expect(first.resolution?.policy).toBe(policy);
+      switch (policy) {
+        case "redrive":
+          expect(run.status).toBe("completed");
+          expect(svc.log).toEqual(["act test-run:effect"]);
+          break;
+        case "query":
+          expect(run.status).toBe("completed");
+          expect(run.calls("effect", "query")).toBe(1);
+          expect(run.calls("effect")).toBe(found ? 0 : 1);
+          expect(run.value).toBe(found ? "after landed before the crash" : "after value for test-run:effect");
+          break;
+        case "compensate":
+          expect(run.status).toBe("completed");
+          expect(svc.log).toEqual(["compensate test-run:effect undefined", "act test-run:effect:2"]);
+          break;
+        case "escalate":
+          expect(run).toMatchObject({ status: "escalated", runStatus: "escalated" });
+          expect(svc.log).toEqual([]);
+          expect(run.calls("after")).toBe(0);
+          break;
+      }
+    },
+  );
 });
 
 describe("an escalation stays in the human queue", () => {

@@ -3,7 +3,6 @@
 // Only the failure that ended the attempt is redone. And what a stored error keeps.
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, isSteplogError, StepTimedOutError } from "../../src/entries/index.js";
-import { testWorkflow } from "../../src/entries/testing.js";
 import { STORES } from "../helpers/stores.js";
 
 class CardDeclined extends Error {
@@ -28,7 +27,10 @@ describe.each(STORES)("a failure the workflow handled (%s)", (_name, makeStore) 
         try {
           card = await ctx.step("lookup", { errors: [CardDeclined] }, async () => {
             calls.push("lookup");
-            throw Object.assign(new CardDeclined("card ending 4242 declined", "insufficient_funds"), { code: "E_DECLINED", cause: new Error("issuer said no") });
+            throw Object.assign(new CardDeclined("card ending 4242 declined", "insufficient_funds"), {
+              code: "E_DECLINED",
+              cause: new Error("issuer said no"),
+            });
           });
         } catch (error) {
           const e = error as CardDeclined & { code?: string; cause?: Error };
@@ -63,7 +65,11 @@ describe.each(STORES)("a failure the workflow handled (%s)", (_name, makeStore) 
     const view = await engine.get("c");
     const lookup = view.steps.filter((s) => s.key === "lookup");
     expect(lookup).toHaveLength(1);
-    expect(lookup[0]).toMatchObject({ status: "failed", handled: true, error: { message: "card ending 4242 declined", code: "E_DECLINED", className: "CardDeclined" } });
+    expect(lookup[0]).toMatchObject({
+      status: "failed",
+      handled: true,
+      error: { message: "card ending 4242 declined", code: "E_DECLINED", className: "CardDeclined" },
+    });
     expect(lookup[0]!.error!.fields).toEqual({ declineCode: "insufficient_funds" });
     expect(lookup[0]!.error!.cause).toMatchObject({ name: "Error", message: "issuer said no" });
     expect(lookup[0]!.error!.stack).toMatch(/card ending 4242 declined\n\s+at /);
@@ -187,7 +193,9 @@ describe.each(STORES)("a failure the workflow handled (%s)", (_name, makeStore) 
     const workflow = defineWorkflow({
       name: "wait-timeout",
       async run(ctx) {
-        const answer = await ctx.waitForEvent("reply", { timeoutMs: 1000 }).catch((error) => (isSteplogError(error, "WAIT_TIMED_OUT") ? "no reply" : Promise.reject(error)));
+        const answer = await ctx
+          .waitForEvent("reply", { timeoutMs: 1000 })
+          .catch((error) => (isSteplogError(error, "WAIT_TIMED_OUT") ? "no reply" : Promise.reject(error)));
         await ctx.step("finish", async () => {
           if (failFinish) throw new Error("later");
         });
@@ -289,13 +297,17 @@ describe.each(STORES)("failures the workflow did not go on from (%s)", (_name, m
   it("a caught STEP_TIMED_OUT comes back a StepTimedOutError; a handled failure is replayed by the saga too", async () => {
     const seen: boolean[] = [];
     let compensated = 0;
-    let failLast = true;
+    const failLast = true;
     const workflow = defineWorkflow({
       name: "own-class",
       async run(ctx) {
         await ctx.step("book", { effect: "compensatable", compensate: () => void compensated++ }, async () => "booked");
         try {
-          await ctx.step("slow", { timeoutMs: 10 }, ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))));
+          await ctx.step(
+            "slow",
+            { timeoutMs: 10 },
+            ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))),
+          );
         } catch (error) {
           seen.push(error instanceof StepTimedOutError);
           if (!(error instanceof StepTimedOutError)) throw error;
@@ -319,14 +331,29 @@ describe("testWorkflow and stored errors", () => {
     const workflow = defineWorkflow({
       name: "retry-if-throws",
       async run(ctx) {
-        return ctx.step("flaky", { retry: { maxAttempts: 3, backoffMs: 1, retryIf: () => { throw new TypeError("predicate bug"); } } }, async () => {
-          throw new Error("gateway 502");
-        });
+        return ctx.step(
+          "flaky",
+          {
+            retry: {
+              maxAttempts: 3,
+              backoffMs: 1,
+              retryIf: () => {
+                throw new TypeError("predicate bug");
+              },
+            },
+          },
+          async () => {
+            throw new Error("gateway 502");
+          },
+        );
       },
     });
     const engine = createEngine({ store: STORES[0]![1](), workflows: [workflow] });
     const result = await engine.start(workflow, undefined, { id: "r" });
-    expect(result).toMatchObject({ status: "failed", error: { message: "gateway 502", step: "flaky", cause: { name: "TypeError", message: "predicate bug" } } });
+    expect(result).toMatchObject({
+      status: "failed",
+      error: { message: "gateway 502", step: "flaky", cause: { name: "TypeError", message: "predicate bug" } },
+    });
     const [row] = (await engine.get("r")).steps;
     expect(row).toMatchObject({ status: "failed", calls: 1, error: { message: "gateway 502", cause: { message: "predicate bug" } } });
     await engine.close();
@@ -336,9 +363,21 @@ describe("testWorkflow and stored errors", () => {
     const workflow = defineWorkflow({
       name: "retry-if-own-cause",
       async run(ctx) {
-        return ctx.step("flaky", { retry: { maxAttempts: 2, backoffMs: 1, retryIf: () => { throw new TypeError("predicate bug"); } } }, async () => {
-          throw new Error("gateway 502", { cause: new Error("ECONNRESET") });
-        });
+        return ctx.step(
+          "flaky",
+          {
+            retry: {
+              maxAttempts: 2,
+              backoffMs: 1,
+              retryIf: () => {
+                throw new TypeError("predicate bug");
+              },
+            },
+          },
+          async () => {
+            throw new Error("gateway 502", { cause: new Error("ECONNRESET") });
+          },
+        );
       },
     });
     const engine = createEngine({ store: STORES[0]![1](), workflows: [workflow] });

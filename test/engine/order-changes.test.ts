@@ -56,7 +56,7 @@ describe.each(STORES)("order changes (%s)", (_name, makeStore) => {
     await engine.close();
   });
 
-  it("onOrderChange: \"stop\": the attempt stops there (ORDER_CHANGED), before handing the record over", async () => {
+  it('onOrderChange: "stop": the attempt stops there (ORDER_CHANGED), before handing the record over', async () => {
     const { workflow, reorder, fix } = greeter("stop");
     const engine = createEngine({ store: makeStore(), workflows: [workflow] });
     await engine.start(workflow, undefined, { id: "g" });

@@ -21,7 +21,23 @@ const noop = defineWorkflow({
 async function leftBy(store: Store, id: string, owner: OwnerRow, expiresAt: number) {
   const now = Date.now();
   const lease = await store.createRun(
-    { id, workflow: "noop", version: null, args: '{"$type":"undefined"}', status: "running", attempts: 1, budgetUsed: 1, source: null, deadline: null, value: null, error: null, waitingFor: null, wakeAt: null, createdAt: now, updatedAt: now },
+    {
+      id,
+      workflow: "noop",
+      version: null,
+      args: '{"$type":"undefined"}',
+      status: "running",
+      attempts: 1,
+      budgetUsed: 1,
+      source: null,
+      deadline: null,
+      value: null,
+      error: null,
+      waitingFor: null,
+      wakeAt: null,
+      createdAt: now,
+      updatedAt: now,
+    },
     { runId: id, number: 1, ...owner, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null },
     { expiresAt, now },
   );
@@ -132,7 +148,6 @@ describe("the recorded owner scope", () => {
     expect(parseScope("b00t")).toEqual({ space: "b00t", thread: 0 });
     expect(parseScope(null)).toEqual({ space: null, thread: 0 });
   });
-
 });
 
 describe("fencing", () => {
@@ -165,13 +180,15 @@ describe("fencing", () => {
     const workflow = defineWorkflow({
       name: "partitioned",
       run: (ctx) =>
-        ctx.step("long", ({ signal }) =>
-          new Promise((_resolve, reject) =>
-            signal.addEventListener("abort", () => {
-              aborted = signal.reason;
-              reject(new Error("stopped by abort"));
-            }),
-          ),
+        ctx.step(
+          "long",
+          ({ signal }) =>
+            new Promise((_resolve, reject) =>
+              signal.addEventListener("abort", () => {
+                aborted = signal.reason;
+                reject(new Error("stopped by abort"));
+              }),
+            ),
         ),
     });
     const engine = createEngine({ store: partitioned, workflows: [workflow], leaseMs: 300 });
@@ -183,7 +200,6 @@ describe("fencing", () => {
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
-
   it("an attempt that finds its lease taken stops starting steps, aborts ctx.signal, and ends with LEASE_LOST; nothing more is recorded", async () => {
     const store = memoryStore();
     let aborted: unknown;
@@ -191,13 +207,15 @@ describe("fencing", () => {
     const workflow = defineWorkflow({
       name: "fenced",
       async run(ctx) {
-        await ctx.step("long", ({ signal }) =>
-          new Promise((_resolve, reject) =>
-            signal.addEventListener("abort", () => {
-              aborted = signal.reason;
-              reject(new Error("stopped by abort"));
-            }),
-          ),
+        await ctx.step(
+          "long",
+          ({ signal }) =>
+            new Promise((_resolve, reject) =>
+              signal.addEventListener("abort", () => {
+                aborted = signal.reason;
+                reject(new Error("stopped by abort"));
+              }),
+            ),
         );
         await ctx.step("after", async () => {
           secondStepRan = true;

@@ -103,7 +103,10 @@ describe.each(STORES)("a succeeded irreversible step after the start point (%s)"
     await engine.start(workflow, undefined, { id: "p" });
     version = 2;
     expect(await engine.continue("p", { fromStep: "plan" })).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE" } });
-    expect(await engine.continue("p", { reuse: ["charge"] })).toMatchObject({ status: "completed", value: { plan: "plan v2", charge: "charged", ship: "shipped per plan v2" } });
+    expect(await engine.continue("p", { reuse: ["charge"] })).toMatchObject({
+      status: "completed",
+      value: { plan: "plan v2", charge: "charged", ship: "shipped per plan v2" },
+    });
     expect(calls).toEqual(["charge"]);
     await engine.close();
   });
@@ -121,11 +124,17 @@ describe.each(STORES)("a succeeded irreversible step after the start point (%s)"
     const { workflow } = shop();
     const engine = createEngine({ store: makeStore(), workflows: [workflow] });
     await engine.start(workflow, undefined, { id: "s" });
-    await expect(engine.continue("s", { fromStep: "plan", redo: ["chrage"] })).rejects.toMatchObject({ code: "STEP_NOT_FOUND", message: expect.stringMatching(/no recorded step "chrage" \(redo\)/) });
+    await expect(engine.continue("s", { fromStep: "plan", redo: ["chrage"] })).rejects.toMatchObject({
+      code: "STEP_NOT_FOUND",
+      message: expect.stringMatching(/no recorded step "chrage" \(redo\)/),
+    });
     await expect(engine.continue("s", { fromStep: "plan", reuse: ["nope"] })).rejects.toMatchObject({ code: "STEP_NOT_FOUND" });
     // A completed run takes redo as it takes fromStep: the step named is redone, and what follows it.
     await expect(engine.continue("s", { reuse: ["charge"] })).rejects.toMatchObject({ code: "RUN_COMPLETED" });
-    await expect(engine.continue("s", { redo: ["charge"], reuse: ["charge"] })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining("both redo and reuse") });
+    await expect(engine.continue("s", { redo: ["charge"], reuse: ["charge"] })).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+      message: expect.stringContaining("both redo and reuse"),
+    });
     await expect(engine.continue("s", { redo: "charge" as never })).rejects.toMatchObject({ code: "INVALID_OPTION" });
     expect((await engine.get("s")).attemptCount).toBe(1);
     expect(await engine.continue("s", { redo: ["charge"] })).toMatchObject({ status: "completed", value: ["plan", "charged in 2"] });
@@ -151,7 +160,15 @@ describe("testWorkflow", () => {
   });
 
   it("takes redo and reuse", async () => {
-    expect(await testWorkflow(workflow, { args: undefined, earlier, fromStep: "plan", reuse: ["charge"] })).toMatchObject({ status: "completed", value: ["new plan", "charged"], ran: ["plan"] });
-    expect(await testWorkflow(workflow, { args: undefined, earlier, redo: ["charge"] })).toMatchObject({ status: "completed", value: ["old plan", "charged again"], ran: ["charge"] });
+    expect(await testWorkflow(workflow, { args: undefined, earlier, fromStep: "plan", reuse: ["charge"] })).toMatchObject({
+      status: "completed",
+      value: ["new plan", "charged"],
+      ran: ["plan"],
+    });
+    expect(await testWorkflow(workflow, { args: undefined, earlier, redo: ["charge"] })).toMatchObject({
+      status: "completed",
+      value: ["old plan", "charged again"],
+      ran: ["charge"],
+    });
   });
 });

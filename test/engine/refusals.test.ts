@@ -58,7 +58,12 @@ describe.each(STORES)("refusals (%s)", (_name, makeStore) => {
   it("continue of a run whose workflow is not registered: WORKFLOW_NOT_REGISTERED naming the registered ones", async () => {
     const store = makeStore();
     const engine = createEngine({ store, workflows: [ok] });
-    const failing = defineWorkflow({ name: "other", async run() { throw new Error("x"); } });
+    const failing = defineWorkflow({
+      name: "other",
+      async run() {
+        throw new Error("x");
+      },
+    });
     await engine.start(failing, undefined, { id: "r" });
     const fresh = createEngine({ store, workflows: [ok] });
     const error = await fresh.continue("r").catch((e: unknown) => e);
@@ -118,7 +123,10 @@ describe.each(STORES)("refusals (%s)", (_name, makeStore) => {
   it("bad options are refused with INVALID_OPTION", async () => {
     const engine = createEngine({ store: makeStore(), workflows: [ok] });
     await expect(engine.start(ok, { n: 1 }, { timeoutMs: -5 })).rejects.toMatchObject({ code: "INVALID_OPTION" });
-    await expect(engine.start(ok, { n: 1 }, { id: "s", source: {} as never })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining("source must be a string") });
+    await expect(engine.start(ok, { n: 1 }, { id: "s", source: {} as never })).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+      message: expect.stringContaining("source must be a string"),
+    });
     await expect(engine.get("s")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
     await engine.start(ok, { n: 1 }, { id: "r" });
     await expect(engine.continue("r", { values: 3 as never })).rejects.toMatchObject({ code: "INVALID_OPTION" });

@@ -11,11 +11,13 @@ function trip(failAt: { value: string | undefined }, log: string[], onFailure: "
       log.push(`cancel ${what} ${String(value)} (${idempotencyKey})`);
     },
   });
-  const act = (what: string) => async ({ idempotencyKey }: { idempotencyKey: string }) => {
-    if (failAt.value === what) throw new Error(`${what} failed`);
-    log.push(`book ${what} (${idempotencyKey})`);
-    return `${what}-confirmation`;
-  };
+  const act =
+    (what: string) =>
+    async ({ idempotencyKey }: { idempotencyKey: string }) => {
+      if (failAt.value === what) throw new Error(`${what} failed`);
+      log.push(`book ${what} (${idempotencyKey})`);
+      return `${what}-confirmation`;
+    };
   return defineWorkflow({
     name: "trip",
     onFailure,
@@ -41,11 +43,7 @@ describe.each(STORES)("sagas and the pivot (%s)", (_name, makeStore) => {
     log.length = 0;
     const result = await engine.compensate("t");
     expect(result).toEqual({ id: "t", status: "compensated", runStatus: "compensated", attempt: 2 });
-    expect(log).toEqual([
-      "cancel car car-confirmation (t:car)",
-      "cancel hotel hotel-confirmation (t:hotel)",
-      "cancel flight flight-confirmation (t:flight)",
-    ]);
+    expect(log).toEqual(["cancel car car-confirmation (t:car)", "cancel hotel hotel-confirmation (t:hotel)", "cancel flight flight-confirmation (t:flight)"]);
     const view = await engine.get("t");
     expect(view.status).toBe("compensated");
     expect(view.steps.map((s) => `${s.key}:${s.status}@${s.attempt}`)).toEqual([

@@ -126,7 +126,11 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
     const once = defineWorkflow({
       name: "timeout-once",
       async run(ctx) {
-        return ctx.step("slow", { timeoutMs: 20 }, ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))));
+        return ctx.step(
+          "slow",
+          { timeoutMs: 20 },
+          ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))),
+        );
       },
     });
     const engine2 = createEngine({ store: makeStore(), workflows: [once] });
@@ -139,8 +143,10 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
     const late = defineWorkflow({
       name: "late",
       async run(ctx) {
-        const receipt = await ctx.step("charge", { effect: "irreversible" }, () =>
-          new Promise((resolve) => setTimeout(() => resolve(`receipt ${++charges}`), 300)),
+        const receipt = await ctx.step(
+          "charge",
+          { effect: "irreversible" },
+          () => new Promise((resolve) => setTimeout(() => resolve(`receipt ${++charges}`), 300)),
         );
         return ctx.step("email", async () => `sent ${String(receipt)}`);
       },
@@ -163,7 +169,11 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
     const rejecting = defineWorkflow({
       name: "late-reject",
       async run(ctx) {
-        return ctx.step("slow", { timeoutMs: 20 }, ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))));
+        return ctx.step(
+          "slow",
+          { timeoutMs: 20 },
+          ({ signal }) => new Promise((_r, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))),
+        );
       },
     });
     const engine3 = createEngine({ store: makeStore(), workflows: [rejecting] });
@@ -192,7 +202,10 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
     });
     const engine = createEngine({ store: makeStore(), workflows: [workflow] });
     expect((await engine.start(workflow, undefined, { id: "s" })).status).toBe("stopped");
-    expect((await engine.get("s")).steps.map((s) => [s.key, s.status])).toEqual([["slow", "succeeded"], ["check", "stopped"]]);
+    expect((await engine.get("s")).steps.map((s) => [s.key, s.status])).toEqual([
+      ["slow", "succeeded"],
+      ["check", "stopped"],
+    ]);
     stopNow = false;
     expect(await engine.continue("s")).toMatchObject({ status: "completed", value: "slow-done" });
     expect(slowCalls).toBe(1);
@@ -285,7 +298,18 @@ describe("the intent is durable before the function runs", () => {
       },
     });
     // Bind the memory store's methods so the copy keeps working.
-    for (const key of ["createRun", "claimRun", "updateRun", "loadRun", "listRuns", "writeOutcome", "renewLease", "endAttempt", "close", "storageId"] as const) {
+    for (const key of [
+      "createRun",
+      "claimRun",
+      "updateRun",
+      "loadRun",
+      "listRuns",
+      "writeOutcome",
+      "renewLease",
+      "endAttempt",
+      "close",
+      "storageId",
+    ] as const) {
       (failing as unknown as Record<string, unknown>)[key] = (inner[key] as (...a: unknown[]) => unknown).bind(inner);
     }
     Object.defineProperty(failing, "location", { value: inner.location });
@@ -311,7 +335,9 @@ describe("a group-committed outcome that fails", () => {
     const inner = memoryStore();
     const store = withOverrides(inner, {
       writeOutcome: (original, fence, outcome) =>
-        outcome.seq === 2 ? Promise.reject(new StoreWriteFailedError(inner.location, "a step outcome", { runId: fence.runId, cause: new Error("disk full") })) : original(fence, outcome),
+        outcome.seq === 2
+          ? Promise.reject(new StoreWriteFailedError(inner.location, "a step outcome", { runId: fence.runId, cause: new Error("disk full") }))
+          : original(fence, outcome),
     });
     const workflow = defineWorkflow({
       name: "last-outcome-lost",
@@ -325,7 +351,10 @@ describe("a group-committed outcome that fails", () => {
     expect(result).toMatchObject({ status: "failed", error: { code: "STORE_WRITE_FAILED" } });
     const view = await engine.get("r");
     expect(view.status).not.toBe("completed");
-    expect(view.steps.map((s) => [s.key, s.status])).toEqual([["first", "succeeded"], ["last", "intended"]]);
+    expect(view.steps.map((s) => [s.key, s.status])).toEqual([
+      ["first", "succeeded"],
+      ["last", "intended"],
+    ]);
   });
 });
 
@@ -361,10 +390,10 @@ describe("a store that fails every write from some point on (a full disk)", () =
   it("the attempt's error names the first write that failed, the step's, not the attempt's ending", async () => {
     const inner = memoryStore();
     let full = false;
-    const diskFull = (what: string, runId: string) =>
-      new StoreWriteFailedError(inner.location, what, { runId, cause: new Error("database or disk is full") });
+    const diskFull = (what: string, runId: string) => new StoreWriteFailedError(inner.location, what, { runId, cause: new Error("database or disk is full") });
     const store = withOverrides(inner, {
-      writeIntent: (original, fence, step) => (full ? Promise.reject(diskFull(`the intent of step ${JSON.stringify(step.key)}`, fence.runId)) : original(fence, step)),
+      writeIntent: (original, fence, step) =>
+        full ? Promise.reject(diskFull(`the intent of step ${JSON.stringify(step.key)}`, fence.runId)) : original(fence, step),
       endAttempt: (original, fence, end) => (full ? Promise.reject(diskFull("the attempt's ending", fence.runId)) : original(fence, end)),
     });
     const workflow = defineWorkflow({

@@ -41,7 +41,10 @@ describe("unknown option keys", () => {
     await expect(engine.reject("t", "one", { reasons: "no" } as never)).rejects.toMatchObject(refusal("reasons", "reason"));
     await expect(engine.resolve("t", "one", { value: 1, who: "ana" } as never)).rejects.toMatchObject(refusal("who"));
     await expect(engine.work({ concurency: 2 } as never)).rejects.toMatchObject(refusal("concurency", "concurrency"));
-    await expect(engine.continue("t", "one" as never)).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining("the options must be an object, got string") });
+    await expect(engine.continue("t", "one" as never)).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+      message: expect.stringContaining("the options must be an object, got string"),
+    });
     expect((await engine.get("t")).attemptCount).toBe(1);
     await engine.close();
   });
@@ -71,7 +74,9 @@ describe("unknown option keys", () => {
     expect(() => memoryStore({ label: "x" } as never)).toThrow(expect.objectContaining(refusal("label")));
     expect(() => sqliteStore({ path: tmpDb(), durabilty: "process" } as never)).toThrow(expect.objectContaining(refusal("durabilty", "durability")));
     expect(() => jsonlStore({ path: tmpDb("x.jsonl"), lockStale: 5000 } as never)).toThrow(expect.objectContaining(refusal("lockStale", "lockStaleMs")));
-    expect(() => postgresStore({ connectionString: "postgres://127.0.0.1/x", poolsize: 3 } as never)).toThrow(expect.objectContaining(refusal("poolsize", "poolSize")));
+    expect(() => postgresStore({ connectionString: "postgres://127.0.0.1/x", poolsize: 3 } as never)).toThrow(
+      expect.objectContaining(refusal("poolsize", "poolSize")),
+    );
   });
 });
 
@@ -92,11 +97,20 @@ describe("testWorkflow refuses seeds and mocks that match no step entered", () =
   });
 
   it("misspelt earlier.intended and mocks keys, and unknown option keys, are refused too", async () => {
-    await expect(testWorkflow(workflow, { args: undefined, earlier: { steps: { plan: "p" }, intended: ["chrage"] } })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining(`earlier.intended names "chrage"`) });
-    await expect(testWorkflow(workflow, { args: undefined, mocks: { charg: () => "mocked" } })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining(`mocks names "charg"`) });
+    await expect(testWorkflow(workflow, { args: undefined, earlier: { steps: { plan: "p" }, intended: ["chrage"] } })).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+      message: expect.stringContaining(`earlier.intended names "chrage"`),
+    });
+    await expect(testWorkflow(workflow, { args: undefined, mocks: { charg: () => "mocked" } })).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+      message: expect.stringContaining(`mocks names "charg"`),
+    });
     await expect(testWorkflow(workflow, { args: undefined, mock: {} } as never)).rejects.toMatchObject(refusal("mock", "mocks"));
     await expect(testWorkflow(workflow, { args: undefined, earlier: { step: {} } } as never)).rejects.toMatchObject(refusal("step", "steps"));
-    await expect(testWorkflow(workflow, { args: undefined, earlier: { steps: { plan: "p" }, effects: { charge: "irreversible" } } })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining("earlier.effects names \"charge\"") });
+    await expect(testWorkflow(workflow, { args: undefined, earlier: { steps: { plan: "p" }, effects: { charge: "irreversible" } } })).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+      message: expect.stringContaining('earlier.effects names "charge"'),
+    });
   });
 
   it("a later occurrence of an entered name, past where the attempt stopped, is let be", async () => {
@@ -106,7 +120,10 @@ describe("testWorkflow refuses seeds and mocks that match no step entered", () =
         for (const item of ["a", "b"]) await ctx.step("charge", { effect: "irreversible" }, async () => `charged ${item}`);
       },
     });
-    const run = await testWorkflow(charges, { args: undefined, earlier: { intended: ["charge"], steps: { "charge#2": "charged b" }, effects: { charge: "irreversible" } } });
+    const run = await testWorkflow(charges, {
+      args: undefined,
+      earlier: { intended: ["charge"], steps: { "charge#2": "charged b" }, effects: { charge: "irreversible" } },
+    });
     expect(run).toMatchObject({ status: "escalated" });
   });
 

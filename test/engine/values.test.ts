@@ -7,7 +7,10 @@ import { STORES } from "../helpers/stores.js";
 const RICH = {
   date: new Date("2024-02-29T12:34:56.789Z"),
   big: 12345678901234567890n,
-  map: new Map<unknown, unknown>([["a", 1], [2, { nested: new Set([1, "x"]) }]]),
+  map: new Map<unknown, unknown>([
+    ["a", 1],
+    [2, { nested: new Set([1, "x"]) }],
+  ]),
   set: new Set([new Date(0), 3n]),
   nothing: undefined,
   holes: [1, undefined, 3],
@@ -36,7 +39,16 @@ describe("the value codec", () => {
     ["a symbol", { s: Symbol("x") }, "$.s", "a symbol"],
     ["a class instance", { when: new URL("http://x") }, "$.when", "an instance of URL"],
     ["an Error", [new Error("boom")], "$[0]", "an instance of Error"],
-    ["a circular reference", (() => { const o: Record<string, unknown> = {}; o.self = o; return o; })(), "$.self", "a circular reference"],
+    [
+      "a circular reference",
+      (() => {
+        const o: Record<string, unknown> = {};
+        o.self = o;
+        return o;
+      })(),
+      "$.self",
+      "a circular reference",
+    ],
     ["a key that needs quoting", { "a b": () => 1 }, '$["a b"]', "a function"],
   ])("refuses %s, naming the path", (_what, value, path, found) => {
     const result = tryEncode(value);

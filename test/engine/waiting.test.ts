@@ -33,7 +33,10 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
     expect(first).toMatchObject({ status: "waiting", runStatus: "waiting", waitingFor: { kind: "sleep", step: "cool-off", until } });
     const parked = await engine.get("s");
     expect(parked).toMatchObject({ status: "waiting", waitingFor: { kind: "sleep", until }, wakeAt: new Date(until).toISOString() });
-    expect(parked.steps.map((s) => [s.key, s.status])).toEqual([["before", "succeeded"], ["cool-off", "intended"]]);
+    expect(parked.steps.map((s) => [s.key, s.status])).toEqual([
+      ["before", "succeeded"],
+      ["cool-off", "intended"],
+    ]);
     // A continue before it is due parks again, with the same wake time.
     clock.advance(1000);
     expect(await engine.continue("s")).toMatchObject({ status: "waiting", waitingFor: { until } });
@@ -99,7 +102,11 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
     expect(result).toMatchObject({ status: "completed", value: 3 });
     expect(got).toEqual(["go", "first", "second"]);
     const view = await engine.get("i");
-    expect(view.steps.map((s) => [s.key, s.value])).toEqual([["start", "go"], ["item", "first"], ["item#2", "second"]]);
+    expect(view.steps.map((s) => [s.key, s.value])).toEqual([
+      ["start", "go"],
+      ["item", "first"],
+      ["item#2", "second"],
+    ]);
   });
 
   it("a wait's timeout throws WAIT_TIMED_OUT inside the workflow once its time is due", async () => {
@@ -239,11 +246,43 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
     const manual = make(false, "manual");
     const engine = createEngine({ store, workflows: [auto, manual] });
     // Leave both runs interrupted: an attempt with no ending whose owner is gone.
-    for (const [id, name] of [["a", "auto"], ["m", "manual"]] as const) {
+    for (const [id, name] of [
+      ["a", "auto"],
+      ["m", "manual"],
+    ] as const) {
       const now = Date.now();
       await store.createRun(
-        { id, workflow: name, version: null, args: '{"$type":"undefined"}', status: "running", attempts: 1, budgetUsed: 1, source: null, deadline: null, value: null, error: null, waitingFor: null, wakeAt: null, createdAt: now, updatedAt: now },
-        { runId: id, number: 1, host: "gone-host", bootId: null, pid: 1, processStart: null, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null },
+        {
+          id,
+          workflow: name,
+          version: null,
+          args: '{"$type":"undefined"}',
+          status: "running",
+          attempts: 1,
+          budgetUsed: 1,
+          source: null,
+          deadline: null,
+          value: null,
+          error: null,
+          waitingFor: null,
+          wakeAt: null,
+          createdAt: now,
+          updatedAt: now,
+        },
+        {
+          runId: id,
+          number: 1,
+          host: "gone-host",
+          bootId: null,
+          pid: 1,
+          processStart: null,
+          startedAt: now,
+          endedAt: null,
+          ending: null,
+          fromStep: null,
+          forced: false,
+          error: null,
+        },
         { expiresAt: 0, now },
       );
     }
@@ -262,24 +301,27 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
 const NAP_MS = 60;
 
 describe("the worker loop: what it picks up", () => {
-  it.each(STORES)("a rejected approval, then continue: the run parks on the approval again and is not due (no worker loop on it) (%s)", async (_name, makeStore) => {
-    let sent = 0;
-    const workflow = defineWorkflow({ name: "ask", run: (ctx) => ctx.step("deploy", { approval: true }, async () => void sent++) });
-    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
-    expect(await engine.start(workflow, undefined, { id: "a" })).toMatchObject({ status: "waiting" });
-    await engine.reject("a", "deploy", { reason: "not yet" });
-    expect(await engine.continue("a")).toMatchObject({ status: "waiting" });
-    expect((await engine.store.loadRun("a"))!.run.wakeAt).toBeNull();
-    const controller = new AbortController();
-    const worker = engine.work({ pollMs: 20, signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    controller.abort();
-    expect((await worker).attempts).toEqual([]);
-    expect(sent).toBe(0);
-    await engine.approve("a", "deploy");
-    expect(await engine.continue("a")).toMatchObject({ status: "completed" });
-    expect(sent).toBe(1);
-  });
+  it.each(STORES)(
+    "a rejected approval, then continue: the run parks on the approval again and is not due (no worker loop on it) (%s)",
+    async (_name, makeStore) => {
+      let sent = 0;
+      const workflow = defineWorkflow({ name: "ask", run: (ctx) => ctx.step("deploy", { approval: true }, async () => void sent++) });
+      const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+      expect(await engine.start(workflow, undefined, { id: "a" })).toMatchObject({ status: "waiting" });
+      await engine.reject("a", "deploy", { reason: "not yet" });
+      expect(await engine.continue("a")).toMatchObject({ status: "waiting" });
+      expect((await engine.store.loadRun("a"))!.run.wakeAt).toBeNull();
+      const controller = new AbortController();
+      const worker = engine.work({ pollMs: 20, signal: controller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      controller.abort();
+      expect((await worker).attempts).toEqual([]);
+      expect(sent).toBe(0);
+      await engine.approve("a", "deploy");
+      expect(await engine.continue("a")).toMatchObject({ status: "completed" });
+      expect(sent).toBe(1);
+    },
+  );
 
   it("due runs of workflows this worker does not have do not hide its own", async () => {
     const { memoryStore } = await import("../../src/entries/memory.js");
@@ -372,9 +414,20 @@ describe("waiting: edges", () => {
     const inner = memoryStore();
     let claims = 0;
     const store = withOverrides(inner, { claimRun: (original, runId, decide) => (claims++, original(runId, decide)) });
-    const foreign = defineWorkflow({ name: "foreign", async run(ctx) { return ctx.sleep("s", 0 + 1); } });
+    const foreign = defineWorkflow({
+      name: "foreign",
+      async run(ctx) {
+        return ctx.sleep("s", 0 + 1);
+      },
+    });
     await createEngine({ store, workflows: [foreign] }).start(foreign, undefined, { id: "f" });
-    const busy = defineWorkflow({ name: "busy", autoResume: true, async run(ctx) { return ctx.step("hang", () => new Promise(() => {})); } });
+    const busy = defineWorkflow({
+      name: "busy",
+      autoResume: true,
+      async run(ctx) {
+        return ctx.step("hang", () => new Promise(() => {}));
+      },
+    });
     const owner = createEngine({ store, workflows: [busy] });
     void owner.start(busy, undefined, { id: "b" });
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -392,7 +445,12 @@ describe("waiting: edges", () => {
   it("a send through one engine wakes a worker of another engine in the same process", async () => {
     const { memoryStore } = await import("../../src/entries/memory.js");
     const store = memoryStore();
-    const workflow = defineWorkflow({ name: "woken", async run(ctx) { return ctx.waitForEvent("go"); } });
+    const workflow = defineWorkflow({
+      name: "woken",
+      async run(ctx) {
+        return ctx.waitForEvent("go");
+      },
+    });
     const a = createEngine({ store, workflows: [workflow] });
     const b = createEngine({ store, workflows: [workflow] });
     await a.start(workflow, undefined, { id: "w" });
@@ -419,7 +477,12 @@ describe("waiting: edges", () => {
   it("an event named like steplog's own (steplog:approval:<step>) cannot be sent: it would approve the step", async () => {
     const { memoryStore } = await import("../../src/entries/memory.js");
     let sent = 0;
-    const workflow = defineWorkflow({ name: "gated", async run(ctx) { return ctx.step("deploy", { approval: true }, async () => void sent++); } });
+    const workflow = defineWorkflow({
+      name: "gated",
+      async run(ctx) {
+        return ctx.step("deploy", { approval: true }, async () => void sent++);
+      },
+    });
     const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
     expect(await engine.start(workflow, undefined, { id: "g" })).toMatchObject({ status: "waiting" });
     const refused = await engine.send("g", "steplog:approval:deploy", { approved: true }, { keep: true }).catch((e: unknown) => e);
@@ -435,7 +498,12 @@ describe("waiting: edges", () => {
 
   it("an approval is answered once: a second approve, or a reject after it, is refused", async () => {
     const { memoryStore } = await import("../../src/entries/memory.js");
-    const workflow = defineWorkflow({ name: "once", async run(ctx) { return ctx.step("send", { approval: true }, async () => "sent"); } });
+    const workflow = defineWorkflow({
+      name: "once",
+      async run(ctx) {
+        return ctx.step("send", { approval: true }, async () => "sent");
+      },
+    });
     const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
     await engine.start(workflow, undefined, { id: "a" });
     await engine.approve("a", "send");
@@ -476,7 +544,12 @@ describe("waiting: edges", () => {
       ["hash", (ctx: WorkflowContext) => ctx.waitForEvent("a#2")],
       ["timeout", (ctx: WorkflowContext) => ctx.waitForEvent("a", { timeoutMs: -1 })],
     ] as const) {
-      const workflow = defineWorkflow({ name, async run(ctx) { return body(ctx); } });
+      const workflow = defineWorkflow({
+        name,
+        async run(ctx) {
+          return body(ctx);
+        },
+      });
       const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
       const result = await engine.start(workflow, undefined, { id: name });
       expect(result.status, name).toBe("failed");

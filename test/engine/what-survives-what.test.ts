@@ -6,7 +6,10 @@ import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/en
 import { STORES } from "../helpers/stores.js";
 
 /** A three-step workflow whose step functions are swapped per test; counts every call. */
-function threeSteps(behaviour: Partial<Record<"plan" | "build" | "review", (ctx: WorkflowContext) => unknown>>, between?: (ctx: WorkflowContext, built: unknown) => void) {
+function threeSteps(
+  behaviour: Partial<Record<"plan" | "build" | "review", (ctx: WorkflowContext) => unknown>>,
+  between?: (ctx: WorkflowContext, built: unknown) => void,
+) {
   const calls: string[] = [];
   const workflow = defineWorkflow({
     name: "three",
@@ -145,7 +148,11 @@ describe.each(STORES)("what survives what (%s)", (_name, makeStore) => {
 
   it("code changed between attempts: the new code runs, reusing records that still fit", async () => {
     const store = makeStore();
-    const v1 = threeSteps({ review: () => { throw new Error("reviewer bug"); } });
+    const v1 = threeSteps({
+      review: () => {
+        throw new Error("reviewer bug");
+      },
+    });
     const engine1 = createEngine({ store, workflows: [v1.workflow] });
     expect((await engine1.start(v1.workflow, { issue: "#6" }, { id: "r" })).status).toBe("failed");
     // The fix: same workflow name, new code.

@@ -20,8 +20,20 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
   it("args schema rejects the recorded args: continue refused (ARGS_REJECTED), no attempt counted", async () => {
     const { engine } = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", args: z.object({ issue: z.string() }), async run() { throw new Error("first attempt fails"); } },
-      { name: "w", args: z.object({ issue: z.number() }), async run() { return "never"; } },
+      {
+        name: "w",
+        args: z.object({ issue: z.string() }),
+        async run() {
+          throw new Error("first attempt fails");
+        },
+      },
+      {
+        name: "w",
+        args: z.object({ issue: z.number() }),
+        async run() {
+          return "never";
+        },
+      },
       { issue: "#212" },
     );
     const refusal = await engine.continue("r").catch((e: unknown) => e);
@@ -34,8 +46,24 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
     const calls: string[] = [];
     const { engine } = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", version: "1.4.0", async run(ctx) { await ctx.step("plan", async () => "p1"); await ctx.step("build", async () => "b1"); throw new Error("fails"); } },
-      { name: "w", version: "2.0.0", async run(ctx) { await ctx.step("plan", async () => calls.push("plan")); await ctx.step("build", async () => calls.push("build")); return "v2"; } },
+      {
+        name: "w",
+        version: "1.4.0",
+        async run(ctx) {
+          await ctx.step("plan", async () => "p1");
+          await ctx.step("build", async () => "b1");
+          throw new Error("fails");
+        },
+      },
+      {
+        name: "w",
+        version: "2.0.0",
+        async run(ctx) {
+          await ctx.step("plan", async () => calls.push("plan"));
+          await ctx.step("build", async () => calls.push("build"));
+          return "v2";
+        },
+      },
     );
     const result = await engine.continue("r");
     expect(result).toMatchObject({ status: "stopped", error: { code: "VERSION_CHANGED", step: "plan" } });
@@ -49,20 +77,58 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
   it("under 0.x a minor change is breaking; a minor change at 1.x or a patch is not", async () => {
     const zero = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", version: "0.3.1", async run(ctx) { await ctx.step("plan", async () => "p"); throw new Error("x"); } },
-      { name: "w", version: "0.4.0", async run(ctx) { return ctx.step("plan", async () => "new"); } },
+      {
+        name: "w",
+        version: "0.3.1",
+        async run(ctx) {
+          await ctx.step("plan", async () => "p");
+          throw new Error("x");
+        },
+      },
+      {
+        name: "w",
+        version: "0.4.0",
+        async run(ctx) {
+          return ctx.step("plan", async () => "new");
+        },
+      },
     );
     expect(await zero.engine.continue("r")).toMatchObject({ status: "stopped", error: { code: "VERSION_CHANGED" } });
     const minor = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", version: "1.3.1", async run(ctx) { await ctx.step("plan", async () => "p"); throw new Error("x"); } },
-      { name: "w", version: "1.9.0", async run(ctx) { return ctx.step("plan", async () => "new"); } },
+      {
+        name: "w",
+        version: "1.3.1",
+        async run(ctx) {
+          await ctx.step("plan", async () => "p");
+          throw new Error("x");
+        },
+      },
+      {
+        name: "w",
+        version: "1.9.0",
+        async run(ctx) {
+          return ctx.step("plan", async () => "new");
+        },
+      },
     );
     expect(await minor.engine.continue("r")).toMatchObject({ status: "completed", value: "p" });
     const unversioned = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", async run(ctx) { await ctx.step("plan", async () => "p"); throw new Error("x"); } },
-      { name: "w", version: "3.0.0", async run(ctx) { return ctx.step("plan", async () => "new"); } },
+      {
+        name: "w",
+        async run(ctx) {
+          await ctx.step("plan", async () => "p");
+          throw new Error("x");
+        },
+      },
+      {
+        name: "w",
+        version: "3.0.0",
+        async run(ctx) {
+          return ctx.step("plan", async () => "new");
+        },
+      },
     );
     expect(await unversioned.engine.continue("r")).toMatchObject({ status: "completed", value: "p" });
   });
@@ -70,8 +136,19 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
   it("a step's result schema rejects its recorded value: the attempt stops at that step, saying why", async () => {
     const { engine } = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", async run(ctx) { await ctx.step("report", async () => ({ title: "t" })); throw new Error("x"); } },
-      { name: "w", async run(ctx) { return ctx.step("report", { result: REPORT }, async () => ({ title: "new", words: 1 })); } },
+      {
+        name: "w",
+        async run(ctx) {
+          await ctx.step("report", async () => ({ title: "t" }));
+          throw new Error("x");
+        },
+      },
+      {
+        name: "w",
+        async run(ctx) {
+          return ctx.step("report", { result: REPORT }, async () => ({ title: "new", words: 1 }));
+        },
+      },
     );
     const result = await engine.continue("r");
     expect(result).toMatchObject({ status: "stopped", error: { code: "RESULT_REJECTED", step: "report" } });
@@ -84,7 +161,14 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
     const seen: Array<string | null> = [];
     const { engine } = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", version: "1.0.0", async run(ctx) { await ctx.step("report", async () => ({ title: "t", body: "one two three" })); throw new Error("x"); } },
+      {
+        name: "w",
+        version: "1.0.0",
+        async run(ctx) {
+          await ctx.step("report", async () => ({ title: "t", body: "one two three" }));
+          throw new Error("x");
+        },
+      },
       {
         name: "w",
         version: "2.0.0",
@@ -99,7 +183,10 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
                 return v.words !== undefined ? v : { title: v.title, words: v.body!.split(" ").length };
               },
             },
-            async () => { calls.push("report"); return { title: "new", words: 0 }; },
+            async () => {
+              calls.push("report");
+              return { title: "new", words: 0 };
+            },
           );
         },
       },
@@ -114,7 +201,14 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
     const calls: string[] = [];
     const { engine } = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", async run(ctx) { await ctx.step("plan", async () => "p"); await ctx.step("build", async () => "b"); throw new Error("x"); } },
+      {
+        name: "w",
+        async run(ctx) {
+          await ctx.step("plan", async () => "p");
+          await ctx.step("build", async () => "b");
+          throw new Error("x");
+        },
+      },
       {
         name: "w",
         async run(ctx) {
@@ -133,8 +227,21 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
   it("a step removed: its record is never asked for and stays", async () => {
     const { engine } = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", async run(ctx) { await ctx.step("plan", async () => "p"); await ctx.step("legacy", async () => "l"); throw new Error("x"); } },
-      { name: "w", async run(ctx) { const p = await ctx.step("plan", async () => "new p"); return ctx.step("ship", async () => `shipped ${p}`); } },
+      {
+        name: "w",
+        async run(ctx) {
+          await ctx.step("plan", async () => "p");
+          await ctx.step("legacy", async () => "l");
+          throw new Error("x");
+        },
+      },
+      {
+        name: "w",
+        async run(ctx) {
+          const p = await ctx.step("plan", async () => "new p");
+          return ctx.step("ship", async () => `shipped ${p}`);
+        },
+      },
     );
     expect(await engine.continue("r")).toMatchObject({ status: "completed", value: "shipped p" });
     expect((await engine.get("r")).steps.map((s) => s.key)).toEqual(["plan", "legacy", "ship"]);
@@ -143,8 +250,21 @@ describe.each(STORES)("when the code changes (%s)", (_name, makeStore) => {
   it("a prompt, a model, anything else changed: records are reused as they are", async () => {
     const { engine } = await changeBetweenAttempts(
       makeStore(),
-      { name: "w", version: "1.0.0", async run(ctx) { await ctx.step("ask", async () => "answer from model-a"); throw new Error("x"); } },
-      { name: "w", version: "1.1.0", async run(ctx) { return ctx.step("ask", async () => "answer from model-b"); } },
+      {
+        name: "w",
+        version: "1.0.0",
+        async run(ctx) {
+          await ctx.step("ask", async () => "answer from model-a");
+          throw new Error("x");
+        },
+      },
+      {
+        name: "w",
+        version: "1.1.0",
+        async run(ctx) {
+          return ctx.step("ask", async () => "answer from model-b");
+        },
+      },
     );
     expect(await engine.continue("r")).toMatchObject({ status: "completed", value: "answer from model-a" });
   });

@@ -63,7 +63,11 @@ export function spawnNode(script: string, args: string[] = [], options: ChildOpt
   const done = new Promise<ChildOutcome>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => {
-      const last = stdout.trim().split("\n").filter((line) => line.startsWith("{")).at(-1);
+      const last = stdout
+        .trim()
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .at(-1);
       resolve({ code, signal, stdout, stderr, ms: Date.now() - started, report: last ? JSON.parse(last) : undefined });
     });
   });

@@ -14,7 +14,12 @@ export function inspectDb(file: string) {
         status: string;
         idempotencyKey: string;
       }>,
-      runs: db.prepare("select id, status, attempts, budget_used as budgetUsed from runs").all() as Array<{ id: string; status: string; attempts: number; budgetUsed: number }>,
+      runs: db.prepare("select id, status, attempts, budget_used as budgetUsed from runs").all() as Array<{
+        id: string;
+        status: string;
+        attempts: number;
+        budgetUsed: number;
+      }>,
       attempts: db.prepare("select run_id as runId, number, ending, pid, forced from attempts order by run_id, number").all() as Array<{
         runId: string;
         number: number;

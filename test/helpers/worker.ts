@@ -16,13 +16,27 @@ export interface WorkerRun extends ChildRun {
 
 /** Run the crash-suite worker as a real child process. */
 /** `child.under`: a command to run the worker under (faketime, unshare). */
-export function spawnWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object, child: Pick<ChildOptions, "under"> = {}): WorkerRun {
+export function spawnWorker(
+  file: string,
+  runId: string,
+  mode: "start" | "continue" | "compensate",
+  env: Record<string, string> = {},
+  options?: object,
+  child: Pick<ChildOptions, "under"> = {},
+): WorkerRun {
   const args = [file, runId, mode];
   if (options) args.push(JSON.stringify(options));
   return spawnNode(WORKER, args, { env: { STEPLOG_FAULT: "", ...env }, ...child });
 }
 
-export function runWorker(file: string, runId: string, mode: "start" | "continue" | "compensate", env: Record<string, string> = {}, options?: object, child: Pick<ChildOptions, "under"> = {}) {
+export function runWorker(
+  file: string,
+  runId: string,
+  mode: "start" | "continue" | "compensate",
+  env: Record<string, string> = {},
+  options?: object,
+  child: Pick<ChildOptions, "under"> = {},
+) {
   return spawnWorker(file, runId, mode, env, options, child).done;
 }
 
@@ -38,7 +52,11 @@ export interface LedgerEntry {
 export function readLedger(file: string): LedgerEntry[] {
   const ledger = `${file}.ledger`;
   if (!fs.existsSync(ledger)) return [];
-  return fs.readFileSync(ledger, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line));
+  return fs
+    .readFileSync(ledger, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 }
 
 export const distBuilt = () => fs.existsSync(path.join(fileURLToPath(new URL("../../dist", import.meta.url)), "index.js"));

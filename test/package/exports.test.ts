@@ -36,7 +36,9 @@ const codeExports = Object.entries(pkg.exports).filter(([key]) => key !== "./pac
 const leaves: Array<[string, "import" | "require", "types" | "default", string]> = codeExports.flatMap(([key, value]) => {
   if (typeof value !== "object" || value === null) return [[key, "import", "default", String(value)]];
   return (["import", "require"] as const).flatMap((condition) =>
-    (["types", "default"] as const).map((kind) => [key, condition, kind, value[condition]?.[kind]] as [string, "import" | "require", "types" | "default", string]),
+    (["types", "default"] as const).map(
+      (kind) => [key, condition, kind, value[condition]?.[kind]] as [string, "import" | "require", "types" | "default", string],
+    ),
   );
 });
 

@@ -60,7 +60,10 @@ async function run(command: string, args: string[], cwd: string, timeout = STEP_
   } catch (error) {
     const e = error as { code?: unknown; signal?: unknown; stdout?: string; stderr?: string };
     // Drop bare absolute paths (tsc --listFiles) so the diagnostics stay readable.
-    const stdout = (e.stdout ?? "").split("\n").filter((line) => !/^\/\S+$/.test(line.trim())).join("\n");
+    const stdout = (e.stdout ?? "")
+      .split("\n")
+      .filter((line) => !/^\/\S+$/.test(line.trim()))
+      .join("\n");
     throw new Error(
       `${path.basename(command)} ${args.join(" ")} (in ${cwd}) failed (exit ${String(e.code)}${e.signal ? `, ${String(e.signal)}` : ""})` +
         `\n--- stdout ---\n${stdout}\n--- stderr ---\n${e.stderr ?? ""}`,
@@ -288,11 +291,7 @@ beforeAll(async () => {
   // zod for the consumer's own schemas, at the version this repo tests with (whether or not
   // steplog depends on it). No scripts: better-sqlite3 must not compile again.
   const zodVersion = readJson(path.join(ROOT, "node_modules", "zod", "package.json")).version as string;
-  await run(
-    "npm",
-    ["install", tarball, `zod@${zodVersion}`, "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"],
-    project,
-  );
+  await run("npm", ["install", tarball, `zod@${zodVersion}`, "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], project);
 
   // The native addon, from this repo's build of the same better-sqlite3 version.
   const installedSqlite = path.join(project, "node_modules", "better-sqlite3");
@@ -366,13 +365,16 @@ describe.each(["esm", "cjs"] as const)("the installed package from %s", (format)
       expect(out.entries["steplog/sqlite"]).toMatchObject({ sqliteStore: "function" });
       expect(out.entries["steplog/memory"]).toMatchObject({ memoryStore: "function" });
       expect(out.entries["steplog/testing"]).toMatchObject({ testWorkflow: "function" });
-      expect(out.entries["steplog/agents"]).toMatchObject({ durableTools: "function", durableModel: "function", modelTurn: "function", messagesFromSteps: "function" });
+      expect(out.entries["steplog/agents"]).toMatchObject({
+        durableTools: "function",
+        durableModel: "function",
+        modelTurn: "function",
+        messagesFromSteps: "function",
+      });
       // Each condition resolves to the installed package's file for this module system.
       const js = format === "esm" ? "js" : "cjs";
       expect(out.resolved).toEqual(
-        Object.fromEntries(
-          Object.keys(entries).map((name) => [name === "index" ? "steplog" : `steplog/${name}`, `node_modules/steplog/dist/${name}.${js}`]),
-        ),
+        Object.fromEntries(Object.keys(entries).map((name) => [name === "index" ? "steplog" : `steplog/${name}`, `node_modules/steplog/dist/${name}.${js}`])),
       );
       expect(out.packageJson).toBe(pkg.version);
       // The exports map is the whole public surface: deep paths are closed.

@@ -36,7 +36,13 @@ describe("secrets through the steplog command", () => {
     const engine = createEngine({ store: sqliteStore({ path: db }), workflows: [ship], codec: encryptedCodec({ keys: { k1: key }, current: "k1" }) });
     expect(await engine.start(ship, undefined, { id: "a" })).toMatchObject({ status: "waiting" });
     await engine.close();
-    for (const args of [["reject", "a", "ship", "--reason", "plaintext-reason", "--by", "eve"], ["approve", "a", "ship"], ["send", "a", "go", '"plaintext"'], ["cancel", "a"], ["resolve", "a", "ship", "--value", '"plaintext"']]) {
+    for (const args of [
+      ["reject", "a", "ship", "--reason", "plaintext-reason", "--by", "eve"],
+      ["approve", "a", "ship"],
+      ["send", "a", "go", '"plaintext"'],
+      ["cancel", "a"],
+      ["resolve", "a", "ship", "--value", '"plaintext"'],
+    ]) {
       const r = steplog([...args, "--db", db], {}, cwd);
       expect(r.code, `${args[0]}: ${r.stderr}`).not.toBe(0);
       expect(r.stderr, args[0]).toContain("CODEC_KEY_MISSING");
@@ -82,44 +88,59 @@ describe("secrets through the steplog command", () => {
   });
 
   const inBrowser = CHROMIUM || process.env.CI ? it : it.skip;
-  inBrowser("the HTML timeline of hostile values opens in headless Chromium and no script runs", async () => {
-    if (!CHROMIUM) throw new Error("Chromium is not installed: apt-get install -y chromium");
-    const cwd = tmpDir();
-    const db = path.join(cwd, "hostile.db");
-    const PWN = `document.title='PWNED';document.documentElement.setAttribute('data-pwned','1')`;
-    const hostile = defineWorkflow({
-      name: `<script>${PWN}</script>`,
-      async run(ctx) {
-        await ctx.step(`<img src=x onerror="${PWN}">`, async () => ({
-          link: `javascript:${PWN}`,
-          html: `<script>${PWN}</script><img src=x onerror="${PWN}"><svg onload="${PWN}">`,
-          attr: `" onmouseover="${PWN}" x="`,
-        }));
-        throw new Error(`</pre><script>${PWN}</script><a href="javascript:${PWN}">click</a>`);
-      },
-    });
-    const engine = createEngine({ store: sqliteStore({ path: db }) });
-    await engine.start(hostile, undefined, { id: `<script>${PWN}</script>` });
-    await engine.close();
-    const page = path.join(cwd, "hostile.html");
-    const made = steplog(["show", `<script>${PWN}</script>`, "--db", db, "--html", page], {}, cwd);
-    expect(made.code, made.stderr).toBe(0);
-    const dom = spawnSync(
-      CHROMIUM,
-      ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
-        `--user-data-dir=${path.join(cwd, "profile")}`, "--virtual-time-budget=3000", "--dump-dom", `file://${page}`],
-      { encoding: "utf8", timeout: 60_000 },
-    );
-    expect(dom.status, dom.stderr).toBe(0);
-    const html = dom.stdout;
-    // The page loaded (the hostile text is there, as text) and nothing it holds ran or became markup.
-    expect(html).toContain("PWNED");
-    expect(html).not.toMatch(/<html[^>]*data-pwned/);
-    expect(html).not.toMatch(/<title>PWNED<\/title>/);
-    expect(html).not.toMatch(/<script\b/i);
-    expect(html).not.toMatch(/<(img|svg|iframe|a)\b[^>]*\son\w+=/i);
-    expect(html).not.toMatch(/<a\b[^>]*href="javascript:/i);
-  }, 90_000);
+  inBrowser(
+    "the HTML timeline of hostile values opens in headless Chromium and no script runs",
+    async () => {
+      if (!CHROMIUM) throw new Error("Chromium is not installed: apt-get install -y chromium");
+      const cwd = tmpDir();
+      const db = path.join(cwd, "hostile.db");
+      const PWN = `document.title='PWNED';document.documentElement.setAttribute('data-pwned','1')`;
+      const hostile = defineWorkflow({
+        name: `<script>${PWN}</script>`,
+        async run(ctx) {
+          await ctx.step(`<img src=x onerror="${PWN}">`, async () => ({
+            link: `javascript:${PWN}`,
+            html: `<script>${PWN}</script><img src=x onerror="${PWN}"><svg onload="${PWN}">`,
+            attr: `" onmouseover="${PWN}" x="`,
+          }));
+          throw new Error(`</pre><script>${PWN}</script><a href="javascript:${PWN}">click</a>`);
+        },
+      });
+      const engine = createEngine({ store: sqliteStore({ path: db }) });
+      await engine.start(hostile, undefined, { id: `<script>${PWN}</script>` });
+      await engine.close();
+      const page = path.join(cwd, "hostile.html");
+      const made = steplog(["show", `<script>${PWN}</script>`, "--db", db, "--html", page], {}, cwd);
+      expect(made.code, made.stderr).toBe(0);
+      const dom = spawnSync(
+        CHROMIUM,
+        [
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--no-first-run",
+          "--disable-sync",
+          `--user-data-dir=${path.join(cwd, "profile")}`,
+          "--virtual-time-budget=3000",
+          "--dump-dom",
+          `file://${page}`,
+        ],
+        { encoding: "utf8", timeout: 60_000 },
+      );
+      expect(dom.status, dom.stderr).toBe(0);
+      const html = dom.stdout;
+      // The page loaded (the hostile text is there, as text) and nothing it holds ran or became markup.
+      expect(html).toContain("PWNED");
+      expect(html).not.toMatch(/<html[^>]*data-pwned/);
+      expect(html).not.toMatch(/<title>PWNED<\/title>/);
+      expect(html).not.toMatch(/<script\b/i);
+      expect(html).not.toMatch(/<(img|svg|iframe|a)\b[^>]*\son\w+=/i);
+      expect(html).not.toMatch(/<a\b[^>]*href="javascript:/i);
+    },
+    90_000,
+  );
 });
 
 describe("what the steplog command never prints", () => {

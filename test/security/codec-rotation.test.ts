@@ -57,7 +57,9 @@ describe("a key under the right id that is not the one that sealed the payload",
       .then(() => other.decode(stored))
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "STORE_UNREADABLE" });
-    expect((error as Error).message).toContain(`Check that key "k1" in encryptedCodec({ keys }) (for the steplog command, STEPLOG_KEYS) is the key that sealed it`);
+    expect((error as Error).message).toContain(
+      `Check that key "k1" in encryptedCodec({ keys }) (for the steplog command, STEPLOG_KEYS) is the key that sealed it`,
+    );
     expect((error as Error).message).not.toContain("Point the engine at the right file");
   });
 });

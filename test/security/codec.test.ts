@@ -24,7 +24,12 @@ const fetchToken = defineWorkflow({
 /** Every byte steplog wrote for this store: the database, its WAL and shared memory. */
 function storeBytes(file: string): Buffer {
   const dir = path.dirname(file);
-  return Buffer.concat(fs.readdirSync(dir).filter((f) => f.startsWith(path.basename(file))).map((f) => fs.readFileSync(path.join(dir, f))));
+  return Buffer.concat(
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.startsWith(path.basename(file)))
+      .map((f) => fs.readFileSync(path.join(dir, f))),
+  );
 }
 
 const keys = { k1: crypto.randomBytes(32), k2: crypto.randomBytes(32) };
@@ -59,7 +64,11 @@ describe("encryptedCodec", () => {
     await engine.start(fetchToken, { account: "acme", password: SECRET }, { id: "t" });
     await engine.close();
     const before = storeBytes(file);
-    const wrong = createEngine({ store: sqliteStore({ path: file }), workflows: [fetchToken], codec: encryptedCodec({ keys: { k2: keys.k2 }, current: "k2" }) });
+    const wrong = createEngine({
+      store: sqliteStore({ path: file }),
+      workflows: [fetchToken],
+      codec: encryptedCodec({ keys: { k2: keys.k2 }, current: "k2" }),
+    });
     const error = await wrong.continue("t").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "CODEC_KEY_MISSING", keyId: "k1" });
     expect((error as Error).message).toContain(`key "k1"`);
@@ -72,7 +81,11 @@ describe("encryptedCodec", () => {
 
   it("rotation: new values are sealed with the current key, old runs stay readable with the old key kept", async () => {
     const file = tmpDb();
-    const first = createEngine({ store: sqliteStore({ path: file }), workflows: [fetchToken], codec: encryptedCodec({ keys: { k1: keys.k1 }, current: "k1" }) });
+    const first = createEngine({
+      store: sqliteStore({ path: file }),
+      workflows: [fetchToken],
+      codec: encryptedCodec({ keys: { k1: keys.k1 }, current: "k1" }),
+    });
     await first.start(fetchToken, { account: "old", password: "p" }, { id: "old" });
     await first.close();
     const rotated = createEngine({ store: sqliteStore({ path: file }), workflows: [fetchToken], codec: encryptedCodec({ keys, current: "k2" }) });
@@ -103,7 +116,12 @@ describe("encryptedCodec", () => {
       },
       decode: async (stored) => Buffer.from(stored, "base64").toString(),
     };
-    const workflow = defineWorkflow({ name: "b64", async run(ctx) { return ctx.step("s", async () => ({ n: 1 })); } });
+    const workflow = defineWorkflow({
+      name: "b64",
+      async run(ctx) {
+        return ctx.step("s", async () => ({ n: 1 }));
+      },
+    });
     const engine = createEngine({ store: sqliteStore({ path: tmpDb() }), workflows: [workflow], codec });
     expect(await engine.start(workflow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: { n: 1 } });
     expect(seen).toEqual(['{"$type":"undefined"}', '{"n":1}', '{"n":1}']);
@@ -115,7 +133,7 @@ describe("redaction for display", () => {
   it("get(id, { redact: true }) hides matching paths in args, step values and the result; the records are untouched", async () => {
     const workflow = defineWorkflow({
       name: "redacted",
-      async run(ctx, args: unknown) {
+      async run(ctx, _args: unknown) {
         await ctx.step("login", async () => ({ token: SECRET, user: { name: "ana", card: { number: "4242", exp: "12/30" } } }));
         return { ok: true, token: SECRET };
       },

@@ -29,11 +29,25 @@ const NASTY = [
   "",
 ];
 
-const names = fc.oneof(fc.constantFrom(...NASTY), fc.string({ maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }), fc.string({ minLength: 190, maxLength: 210 }));
+const names = fc.oneof(
+  fc.constantFrom(...NASTY),
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: "binary", maxLength: 40 }),
+  fc.string({ minLength: 190, maxLength: 210 }),
+);
 
 const values = fc.oneof(
   fc.jsonValue(),
-  fc.anything({ withBigInt: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true, withSparseArray: true, withTypedArray: true, withBoxedValues: true }),
+  fc.anything({
+    withBigInt: true,
+    withDate: true,
+    withMap: true,
+    withSet: true,
+    withNullPrototype: true,
+    withSparseArray: true,
+    withTypedArray: true,
+    withBoxedValues: true,
+  }),
   fc.constantFrom(...NASTY),
 );
 
@@ -111,7 +125,12 @@ describe.each(EVERY_STORE)("hostile input (%s)", (_name, makeStore) => {
       fc.asyncProperty(names, async (name) => {
         let workflow;
         try {
-          workflow = defineWorkflow({ name, async run() { return name; } });
+          workflow = defineWorkflow({
+            name,
+            async run() {
+              return name;
+            },
+          });
         } catch (error) {
           expect((error as { code?: string }).code).toBe("INVALID_NAME");
           expect((error as Error).message).toContain("1 to 200 characters");
@@ -135,7 +154,12 @@ describe.each(EVERY_STORE)("hostile input (%s)", (_name, makeStore) => {
     await fc.assert(
       fc.asyncProperty(values, async (value) => {
         const id = `v${n++}`;
-        const workflow = defineWorkflow({ name: `values-${id}`, async run(ctx) { return ctx.step("echo", async () => value); } });
+        const workflow = defineWorkflow({
+          name: `values-${id}`,
+          async run(ctx) {
+            return ctx.step("echo", async () => value);
+          },
+        });
         const result = await engine.start(workflow, undefined, { id });
         const view = await engine.get(id);
         if (result.status === "completed") {

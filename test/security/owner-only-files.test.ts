@@ -6,7 +6,12 @@ import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { jsonlStore } from "../../src/entries/jsonl.js";
 import { tmpDir } from "../helpers/tmp.js";
 
-const hello = defineWorkflow({ name: "hello", async run(ctx) { return ctx.step("a", async () => "hi"); } });
+const hello = defineWorkflow({
+  name: "hello",
+  async run(ctx) {
+    return ctx.step("a", async () => "hi");
+  },
+});
 
 describe("jsonl store files are owner-only", () => {
   it("the folder is 0700 with a .gitignore, the journal 0600; a journal others can read is reported once", async () => {

@@ -183,7 +183,12 @@ describe("planStep: from the start point", () => {
       step("a", row("a", "escalated")),
       { kind: "stop", code: "RUN_ESCALATED", ending: "escalated", started: true, siblings: "keep" },
     ],
-    ["a cut-off row of another attempt is resolved by policy", started(), step("a", row("a", "intended")), { kind: "resolve", started: true, siblings: "keep" }],
+    [
+      "a cut-off row of another attempt is resolved by policy",
+      started(),
+      step("a", row("a", "intended")),
+      { kind: "resolve", started: true, siblings: "keep" },
+    ],
     [
       "this attempt's own open intent is run (a retry within the attempt)",
       started(),

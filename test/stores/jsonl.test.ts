@@ -238,7 +238,9 @@ describe("jsonl store", () => {
     expect(error).toMatchObject({ code: "STORE_UNREADABLE" });
     expect((error as Error).message).toContain("line 3 is not JSON");
     expect((error as Error).message).toContain(file);
-    await expect(broken.claimRun("r", () => ({ kind: "refuse", error: new Error("no"), run: { status: "failed" } }))).rejects.toMatchObject({ code: "STORE_UNREADABLE" });
+    await expect(broken.claimRun("r", () => ({ kind: "refuse", error: new Error("no"), run: { status: "failed" } }))).rejects.toMatchObject({
+      code: "STORE_UNREADABLE",
+    });
     await expect(broken.writeIntent(lease, stepRow("r", 2, "b"))).rejects.toMatchObject({ code: "STORE_UNREADABLE" });
     await expect(broken.createRun(runRow("new"), attemptRow("new", 1), { expiresAt: NOW, now: NOW })).rejects.toMatchObject({ code: "STORE_UNREADABLE" });
     expect(sha(file)).toBe(before);

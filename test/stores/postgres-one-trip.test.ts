@@ -50,7 +50,15 @@ describe("postgres one-round-trip statements", () => {
   });
 
   it("an ending updates the attempt and the run under the live lease and releases the lease last", () => {
-    const end = { attempt: 1, ending: "waiting" as const, endedAt: 7, error: null, run: { status: "waiting" as const, wakeAt: null, updatedAt: 7 }, wakeOnEvent: "verdict", reused: ["a"] };
+    const end = {
+      attempt: 1,
+      ending: "waiting" as const,
+      endedAt: 7,
+      error: null,
+      run: { status: "waiting" as const, wakeAt: null, updatedAt: 7 },
+      wakeOnEvent: "verdict",
+      reused: ["a"],
+    };
     const statements = oneTripStatements("s", { kind: "end", fence, end })!;
     expect(statements.map((t) => t.split(" ").slice(0, 2).join(" "))).toEqual(["UPDATE s.attempts", "UPDATE s.runs", "UPDATE s.runs", "UPDATE s.leases"]);
     for (const t of statements.slice(0, -1)) expect(t).toContain("epoch = 3 AND attempt IS NOT NULL");

@@ -112,7 +112,9 @@ suite("postgres store", () => {
     expect((await engine.start(hello, undefined, { id: "212" })).status).toBe("completed");
     await engine.close();
     const q = (sql: string) => admin.query(sql).then((r) => r.rows);
-    expect(await q(`select id, workflow, status, attempts from "${schema}".runs`)).toEqual([{ id: "212", workflow: "hello", status: "completed", attempts: 1 }]);
+    expect(await q(`select id, workflow, status, attempts from "${schema}".runs`)).toEqual([
+      { id: "212", workflow: "hello", status: "completed", attempts: 1 },
+    ]);
     expect(await q(`select key, status, idempotency_key, value, written_epoch from "${schema}".steps where run_id = '212' order by seq`)).toEqual([
       { key: "a", status: "succeeded", idempotency_key: "212:a", value: '{"greeting":"hello"}', written_epoch: "1" },
       { key: "b", status: "succeeded", idempotency_key: "212:b", value: '"hello world"', written_epoch: "1" },
@@ -347,11 +349,14 @@ suite("postgres store", () => {
 
   it("a new run whose COMMIT reply is lost past retryForMs: STORE_WRITE_FAILED saying it may have been recorded (it was), not to continue", async () => {
     const schema = freshSchema();
-    await store(schema).migrate().then(() => undefined);
+    await store(schema)
+      .migrate()
+      .then(() => undefined);
     // The new run's transaction (sent in one round trip) or its COMMIT: carried out, reply lost.
     const lossy = interceptedPool(2, async (client, text, values) => {
       const result = await client.query(text, values);
-      if (text === "COMMIT" || (text.endsWith("; COMMIT") && text.includes(".runs (id,"))) throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+      if (text === "COMMIT" || (text.endsWith("; COMMIT") && text.includes(".runs (id,")))
+        throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
       return result;
     });
     const echo = defineWorkflow({ name: "echo", run: async (_ctx, text: string) => text });
@@ -377,7 +382,13 @@ suite("postgres store", () => {
     const takeIfFree = (runId: string) => (current: StoredRun) =>
       current.lease?.attempt != null
         ? { kind: "refuse" as const, error: new RunBusyError(runId, { attempt: current.lease.attempt, host: "h", pid: 1, expiresAt: current.lease.expiresAt }) }
-        : { kind: "take" as const, attempt: attemptRow(runId, current.run.attempts + 1), run: { attempts: current.run.attempts + 1 }, expiresAt: NOW + 60_000, now: NOW };
+        : {
+            kind: "take" as const,
+            attempt: attemptRow(runId, current.run.attempts + 1),
+            run: { attempts: current.run.attempts + 1 },
+            expiresAt: NOW + 60_000,
+            now: NOW,
+          };
 
     const locker = await admin.connect();
     try {
@@ -418,7 +429,9 @@ suite("postgres store", () => {
 
   it("a run's start, each sequential step and the attempt's ending are one round trip each; values with quotes, backslashes, E'…', $$ and non-ASCII text are stored exactly", async () => {
     const schema = freshSchema();
-    await store(schema).migrate().then(() => undefined);
+    await store(schema)
+      .migrate()
+      .then(() => undefined);
     let queries = 0;
     const endings: string[] = [];
     const rollbacks: string[] = [];
@@ -506,7 +519,8 @@ suite("postgres store", () => {
     // The server's "terminating connection" arriving in the same read as "ready for query": pg
     // emits 'error' after pg-pool dropped its idle listener and before the caller resumes.
     given.on("acquire", (client) => {
-      if (emitted++ < 3) process.nextTick(() => client.emit("error", Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" })));
+      if (emitted++ < 3)
+        process.nextTick(() => client.emit("error", Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" })));
     });
     const flow = defineWorkflow({ name: "survives", run: (ctx) => ctx.step("a", async () => "ok") });
     const engine = createEngine({ store: postgresStore({ pool: given, schema }), workflows: [flow] });
@@ -548,10 +562,14 @@ suite("postgres store", () => {
     const setup = store(schema);
     // Left by an attempt of this very process that no longer runs (its ending was never recorded).
     const now = Date.now();
-    await setup.createRun(runRow("r", { workflow: "flow", version: null, args: '{"$type":"undefined"}' }), attemptRow("r", 1, { ...currentOwner(), startedAt: now }), {
-      expiresAt: now + 3_600_000,
-      now,
-    });
+    await setup.createRun(
+      runRow("r", { workflow: "flow", version: null, args: '{"$type":"undefined"}' }),
+      attemptRow("r", 1, { ...currentOwner(), startedAt: now }),
+      {
+        expiresAt: now + 3_600_000,
+        now,
+      },
+    );
     await setup.close();
     let cut = 0;
     // The claim's first try loses its connection after deciding, before COMMIT.
@@ -604,7 +622,8 @@ suite("postgres store", () => {
     await engine.start(flow, undefined, { id: "in-schema" });
     await engine.close();
     const bin = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
-    const steplog = (args: string[], env: Record<string, string> = {}) => spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1", ...env } });
+    const steplog = (args: string[], env: Record<string, string> = {}) =>
+      spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1", ...env } });
     const shown = steplog(["show", "in-schema", "--store", URL_!, "--schema", schema, "--json"]);
     expect(shown.status, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: "in-schema", status: "completed" });
@@ -631,13 +650,21 @@ suite("postgres store", () => {
 
   it("a due listing comes oldest wake time first; an attempt's reused steps are absent until its ending records them", async () => {
     const s = store(freshSchema());
-    for (const [id, wakeAt] of [["a", NOW + 30], ["b", NOW + 10], ["c", NOW + 20], ["d", NOW + 999]] as const) {
+    for (const [id, wakeAt] of [
+      ["a", NOW + 30],
+      ["b", NOW + 10],
+      ["c", NOW + 20],
+      ["d", NOW + 999],
+    ] as const) {
       await s.createRun(runRow(id, { status: "waiting", wakeAt, createdAt: NOW + wakeAt }), attemptRow(id, 1), { expiresAt: NOW, now: NOW });
     }
     expect((await s.listRuns({ status: ["waiting"], dueBy: NOW + 100 })).map((l) => l.run.id)).toEqual(["b", "c", "a"]);
     expect((await s.listRuns({ status: ["waiting"], dueBy: NOW + 100, limit: 2 })).map((l) => l.run.id)).toEqual(["b", "c"]);
     expect("reused" in (await s.loadRun("a"))!.attempts[0]!).toBe(false);
-    await s.endAttempt({ runId: "a", epoch: 1 }, { attempt: 1, ending: "completed", endedAt: NOW, error: null, run: { status: "completed" }, reused: ["x", "y#2"] });
+    await s.endAttempt(
+      { runId: "a", epoch: 1 },
+      { attempt: 1, ending: "completed", endedAt: NOW, error: null, run: { status: "completed" }, reused: ["x", "y#2"] },
+    );
     expect((await s.loadRun("a"))!.attempts[0]!.reused).toEqual(["x", "y#2"]);
     expect((await s.listRuns({ workflow: "conformance" })).find((l) => l.run.id === "a")!.lastAttempt!.reused).toEqual(["x", "y#2"]);
     await s.close();

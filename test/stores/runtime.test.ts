@@ -72,7 +72,10 @@ describe("the runtime store wrapper", () => {
     expect((refused as Error).message).toContain("bare store in this test");
     expect((refused as Error).message).toContain("open a new store object");
     await expect(second.start(twoSteps, undefined, { id: "s" })).rejects.toMatchObject({ code: "STORE_CLOSED" });
-    await expect(runtimeStore(store).writeIntent({ runId: "r", epoch: 1 }, {} as never)).rejects.toMatchObject({ code: "STORE_CLOSED", message: expect.stringContaining("writeIntent()") });
+    await expect(runtimeStore(store).writeIntent({ runId: "r", epoch: 1 }, {} as never)).rejects.toMatchObject({
+      code: "STORE_CLOSED",
+      message: expect.stringContaining("writeIntent()"),
+    });
     await second.close();
     expect(closes()).toBe(1);
     // Nothing was written after the close: the inner store still holds just the one run.
@@ -139,7 +142,9 @@ describe("the conformance suite's hooks", () => {
 
   it("a skip naming no test is an error, so a renamed test cannot quietly stay skipped", () => {
     const { fns } = recorder();
-    expect(() => describeStore("m", { create: () => memoryStore(), skip: { "no such test": "x" } }, fns)).toThrow(/skip names no test of the suite: "no such test"/);
+    expect(() => describeStore("m", { create: () => memoryStore(), skip: { "no such test": "x" } }, fns)).toThrow(
+      /skip names no test of the suite: "no such test"/,
+    );
   });
 
   it("a skip without it.skip from the runner is refused rather than counted as passing", () => {

@@ -60,7 +60,12 @@ describe("sqlite store", () => {
 
   it("WAL, busy_timeout, and synchronous set on every open: FULL for durability 'power' (default), NORMAL for 'process'", async () => {
     const file = tmpDb();
-    for (const [durability, synchronous] of [[undefined, 2], ["process", 1], ["power", 2], ["process", 1]] as const) {
+    for (const [durability, synchronous] of [
+      [undefined, 2],
+      ["process", 1],
+      ["power", 2],
+      ["process", 1],
+    ] as const) {
       const store = sqliteStore(durability ? { path: file, durability } : { path: file });
       const engine = createEngine({ store, workflows: [hello] });
       await engine.start(hello, undefined);
@@ -272,7 +277,9 @@ describe("sqlite store files are owner-only", () => {
       { run_num: 2, run_id: "a-cut", seq: 3, key: "b", status: "succeeded", attempt: 2, value: '"old world"' },
     ]);
     // One index finds a run's steps; a new run takes the next number.
-    expect(db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'steps' and name not like 'sqlite_%'").all()).toEqual([{ name: "steps_by_run" }]);
+    expect(db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'steps' and name not like 'sqlite_%'").all()).toEqual([
+      { name: "steps_by_run" },
+    ]);
     db.close();
   });
 });
@@ -282,15 +289,60 @@ describe("sqlite store: group commit", () => {
     const store = sqliteStore({ path: tmpDb(), durability: "process" });
     const now = Date.now();
     const row = (id: string, extra: object = {}) => ({
-      id, workflow: "w", version: null, args: "null", status: "running" as const, attempts: 1, budgetUsed: 1, source: null, deadline: null,
-      value: null, error: null, waitingFor: null, wakeAt: null, createdAt: now, updatedAt: now, ...extra,
+      id,
+      workflow: "w",
+      version: null,
+      args: "null",
+      status: "running" as const,
+      attempts: 1,
+      budgetUsed: 1,
+      source: null,
+      deadline: null,
+      value: null,
+      error: null,
+      waitingFor: null,
+      wakeAt: null,
+      createdAt: now,
+      updatedAt: now,
+      ...extra,
     });
-    const attempt = (runId: string) => ({ runId, number: 1, host: "h", bootId: null, pid: 1, processStart: null, startedAt: now, endedAt: null, ending: null, fromStep: null, forced: false, error: null });
+    const attempt = (runId: string) => ({
+      runId,
+      number: 1,
+      host: "h",
+      bootId: null,
+      pid: 1,
+      processStart: null,
+      startedAt: now,
+      endedAt: null,
+      ending: null,
+      fromStep: null,
+      forced: false,
+      error: null,
+    });
     const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
-    const intent = store.writeIntent({ runId: "a", epoch: lease.epoch }, {
-      runId: "a", seq: 1, attempt: 1, key: "s", name: "s", status: "intended", effect: "idempotent", idempotencyKey: "a:s", value: null, error: null,
-      version: null, intendedAt: now, endedAt: null, calls: 0, resolution: null, usage: null, position: 0,
-    });
+    const intent = store.writeIntent(
+      { runId: "a", epoch: lease.epoch },
+      {
+        runId: "a",
+        seq: 1,
+        attempt: 1,
+        key: "s",
+        name: "s",
+        status: "intended",
+        effect: "idempotent",
+        idempotencyKey: "a:s",
+        value: null,
+        error: null,
+        version: null,
+        intendedAt: now,
+        endedAt: null,
+        calls: 0,
+        resolution: null,
+        usage: null,
+        position: 0,
+      },
+    );
     // Something SQLite cannot bind (an object) makes this run's insert throw inside the shared commit.
     const broken = store.createRun(row("b", { source: {} }) as never, attempt("b") as never, { expiresAt: now + 60_000, now });
     await expect(broken).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "b" });
@@ -408,7 +460,11 @@ describe("sqlite store: group commit", () => {
 describe("sqlite store: upgrading from schema version 3", () => {
   const version3 = createVersion3Store;
   const v3Run = (db: Database.Database, id: string, createdAt: number) =>
-    db.prepare(`INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', 'completed', 1, 0, ?, ?)`).run(id, createdAt, createdAt);
+    db
+      .prepare(
+        `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', 'completed', 1, 0, ?, ?)`,
+      )
+      .run(id, createdAt, createdAt);
   const v3Step = (db: Database.Database, runId: string, seq: number) =>
     db
       .prepare(

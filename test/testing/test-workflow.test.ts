@@ -137,7 +137,10 @@ describe("testWorkflow and the saga's pivot rule", () => {
 
   it("a seeded irreversible step that succeeded (earlier.effects) keeps the saga from compensating past it, as in a real continue", async () => {
     compensated.length = 0;
-    const seeded = await testWorkflow(trip, { args: undefined, earlier: { steps: { "book-hotel": "H1", charge: "paid" }, effects: { "book-hotel": "compensatable", charge: "irreversible" } } });
+    const seeded = await testWorkflow(trip, {
+      args: undefined,
+      earlier: { steps: { "book-hotel": "H1", charge: "paid" }, effects: { "book-hotel": "compensatable", charge: "irreversible" } },
+    });
     expect(seeded).toMatchObject({ status: "failed", run: { status: "failed" } });
     expect(compensated).toEqual([]);
     // The same in a real engine on SQLite: start fails at ship, and nothing is compensated past the charge.
@@ -149,6 +152,8 @@ describe("testWorkflow and the saga's pivot rule", () => {
   });
 
   it("an effect that is not one of the four is refused", async () => {
-    await expect(testWorkflow(trip, { args: undefined, earlier: { steps: { charge: "paid" }, effects: { charge: "final" as never } } })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    await expect(testWorkflow(trip, { args: undefined, earlier: { steps: { charge: "paid" }, effects: { charge: "final" as never } } })).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+    });
   });
 });

@@ -26,7 +26,10 @@ describe("step resolutions", () => {
 
   it("withResolution lays changes over what is there (a failed wait keeps what it waited for)", () => {
     const wait = formatResolution({ wait: { kind: "event", step: "w", event: "e" } });
-    expect(parseResolution(withResolution(wait, { thrown: { attempt: 2, entered: 1 } }))).toEqual({ wait: { kind: "event", step: "w", event: "e" }, thrown: { attempt: 2, entered: 1 } });
+    expect(parseResolution(withResolution(wait, { thrown: { attempt: 2, entered: 1 } }))).toEqual({
+      wait: { kind: "event", step: "w", event: "e" },
+      thrown: { attempt: 2, entered: 1 },
+    });
     expect(parseResolution(withResolution(null, { policy: "supplied" }))).toEqual({ policy: "supplied" });
   });
 
@@ -39,7 +42,9 @@ describe("step resolutions", () => {
 
   it("a run's view leaves out the thrown mark (it shows `handled` instead) and keeps the rest", () => {
     expect(shownResolution(formatResolution({ thrown: { attempt: 1, entered: 2 } }))).toBeUndefined();
-    expect(shownResolution(formatResolution({ wait: { kind: "sleep", step: "n" }, thrown: { attempt: 1, entered: 2 } }))).toEqual({ wait: { kind: "sleep", step: "n" } });
+    expect(shownResolution(formatResolution({ wait: { kind: "sleep", step: "n" }, thrown: { attempt: 1, entered: 2 } }))).toEqual({
+      wait: { kind: "sleep", step: "n" },
+    });
     expect(shownResolution(null)).toBeUndefined();
   });
 });

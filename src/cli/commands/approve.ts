@@ -10,7 +10,9 @@ export const approve: Command = {
     name: "approve",
     summary: "approve a step the run is parked on (approval: true); a worker then goes on",
     usage: ["steplog approve <id> <step> [--by NAME]"],
-    description: ["The run must wait for approval of that step (see steplog show). The approval is recorded; `steplog work` (or a worker in your app) picks the run up, or continue it yourself with `steplog run --continue --id ID`."],
+    description: [
+      "The run must wait for approval of that step (see steplog show). The approval is recorded; `steplog work` (or a worker in your app) picks the run up, or continue it yourself with `steplog run --continue --id ID`.",
+    ],
     options: { by: { type: "string", value: "NAME", description: "Who approved (recorded)." } },
     positionals: { min: 2, max: 2, names: ["<id>", "<step>"] },
   },
@@ -48,8 +50,17 @@ export const reject: Command = {
     const engine = await session.engine();
     await engine.reject(id, step, { ...(by !== undefined ? { by } : {}), ...(reason !== undefined ? { reason } : {}) });
     const view = await engine.get(id);
-    if (session.json) session.printJson({ id, step, approved: false, ...(by !== undefined ? { by } : {}), ...(reason !== undefined ? { reason } : {}), runStatus: view.status });
-    else session.out(`${session.paint("yellow", "■")} step ${safe(step)} of run ${safe(id)} rejected${by ? ` by ${safe(by)}` : ""}; the run is ${view.status}.`);
+    if (session.json)
+      session.printJson({
+        id,
+        step,
+        approved: false,
+        ...(by !== undefined ? { by } : {}),
+        ...(reason !== undefined ? { reason } : {}),
+        runStatus: view.status,
+      });
+    else
+      session.out(`${session.paint("yellow", "■")} step ${safe(step)} of run ${safe(id)} rejected${by ? ` by ${safe(by)}` : ""}; the run is ${view.status}.`);
     return EXIT.ok;
   },
 };

@@ -41,7 +41,10 @@ export const deadLetters: Command = {
       const error = errors.get(l.id);
       if (error) session.out(`${session.paint("gray", `${safe(l.id)}:`)} ${session.paint("red", truncate(safe(error.split("\n")[0] ?? ""), 200))}`);
     }
-    if (lines.length) session.out(`${session.paint("gray", "to retry one with a fresh budget:")} ${session.paint("cyan", command("steplog", "run", "--continue", "--id", lines[0]!.id, "--force"))}`);
+    if (lines.length)
+      session.out(
+        `${session.paint("gray", "to retry one with a fresh budget:")} ${session.paint("cyan", command("steplog", "run", "--continue", "--id", lines[0]!.id, "--force"))}`,
+      );
     return EXIT.ok;
   },
 };

@@ -32,7 +32,9 @@ export const escalations: Command = {
     }
     const now = session.now();
     for (const e of list) {
-      session.out(`${session.paint("yellow", "⚠")} ${session.paint("bold", `${safe(e.runId)} · ${safe(e.step)}`)} ${session.paint("gray", `(${safe(e.workflow)}, ${e.effect})`)}`);
+      session.out(
+        `${session.paint("yellow", "⚠")} ${session.paint("bold", `${safe(e.runId)} · ${safe(e.step)}`)} ${session.paint("gray", `(${safe(e.workflow)}, ${e.effect})`)}`,
+      );
       session.lines(
         columns([
           ["  cut off", `attempt ${e.attempt}, ${formatAge(Date.parse(e.cutOffAt), now)}`],

@@ -28,7 +28,9 @@ export const recover: Command = {
       return EXIT.ok;
     }
     for (const r of found) {
-      session.out(`${session.paint("yellow", "interrupted")} ${session.paint("bold", safe(r.id))} · ${safe(r.workflow)} · attempt ${r.attempt}${r.step ? ` · in step ${safe(r.step)}` : ""}`);
+      session.out(
+        `${session.paint("yellow", "interrupted")} ${session.paint("bold", safe(r.id))} · ${safe(r.workflow)} · attempt ${r.attempt}${r.step ? ` · in step ${safe(r.step)}` : ""}`,
+      );
       session.out(`  ${session.paint("gray", safe(r.explanation.replace(/ To go on, type engine\.continue\([^)]*\)\.$/, "")))}`);
       session.out(`  next: ${session.paint("cyan", command("steplog", "run", "--continue", "--id", r.id))}`);
     }

@@ -14,7 +14,7 @@ export const resolve: Command = {
       "--value JSON: the effect happened and this is what the step would have returned; the next continue reuses it (checked by the step's result schema then) and goes on after the step. --redo: it did not happen; the next continue runs the step again with the same idempotency key. Runs nothing itself; when no step of the run is escalated any more the run reads ready.",
     ],
     options: {
-      value: { type: "string", value: "JSON", description: "The step's value, as JSON: '{\"id\":\"ch_1\"}', 42, '\"text\"'." },
+      value: { type: "string", value: "JSON", description: 'The step\'s value, as JSON: \'{"id":"ch_1"}\', 42, \'"text"\'.' },
       redo: { type: "boolean", description: "The effect did not happen: run the step again on continue." },
       by: { type: "string", value: "NAME", description: "Who answered (recorded with the answer)." },
     },
@@ -34,7 +34,9 @@ export const resolve: Command = {
     const next = view.status === "ready" ? [command("steplog", "run", "--continue", "--id", id)] : [command("steplog", "escalations")];
     if (session.json) session.printJson({ id, step, answer: redo ? "redo" : "value", runStatus: view.status, next });
     else {
-      session.out(`${session.paint("green", "✓")} step ${safe(step)} of run ${safe(id)} resolved: ${redo ? "redo it" : "it happened"}. The run is ${view.status}.`);
+      session.out(
+        `${session.paint("green", "✓")} step ${safe(step)} of run ${safe(id)} resolved: ${redo ? "redo it" : "it happened"}. The run is ${view.status}.`,
+      );
       session.out(`next: ${session.paint("cyan", next[0]!)}`);
     }
     return EXIT.ok;

@@ -18,7 +18,7 @@ export const run: Command = {
     ],
     description: [
       "Loads the module (.js, .mjs, .cjs, or .ts/.mts/.cts through tsx) whose default export is a workflow made with defineWorkflow, and starts a run of it. The file's absolute path is recorded as the run's source, so a later continue needs only the id.",
-      "Args, from the words after --: if the module exports prepare(argv), its return value (it may be async); otherwise a single word that parses as JSON is that value ('{\"issue\":\"#212\"}', 42, '\"text\"'); otherwise the words as an array of strings ([] when there are none).",
+      'Args, from the words after --: if the module exports prepare(argv), its return value (it may be async); otherwise a single word that parses as JSON is that value (\'{"issue":"#212"}\', 42, \'"text"\'); otherwise the words as an array of strings ([] when there are none).',
       "--continue runs the next attempt of run ID: every step with a succeeded record is reused (↺), the rest runs. Without a file it loads the workflow from the source recorded when the run started; with one it uses that file (the recorded source is never changed).",
       "While it runs, each step is shown as it goes: a spinner while it runs (on a terminal), ✓ done with its time, ✗ failed with its error, ↺ reused with the attempt that recorded it (and how long ago, once over an hour). Ctrl-C cancels the attempt cleanly (the run can be continued); a second Ctrl-C exits at once.",
     ],
@@ -30,9 +30,15 @@ export const run: Command = {
         type: "string",
         multiple: true,
         value: "STEP",
-        description: "With --continue: run this succeeded irreversible step again (a continue stops before one otherwise: REDO_IRREVERSIBLE); it is a start point of its own. Repeat for more.",
+        description:
+          "With --continue: run this succeeded irreversible step again (a continue stops before one otherwise: REDO_IRREVERSIBLE); it is a start point of its own. Repeat for more.",
       },
-      reuse: { type: "string", multiple: true, value: "STEP", description: "With --continue: hand this succeeded irreversible step's record back instead of running it again. Repeat for more." },
+      reuse: {
+        type: "string",
+        multiple: true,
+        value: "STEP",
+        description: "With --continue: hand this succeeded irreversible step's record back instead of running it again. Repeat for more.",
+      },
       force: { type: "boolean", description: "With --continue: take a dead-lettered run back with a fresh attempt budget." },
       timeout: { type: "string", value: "DURATION", description: "A deadline for this attempt: 30s, 10m, 2h. Past it the attempt ends timed-out." },
     },
@@ -56,7 +62,11 @@ export const run: Command = {
     const cwd = session.io.cwd;
 
     if (!isContinue) {
-      if (file === undefined) throw new UsageError("steplog run: give a workflow file to start, or --continue --id ID to continue a run.", "Usage: steplog run <workflow-file> [--id ID] [-- args…]");
+      if (file === undefined)
+        throw new UsageError(
+          "steplog run: give a workflow file to start, or --continue --id ID to continue a run.",
+          "Usage: steplog run <workflow-file> [--id ID] [-- args…]",
+        );
       const stray = fromStep !== undefined ? "from-step" : force ? "force" : redo.length > 0 ? "redo" : reuse.length > 0 ? "reuse" : undefined;
       if (stray !== undefined) throw new UsageError(`steplog run: --${stray} goes with --continue.`);
       const loaded = await loadWorkflowFile(file, cwd);

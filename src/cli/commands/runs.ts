@@ -39,10 +39,14 @@ export interface RunLine {
 }
 
 export function statusFilter(parsed: Parsed, command: string): RunStatus[] | undefined {
-  const given = listOption(parsed, "status").flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean);
+  const given = listOption(parsed, "status")
+    .flatMap((s) => s.split(","))
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (given.length === 0) return undefined;
   for (const s of given) {
-    if (!(RUN_STATUSES as string[]).includes(s)) throw new UsageError(`steplog ${command}: unknown status ${JSON.stringify(s)}.`, `Statuses: ${RUN_STATUSES.join(", ")}.`);
+    if (!(RUN_STATUSES as string[]).includes(s))
+      throw new UsageError(`steplog ${command}: unknown status ${JSON.stringify(s)}.`, `Statuses: ${RUN_STATUSES.join(", ")}.`);
   }
   return given as RunStatus[];
 }
@@ -87,7 +91,14 @@ export function renderRunLines(lines: RunLine[], paint: Paint, now: number): str
   const rows: string[][] = [["ID", "WORKFLOW", "STATUS", "ATTEMPTS", "STEP", "AGE"].map((h) => paint("gray", h))];
   for (const l of lines) {
     const step = l.step ? `${truncate(safe(l.step.key), 32)}${l.step.status === "succeeded" ? "" : paint("gray", ` (${l.step.status})`)}` : paint("gray", "-");
-    rows.push([safe(l.id), truncate(safe(l.workflow), 32), paint(STATUS_STYLE[l.status] ?? "red", l.status), String(l.attempts), step, formatAge(Date.parse(l.createdAt), now).replace(/ ago$/, "")]);
+    rows.push([
+      safe(l.id),
+      truncate(safe(l.workflow), 32),
+      paint(STATUS_STYLE[l.status] ?? "red", l.status),
+      String(l.attempts),
+      step,
+      formatAge(Date.parse(l.createdAt), now).replace(/ ago$/, ""),
+    ]);
   }
   return columns(rows);
 }
@@ -114,7 +125,11 @@ export const runs: Command = {
     const workflow = stringOption(parsed, "workflow");
     const limit = integerOption(parsed, "limit", "runs", 0) ?? 50;
     const { lines, more } = await session.read(async (engine) => {
-      const all = await engine.list({ ...(status ? { status } : {}), ...(workflow !== undefined ? { workflow } : {}), ...(limit > 0 ? { limit: limit + 1 } : {}) });
+      const all = await engine.list({
+        ...(status ? { status } : {}),
+        ...(workflow !== undefined ? { workflow } : {}),
+        ...(limit > 0 ? { limit: limit + 1 } : {}),
+      });
       const shown = limit > 0 ? all.slice(0, limit) : all;
       return { lines: await runLines(engine, shown), more: all.length > shown.length };
     });

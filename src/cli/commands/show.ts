@@ -8,7 +8,6 @@ import { attemptLabel, attemptTone, describeEntry, errorText, type Tone } from "
 import { CliError, EXIT } from "../exit.js";
 import { columns, formatAge, formatDuration, formatUsage, oneLineJson, safe, type Paint, type Style } from "../format.js";
 import { renderHtml } from "../html.js";
-import type { Session } from "../session.js";
 import { buildTimeline, timelineJson, type Timeline } from "../timeline.js";
 
 export const show: Command = {
@@ -57,8 +56,21 @@ const TONE_STYLE: Record<Tone, Style> = { ok: "green", bad: "red", warn: "yellow
 export function renderTimeline(t: Timeline, paint: Paint, now: number): string[] {
   const out: string[] = [];
   const gray = (s: string) => paint("gray", s);
-  const statusStyle = TONE_STYLE[t.status === "completed" ? "ok" : t.status === "waiting" || t.status === "running" || t.status === "ready" ? "wait" : t.status === "escalated" || t.status === "stopped" ? "warn" : t.status === "compensated" ? "comp" : "bad"];
-  out.push(`${paint("bold", `Run ${safe(t.id)}`)} · ${safe(t.workflow)}${t.version ? gray(` ${safe(t.version)}`) : ""} · ${paint([statusStyle, "bold"], t.status)}`);
+  const statusStyle =
+    TONE_STYLE[
+      t.status === "completed"
+        ? "ok"
+        : t.status === "waiting" || t.status === "running" || t.status === "ready"
+          ? "wait"
+          : t.status === "escalated" || t.status === "stopped"
+            ? "warn"
+            : t.status === "compensated"
+              ? "comp"
+              : "bad"
+    ];
+  out.push(
+    `${paint("bold", `Run ${safe(t.id)}`)} · ${safe(t.workflow)}${t.version ? gray(` ${safe(t.version)}`) : ""} · ${paint([statusStyle, "bold"], t.status)}`,
+  );
   const facts: string[][] = [];
   facts.push(["  source", t.source ? safe(t.source) : gray("none recorded (give the workflow file to continue)")]);
   facts.push(["  args", oneLineJson(t.args, 200)]);
@@ -67,14 +79,24 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
   if (t.waitingFor) {
     const w = t.waitingFor;
     const until = w.until !== undefined ? ` until ${new Date(w.until).toISOString()}` : "";
-    const what = w.kind === "event" ? `event ${safe(JSON.stringify(w.event))} (step ${safe(w.step)})` : w.kind === "sleep" ? `the timer of step ${safe(w.step)}` : `approval of step ${safe(w.step)}`;
+    const what =
+      w.kind === "event"
+        ? `event ${safe(JSON.stringify(w.event))} (step ${safe(w.step)})`
+        : w.kind === "sleep"
+          ? `the timer of step ${safe(w.step)}`
+          : `approval of step ${safe(w.step)}`;
     facts.push(["  waiting", `for ${what}${until}`]);
   }
   out.push(...columns(facts));
   for (const a of t.attempts) {
     out.push("");
     const style = TONE_STYLE[attemptTone(a.ending)];
-    const meta = [a.durationMs === null ? "" : formatDuration(a.durationMs), `pid ${a.pid} on ${safe(a.host)}`, a.fromStep ? `from step ${safe(a.fromStep)}` : "", a.forced ? "forced" : ""]
+    const meta = [
+      a.durationMs === null ? "" : formatDuration(a.durationMs),
+      `pid ${a.pid} on ${safe(a.host)}`,
+      a.fromStep ? `from step ${safe(a.fromStep)}` : "",
+      a.forced ? "forced" : "",
+    ]
       .filter(Boolean)
       .join(" · ");
     out.push(`${paint("bold", `Attempt ${a.number}`)} ${paint(style, attemptLabel(a))} ${gray(`· ${meta}`)}`);
@@ -87,9 +109,14 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
         e.kind === "reused" && e.handled
           ? `its failure thrown again, from attempt ${e.recordedBy}`
           : e.kind === "reused"
-          ? `from attempt ${e.recordedBy}${e.durationMs !== null ? `, saved ${formatDuration(e.durationMs)}` : ""}${usage ? ` · ${usage}` : ""}`
-          : [words.note ? safe(words.note.split("\n")[0] ?? "") : "", usage].filter(Boolean).join(" · ");
-      rows.push([`  ${paint(TONE_STYLE[words.tone], words.glyph)} ${safe(e.key)}`, paint(TONE_STYLE[words.tone], words.label), gray(time), e.status === "failed" && e.kind === "ran" && !e.resolution ? paint("red", note) : gray(note)]);
+            ? `from attempt ${e.recordedBy}${e.durationMs !== null ? `, saved ${formatDuration(e.durationMs)}` : ""}${usage ? ` · ${usage}` : ""}`
+            : [words.note ? safe(words.note.split("\n")[0] ?? "") : "", usage].filter(Boolean).join(" · ");
+      rows.push([
+        `  ${paint(TONE_STYLE[words.tone], words.glyph)} ${safe(e.key)}`,
+        paint(TONE_STYLE[words.tone], words.label),
+        gray(time),
+        e.status === "failed" && e.kind === "ran" && !e.resolution ? paint("red", note) : gray(note),
+      ]);
     }
     if (rows.length === 0) out.push(gray("  (no steps)"));
     out.push(...columns(rows));

@@ -197,7 +197,12 @@ function makeLog(session: Session) {
       const counts = new Map<string, number>();
       for (const a of attempts) counts.set(a.status, (counts.get(a.status) ?? 0) + 1);
       const text = [...counts].map(([s, n]) => `${n} ${s}`).join(", ") || "none";
-      if (session.json) session.out(terminalJson(JSON.stringify({ type: "summary", attempts: attempts.map((a) => ({ id: a.id, status: a.status, runStatus: a.runStatus, attempt: a.attempt })) })));
+      if (session.json)
+        session.out(
+          terminalJson(
+            JSON.stringify({ type: "summary", attempts: attempts.map((a) => ({ id: a.id, status: a.status, runStatus: a.runStatus, attempt: a.attempt })) }),
+          ),
+        );
       else session.out(`${time()} ${p("gray", `worker stopped; attempts: ${text}`)}`);
     },
   };

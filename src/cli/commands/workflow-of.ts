@@ -16,7 +16,9 @@ export async function loadRunWorkflow(session: Session, id: string, file: string
   }
   const loaded = await loadWorkflowFile(source, session.io.cwd);
   if (loaded.workflow.name !== view.workflow) {
-    throw new WorkflowLoadError(`${loaded.file} defines workflow ${JSON.stringify(loaded.workflow.name)}, but run ${JSON.stringify(id)} belongs to ${JSON.stringify(view.workflow)}.`);
+    throw new WorkflowLoadError(
+      `${loaded.file} defines workflow ${JSON.stringify(loaded.workflow.name)}, but run ${JSON.stringify(id)} belongs to ${JSON.stringify(view.workflow)}.`,
+    );
   }
   return loaded;
 }

@@ -114,7 +114,12 @@ export class Journal {
   #tail(buf: Buffer, base: number, start: number, end: number, line: number, reason: string): Tail {
     const bytes = buf.subarray(start, end);
     // A torn first line is only a header cut short; anything else there is a foreign file.
-    if (line === 1 && !Buffer.from(HEADER_LINE + "\n").subarray(0, bytes.length).equals(bytes)) {
+    if (
+      line === 1 &&
+      !Buffer.from(HEADER_LINE + "\n")
+        .subarray(0, bytes.length)
+        .equals(bytes)
+    ) {
       throw this.#unreadable(1, "is not a steplog journal header");
     }
     const preview = bytes.toString("utf8", 0, Math.min(bytes.length, 80)).replace(/[^\x20-\x7e]/g, "?");

@@ -45,14 +45,19 @@ export interface JsonlSettings {
 /** Check `options` (INVALID_OPTION on the first wrong one). */
 export function checkJsonlOptions(options: JsonlStoreOptions): JsonlSettings {
   checkKnownKeys("jsonlStore", options, JSONL_KEYS);
-  if (typeof options?.path !== "string" || options.path === "") throw new InvalidOptionError("jsonlStore: path must name the journal file, e.g. { path: \".steplog/steplog.jsonl\" }.");
+  if (typeof options?.path !== "string" || options.path === "")
+    throw new InvalidOptionError('jsonlStore: path must name the journal file, e.g. { path: ".steplog/steplog.jsonl" }.');
   const durability = options.durability ?? "power";
-  if (durability !== "power" && durability !== "process") throw new InvalidOptionError(`jsonlStore: durability must be "power" or "process", got ${JSON.stringify(durability)}.`);
+  if (durability !== "power" && durability !== "process")
+    throw new InvalidOptionError(`jsonlStore: durability must be "power" or "process", got ${JSON.stringify(durability)}.`);
   const staleMs = options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS;
   if (typeof staleMs !== "number" || !Number.isFinite(staleMs) || staleMs < MIN_LOCK_STALE_MS) {
-    throw new InvalidOptionError(`jsonlStore: lockStaleMs must be a number of milliseconds ≥ ${MIN_LOCK_STALE_MS} (proper-lockfile's floor), got ${String(staleMs)}.`);
+    throw new InvalidOptionError(
+      `jsonlStore: lockStaleMs must be a number of milliseconds ≥ ${MIN_LOCK_STALE_MS} (proper-lockfile's floor), got ${String(staleMs)}.`,
+    );
   }
-  if (options.onWarning !== undefined && typeof options.onWarning !== "function") throw new InvalidOptionError("jsonlStore: onWarning must be a function of one message.");
+  if (options.onWarning !== undefined && typeof options.onWarning !== "function")
+    throw new InvalidOptionError("jsonlStore: onWarning must be a function of one message.");
   return {
     file: path.resolve(options.path),
     durability,

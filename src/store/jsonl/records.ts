@@ -96,7 +96,15 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
       return runs.renew(record.run, record.epoch, record.expiresAt, record.now);
     case "end": {
       const { run, epoch, attempt, ending, endedAt, error, patch, wakeOnEvent, reused } = record;
-      return runs.end(run, epoch, { attempt, ending, endedAt, error, run: patch, ...(wakeOnEvent === undefined ? {} : { wakeOnEvent }), ...(reused ? { reused } : {}) });
+      return runs.end(run, epoch, {
+        attempt,
+        ending,
+        endedAt,
+        error,
+        run: patch,
+        ...(wakeOnEvent === undefined ? {} : { wakeOnEvent }),
+        ...(reused ? { reused } : {}),
+      });
     }
   }
 }

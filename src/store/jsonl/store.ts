@@ -65,13 +65,20 @@ class JsonlStoreImpl implements JsonlStore {
     this.location = `jsonl store at ${this.#file}`;
     const warnings = new Warnings(this.location, warn);
     const journal = new Journal(this.location, (line, why) =>
-      warnings.once(`skip:${line}`, `${this.location}: line ${line} ignored on replay (${why.message}); it was written by a process that had lost the file lock.`),
+      warnings.once(
+        `skip:${line}`,
+        `${this.location}: line ${line} ignored on replay (${why.message}); it was written by a process that had lost the file lock.`,
+      ),
     );
     const lock = new FileLock(
       this.#file,
       staleMs,
       (error) => void this.#queue.failClosed(`proper-lockfile: ${error.message}`),
-      (error) => warnings.once(`release:${String(error)}`, `${this.location}: could not remove the lock ${this.#file}.lock (${error instanceof Error ? error.message : String(error)}); other processes take it over after ${staleMs} ms.`),
+      (error) =>
+        warnings.once(
+          `release:${String(error)}`,
+          `${this.location}: could not remove the lock ${this.#file}.lock (${error instanceof Error ? error.message : String(error)}); other processes take it over after ${staleMs} ms.`,
+        ),
     );
     this.#queue = new WriteQueue({ file, location: this.location, durability, lockWaitMs, journal, lock, warnings });
     this.#reader = new Reader({ file, location: this.location, journal, lock, warn, warnings });
@@ -140,7 +147,13 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
-    return this.#fenced(`the intent of step ${JSON.stringify(step.key)}`, fence, () => ({ op: "intent", run: fence.runId, step: step.key, epoch: fence.epoch, row: step }));
+    return this.#fenced(`the intent of step ${JSON.stringify(step.key)}`, fence, () => ({
+      op: "intent",
+      run: fence.runId,
+      step: step.key,
+      epoch: fence.epoch,
+      row: step,
+    }));
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {

@@ -23,9 +23,7 @@ const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
 export type Outcome = { ok: unknown } | { error: unknown };
 
 /** What a write does, decided under the lock against the caught-up state. */
-export type Prepared =
-  | { record: JournalRecord; settle: (state: JournalState) => Outcome }
-  | Outcome;
+export type Prepared = { record: JournalRecord; settle: (state: JournalState) => Outcome } | Outcome;
 
 /** What a run update is called: it is a command, as a new run is (see Op.command). */
 export const UPDATE = "the run update";
@@ -220,9 +218,7 @@ export class WriteQueue {
 
   /** Fail closed: this instance refuses every later write (reads go on). */
   failClosed(reason: string): Error {
-    const error = new Error(
-      `its lock ${this.#file}.lock was compromised (${reason}), so this store instance records nothing more; open a new store to go on`,
-    );
+    const error = new Error(`its lock ${this.#file}.lock was compromised (${reason}), so this store instance records nothing more; open a new store to go on`);
     this.#compromised ??= error;
     this.#warnings.once("compromised", `${this.#location}: ${error.message}.`);
     return error;

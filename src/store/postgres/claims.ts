@@ -23,7 +23,12 @@ import type { Database, Refused } from "./database.js";
 import { newRunStatement } from "./one-trip.js";
 import { num } from "./sql.js";
 
-export async function createRun(db: Database, run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
+export async function createRun(
+  db: Database,
+  run: RunRow,
+  attempt: AttemptRow,
+  lease: { expiresAt: number; now: number },
+): Promise<Lease | { exists: RunRow }> {
   const s = db.sql.s;
   const ours: Lease = { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
   return (await db.transact(true, "the new run", run.id, "retry", true, async (client, tx) => {
@@ -42,7 +47,23 @@ export async function createRun(db: Database, run: RunRow, attempt: AttemptRow, 
     const inserted = await client.query(
       `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
-      [run.id, run.workflow, run.version, run.args, run.status, run.attempts, run.budgetUsed, run.source, run.deadline, run.value, run.error, run.waitingFor, run.wakeAt, run.createdAt, run.updatedAt],
+      [
+        run.id,
+        run.workflow,
+        run.version,
+        run.args,
+        run.status,
+        run.attempts,
+        run.budgetUsed,
+        run.source,
+        run.deadline,
+        run.value,
+        run.error,
+        run.waitingFor,
+        run.wakeAt,
+        run.createdAt,
+        run.updatedAt,
+      ],
     );
     if (inserted.rowCount === 0) {
       const existing = (await db.sql.loadRun(client, run.id))!;
@@ -162,7 +183,10 @@ export async function updateRun<T>(db: Database, runId: string, decide: (current
       ]);
     }
     if (update.fenceOut) {
-      await client.query(`UPDATE ${s}.leases SET epoch = epoch + 1, attempt = NULL, expires_at = 0, heartbeat_at = $2 WHERE run_id = $1`, [runId, update.fenceOut.now]);
+      await client.query(`UPDATE ${s}.leases SET epoch = epoch + 1, attempt = NULL, expires_at = 0, heartbeat_at = $2 WHERE run_id = $1`, [
+        runId,
+        update.fenceOut.now,
+      ]);
     }
     await conn.commit(client, tx);
     return { value: update.result };

@@ -49,7 +49,7 @@ let pgModule: Promise<PgModule> | undefined;
 /** `import("pg")` on first use; a missing package is a SteplogError that says what to install. */
 export function loadPg(): Promise<PgModule> {
   pgModule ??= import("pg").then(
-    (mod) => ((mod as { default?: PgModule }).default ?? (mod as unknown as PgModule)),
+    (mod) => (mod as { default?: PgModule }).default ?? (mod as unknown as PgModule),
     (error: unknown) => {
       pgModule = undefined;
       const code = (error as { code?: string }).code;
@@ -128,7 +128,8 @@ const CONNECTION_CODES = new Set([
 ]);
 // "Query read timeout": pg's client-side query_timeout. The statement may still run (and commit)
 // on the server; the connection is in an unknown state, so it is treated as lost.
-const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Connection ended|Query read timeout/i;
+const CONNECTION_MESSAGES =
+  /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Connection ended|Query read timeout/i;
 
 /** The connection (not the statement) failed: the transaction is gone with it. */
 export function isConnectionError(error: unknown): boolean {
@@ -353,6 +354,7 @@ function pause(tries: number): Promise<void> {
  */
 export function literal(text: string): string {
   const escaped = text.replace(/\\/g, "\\\\").replace(/'/g, "''");
+  // eslint-disable-next-line no-control-regex -- the ASCII range, to escape everything beyond it
   return `E'${/[^\x00-\x7f]/.test(escaped) ? escaped.replace(/[^\x00-\x7f]/gu, unicodeEscape) : escaped}'`;
 }
 

@@ -78,7 +78,12 @@ export class Database {
           connectTimeoutMs: o.connectTimeoutMs ?? 10_000,
         }));
       const conn = new Connection(pool, o.retryForMs ?? 5000, o.idleInTransactionTimeoutMs ?? 5000);
-      const queue = new WriteQueue(conn, this.sql, () => this.ready(true), (error, what, runId) => this.#failures.writeError(error, what, runId));
+      const queue = new WriteQueue(
+        conn,
+        this.sql,
+        () => this.ready(true),
+        (error, what, runId) => this.#failures.writeError(error, what, runId),
+      );
       return { pool, conn, queue };
     })().catch((error) => {
       this.#pool = undefined;

@@ -6,18 +6,12 @@
  * connection's credentials taken out, so no password ends up in an error or a log.
  */
 
-import {
-  isStoreRefusal,
-  SteplogError,
-  StoreReadOnlyError,
-  StoreRefusedError,
-  StoreUnreadableError,
-  StoreWriteFailedError,
-} from "../../base/errors.js";
+import { isStoreRefusal, SteplogError, StoreReadOnlyError, StoreRefusedError, StoreUnreadableError, StoreWriteFailedError } from "../../base/errors.js";
 import { CommitUnknownError, isConnectionError, isConnectionSettingsError, isDbError, redact, type TxState } from "./connection.js";
 
 /** A COMMIT sent without a reply, in the last try or an earlier one, may have been carried out. */
-export const maybeCommitted = (error: unknown, tx: TxState | undefined) => error instanceof CommitUnknownError || tx?.commitSent === true || tx?.maybeCommitted === true;
+export const maybeCommitted = (error: unknown, tx: TxState | undefined) =>
+  error instanceof CommitUnknownError || tx?.commitSent === true || tx?.maybeCommitted === true;
 
 /**
  * SQL states that say the statement itself is wrong (a value out of range for its column, a

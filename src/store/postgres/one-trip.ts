@@ -129,7 +129,9 @@ function endStatements(s: string, fence: Fence, end: AttemptEnd): string[] | und
   ]);
   const sets = runSets(end.run);
   if (v === undefined || sets === undefined) return undefined;
-  const statements = [`UPDATE ${s}.attempts SET ending = ${v[1]}, ended_at = ${v[2]}, error = ${v[3]}, reused = ${v[4]} WHERE run_id = ${id} AND number = ${v[0]} AND ${where}`];
+  const statements = [
+    `UPDATE ${s}.attempts SET ending = ${v[1]}, ended_at = ${v[2]}, error = ${v[3]}, reused = ${v[4]} WHERE run_id = ${id} AND number = ${v[0]} AND ${where}`,
+  ];
   if (sets.length > 0) statements.push(`UPDATE ${s}.runs SET ${sets.join(", ")} WHERE id = ${id} AND ${where}`);
   if (end.wakeOnEvent !== undefined) {
     const name = sqlValue(end.wakeOnEvent, "text");
@@ -139,7 +141,9 @@ function endStatements(s: string, fence: Fence, end: AttemptEnd): string[] | und
         AND EXISTS (SELECT 1 FROM ${s}.events WHERE run_id = ${id} AND name = ${name} AND consumed_by IS NULL)`,
     );
   }
-  statements.push(`UPDATE ${s}.leases SET attempt = NULL, expires_at = 0, heartbeat_at = ${v[2]} WHERE run_id = ${id} AND epoch = ${epoch} AND attempt IS NOT NULL`);
+  statements.push(
+    `UPDATE ${s}.leases SET attempt = NULL, expires_at = 0, heartbeat_at = ${v[2]} WHERE run_id = ${id} AND epoch = ${epoch} AND attempt IS NOT NULL`,
+  );
   return statements;
 }
 

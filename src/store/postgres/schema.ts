@@ -168,9 +168,8 @@ export async function migrate(client: PgClient, schema: string, location: string
   const { version } = await probeSchema(client, schema, location);
   for (let v = version; v < SCHEMA_VERSION; v++) await client.query(MIGRATIONS[v]!(s));
   if (version < SCHEMA_VERSION) {
-    await client.query(
-      `INSERT INTO ${s}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-      [String(SCHEMA_VERSION)],
-    );
+    await client.query(`INSERT INTO ${s}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [
+      String(SCHEMA_VERSION),
+    ]);
   }
 }

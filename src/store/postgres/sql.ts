@@ -78,7 +78,13 @@ export class Sql {
   }
 
   async loadRun(client: PgClient, runId: string): Promise<StoredRun | undefined> {
-    const row = (await client.query(this.load, [runId])).rows[0] as { run: RunRow | null; attempts: AttemptRow[]; steps: StepRow[]; lease: LeaseRow | null; events: StoredRun["events"] };
+    const row = (await client.query(this.load, [runId])).rows[0] as {
+      run: RunRow | null;
+      attempts: AttemptRow[];
+      steps: StepRow[];
+      lease: LeaseRow | null;
+      events: StoredRun["events"];
+    };
     if (!row.run) return undefined;
     return { run: row.run, attempts: row.attempts, steps: row.steps, lease: row.lease, events: row.events };
   }
@@ -149,12 +155,28 @@ export class Sql {
   }
 
   async patchStep(client: PgClient, runId: string, seq: number, patch: Partial<StepRow>, epoch: number | null): Promise<void> {
-    await this.#patch(client, `${this.s}.steps`, STEP_FIELDS, { ...(patch as Record<string, unknown>), writtenEpoch: epoch }, "run_id = $1 AND seq = $2", [runId, seq], {
-      writtenEpoch: "written_epoch",
-    });
+    await this.#patch(
+      client,
+      `${this.s}.steps`,
+      STEP_FIELDS,
+      { ...(patch as Record<string, unknown>), writtenEpoch: epoch },
+      "run_id = $1 AND seq = $2",
+      [runId, seq],
+      {
+        writtenEpoch: "written_epoch",
+      },
+    );
   }
 
-  async #patch(client: PgClient, table: string, fields: Record<string, string>, patch: Record<string, unknown>, where: string, keys: unknown[], extra: Record<string, string> = {}) {
+  async #patch(
+    client: PgClient,
+    table: string,
+    fields: Record<string, string>,
+    patch: Record<string, unknown>,
+    where: string,
+    keys: unknown[],
+    extra: Record<string, string> = {},
+  ) {
     const sets: string[] = [];
     const values = [...keys];
     for (const [field, value] of Object.entries(patch)) {

@@ -9,7 +9,22 @@
  * the schema); failures are told apart in failures.ts.
  */
 
-import type { AttemptEnd, AttemptRow, ClaimJudge, ClaimResult, Fence, Lease, RunFilter, RunListing, RunRow, RunUpdate, StepOutcome, StepRow, Store, StoredRun } from "../types.js";
+import type {
+  AttemptEnd,
+  AttemptRow,
+  ClaimJudge,
+  ClaimResult,
+  Fence,
+  Lease,
+  RunFilter,
+  RunListing,
+  RunRow,
+  RunUpdate,
+  StepOutcome,
+  StepRow,
+  Store,
+  StoredRun,
+} from "../types.js";
 import { describeTarget } from "./connection.js";
 import * as claims from "./claims.js";
 import { Database } from "./database.js";
@@ -45,7 +60,10 @@ class PostgresStoreImpl implements PostgresStore {
 
   constructor(options: PostgresStoreOptions) {
     this.schema = checkPostgresOptions(options);
-    const secrets = secretsOf(options.connectionString ?? options.pool?.options?.connectionString, (options.pool?.options as { password?: unknown } | undefined)?.password);
+    const secrets = secretsOf(
+      options.connectionString ?? options.pool?.options?.connectionString,
+      (options.pool?.options as { password?: unknown } | undefined)?.password,
+    );
     this.location = `postgres store (schema ${this.schema}) at ${describeTarget(options.connectionString, options.pool)}`;
     this.#db = new Database(options, this.schema, this.location, new Failures(this.location, secrets));
   }

@@ -23,7 +23,7 @@
  */
 
 import { LeaseLostError, SteplogError } from "../../base/errors.js";
-import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
+import type { StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements } from "./one-trip.js";
@@ -41,6 +41,8 @@ type LeaseState = { epoch: number; attempt: number | null };
 
 export class WriteQueue {
   #pending: Pending[] = [];
+  // Set while a drain is scheduled or running (read by ??= below): issuing writes then only queues them.
+  // eslint-disable-next-line no-unused-private-class-members
   #running: Promise<void> | undefined;
   /** The batch committing now. */
   #current: Promise<void> = Promise.resolve();
@@ -354,6 +356,5 @@ function noOpenIntent(runId: string, seq: number): Error {
 function leaseMap(rows: Array<{ run_id: string; epoch: unknown; attempt: number | null }>): Map<string, LeaseState> {
   return new Map(rows.map((r) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
 }
-
 
 function noop() {}

@@ -47,7 +47,8 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
     } catch (error) {
       // A recursive mkdir on a read-only file system may answer ENOENT: ask the nearest folder that exists.
       const code = notWritable(error, path.dirname(file));
-      if (code !== undefined) throw new StoreReadOnlyError(location, `${code}: its folder cannot be created or written by this user, so the file cannot be made`);
+      if (code !== undefined)
+        throw new StoreReadOnlyError(location, `${code}: its folder cannot be created or written by this user, so the file cannot be made`);
       throw error;
     }
   } else warnIfShared(file, location, settings.warn);
@@ -104,7 +105,11 @@ export function checkStillThere(settings: SqliteSettings, opened: OpenedFile, ru
 /** Refuse a write on a connection that is read-only, saying why it is. */
 export function checkWritable(settings: SqliteSettings, opened: OpenedFile, db: Db, runId: string): void {
   if (db.readonly) {
-    throw new StoreReadOnlyError(settings.location, settings.readonly ? "opened with readonly: true" : (opened.readOnlyWhy ?? "the file or its folder is not writable by this user"), runId);
+    throw new StoreReadOnlyError(
+      settings.location,
+      settings.readonly ? "opened with readonly: true" : (opened.readOnlyWhy ?? "the file or its folder is not writable by this user"),
+      runId,
+    );
   }
 }
 

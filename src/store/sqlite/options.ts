@@ -66,7 +66,9 @@ export function sqliteSettings(options: SqliteStoreOptions): SqliteSettings {
   };
   for (const [name, value] of settings.extraPragmas) {
     if (RESERVED_PRAGMAS.has(name.toLowerCase()) || !/^[a-z_]+$/i.test(name) || !/^[\w.-]+$/.test(String(value))) {
-      throw new InvalidOptionError(`sqliteStore: pragma ${JSON.stringify(name)} = ${JSON.stringify(value)} is not allowed here (steplog sets ${[...RESERVED_PRAGMAS].join(", ")} itself; names are words, values plain numbers or words).`);
+      throw new InvalidOptionError(
+        `sqliteStore: pragma ${JSON.stringify(name)} = ${JSON.stringify(value)} is not allowed here (steplog sets ${[...RESERVED_PRAGMAS].join(", ")} itself; names are words, values plain numbers or words).`,
+      );
     }
   }
   return settings;

@@ -190,21 +190,27 @@ class SqliteStoreImpl implements SqliteStore {
 
   async updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
     let refusal: Error | undefined;
-    const result = this.#transact(false, "the run update", runId, () => {
-      const current = loadRun(this.#stmts!, runId);
-      if (!current) return undefined;
-      const update = decide(current);
-      if (update.error) {
-        refusal = update.error;
-        return undefined;
-      }
-      if (update.run) this.#writes!.patchRun(runId, update.run);
-      for (const { seq, patch } of update.updateSteps ?? []) this.#writes!.patchStep(runId, seq, patch);
-      for (const step of update.appendSteps ?? []) this.#stmts!.insertStep.run(step);
-      for (const event of update.appendEvents ?? []) this.#stmts!.insertEvent.run(event);
-      if (update.fenceOut) this.#stmts!.fenceOut.run({ runId, heartbeatAt: update.fenceOut.now });
-      return update.result;
-    }, true);
+    const result = this.#transact(
+      false,
+      "the run update",
+      runId,
+      () => {
+        const current = loadRun(this.#stmts!, runId);
+        if (!current) return undefined;
+        const update = decide(current);
+        if (update.error) {
+          refusal = update.error;
+          return undefined;
+        }
+        if (update.run) this.#writes!.patchRun(runId, update.run);
+        for (const { seq, patch } of update.updateSteps ?? []) this.#writes!.patchStep(runId, seq, patch);
+        for (const step of update.appendSteps ?? []) this.#stmts!.insertStep.run(step);
+        for (const event of update.appendEvents ?? []) this.#stmts!.insertEvent.run(event);
+        if (update.fenceOut) this.#stmts!.fenceOut.run({ runId, heartbeatAt: update.fenceOut.now });
+        return update.result;
+      },
+      true,
+    );
     if (refusal) throw refusal;
     return result;
   }
@@ -239,14 +245,35 @@ class SqliteStoreImpl implements SqliteStore {
   // parameters after the run's fence (checked once per batch).
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
     this.#writable(this.#open(true)!, fence.runId);
-    return this.#queue!.enqueue(() => "the intent of step " + JSON.stringify(step.key), fence.runId, () => {
-      this.#writes!.fence(fence, "intent");
-      const s = step;
-      this.#stmts!.insertStepAt.run(
-        this.#writes!.runNum(fence.runId), fence.runId, s.seq, s.attempt, s.key, s.name, s.status, s.effect, s.idempotencyKey, s.value, s.error, s.version,
-        s.intendedAt, s.endedAt, s.calls, s.resolution, s.usage, s.position,
-      );
-    }, true);
+    return this.#queue!.enqueue(
+      () => "the intent of step " + JSON.stringify(step.key),
+      fence.runId,
+      () => {
+        this.#writes!.fence(fence, "intent");
+        const s = step;
+        this.#stmts!.insertStepAt.run(
+          this.#writes!.runNum(fence.runId),
+          fence.runId,
+          s.seq,
+          s.attempt,
+          s.key,
+          s.name,
+          s.status,
+          s.effect,
+          s.idempotencyKey,
+          s.value,
+          s.error,
+          s.version,
+          s.intendedAt,
+          s.endedAt,
+          s.calls,
+          s.resolution,
+          s.usage,
+          s.position,
+        );
+      },
+      true,
+    );
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
@@ -258,7 +285,17 @@ class SqliteStoreImpl implements SqliteStore {
         const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
         if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
       }
-      const changed = this.#stmts!.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, this.#writes!.runNum(fence.runId), o.seq).changes;
+      const changed = this.#stmts!.outcome.run(
+        o.status,
+        o.value,
+        o.error,
+        o.endedAt,
+        o.calls,
+        o.resolution,
+        o.usage,
+        this.#writes!.runNum(fence.runId),
+        o.seq,
+      ).changes;
       if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
     });
   }

@@ -62,11 +62,13 @@ export class SqliteWrites {
   patchStep(runId: string, seq: number, patch: Partial<StepRow>): void {
     const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
     if (keys.length === 0) return;
-    this.#db.prepare(`UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE run_num = (SELECT num FROM runs WHERE id = @runId) AND seq = @seq`).run({
-      ...patch,
-      runId,
-      seq,
-    });
+    this.#db
+      .prepare(`UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE run_num = (SELECT num FROM runs WHERE id = @runId) AND seq = @seq`)
+      .run({
+        ...patch,
+        runId,
+        seq,
+      });
   }
 
   insertAttempt(attempt: AttemptRow): void {

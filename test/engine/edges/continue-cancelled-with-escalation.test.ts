@@ -14,7 +14,10 @@ describe("continue of a cancelled run whose escalation is unresolved", () => {
       },
     });
     const store = memoryStore();
-    await crashedRun(store, "x", "esc2", [{ key: "prep", status: "succeeded", value: '{"$type":"undefined"}' }, { key: "pay", effect: "irreversible" }]);
+    await crashedRun(store, "x", "esc2", [
+      { key: "prep", status: "succeeded", value: '{"$type":"undefined"}' },
+      { key: "pay", effect: "irreversible" },
+    ]);
     const engine = createEngine({ workflows: [wf], store });
     expect((await engine.continue("x")).status).toBe("escalated");
     await engine.cancel("x");

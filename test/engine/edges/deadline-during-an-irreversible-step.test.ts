@@ -20,7 +20,7 @@ describe("deadline passes while an irreversible step's function runs, and the fu
     const r1 = await engine.start(wf, undefined as never, { id: "d", timeoutMs: 20 });
     expect(r1.status).toBe("timed-out");
     expect(charges).toBe(1);
-    const r2 = await engine.continue("d");
+    await engine.continue("d");
     expect(charges).toBe(1);
     await engine.close();
   });

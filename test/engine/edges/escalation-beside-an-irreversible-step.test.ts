@@ -26,7 +26,12 @@ describe("a parallel step escalates while an irreversible step's function runs a
     expect((await engine.continue("pe")).status).toBe("escalated");
     expect(charges).toBe(1);
     await engine.resolve("pe", "ship", { value: "shipped" });
-    const r = await engine.continue("pe"); console.log(JSON.stringify(r), charges, (await engine.get("pe")).steps.map((s) => s.key + ":" + s.status + "@" + s.attempt));
+    const r = await engine.continue("pe");
+    console.log(
+      JSON.stringify(r),
+      charges,
+      (await engine.get("pe")).steps.map((s) => s.key + ":" + s.status + "@" + s.attempt),
+    );
     expect(r.status).toBe("completed");
     expect(charges).toBe(1);
     await engine.close();

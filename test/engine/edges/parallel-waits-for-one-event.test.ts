@@ -3,9 +3,14 @@ import { createEngine } from "../../../src/engine/engine.js";
 import { defineWorkflow } from "../../../src/workflow/define-workflow.js";
 import { memoryStore } from "../../../src/store/memory.js";
 import { sqliteStore } from "../../../src/store/sqlite/store.js";
-import fs from "node:fs"; import os from "node:os"; import path from "node:path";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 
-for (const [name, make] of [["memory", () => memoryStore()], ["sqlite", () => sqliteStore({ path: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "rv-")), "s.db") })]] as const) {
+for (const [name, make] of [
+  ["memory", () => memoryStore()],
+  ["sqlite", () => sqliteStore({ path: path.join(fs.mkdtempSync(path.join(os.tmpdir(), "rv-")), "s.db") })],
+] as const) {
   describe(`two parallel waits for one event name (${name})`, () => {
     it("consume the two kept events in order", async () => {
       const wf = defineWorkflow({
