@@ -25,6 +25,8 @@ export class LeaseKeeper {
   #renewing = false;
   /** When the renewal under way was sent. */
   #renewingSince = 0;
+  /** Why the last renewal failed, if it did (cleared by one that is recorded). */
+  #lastFailure: Error | undefined;
 
   constructor(
     private readonly settings: KeeperSettings,
@@ -59,13 +61,22 @@ export class LeaseKeeper {
 
   /**
    * The lease ran out. With a renewal that has waited for the store a renewal interval or more,
-   * the store cannot be reached: the attempt stops. With none, or one only just sent (the event
-   * loop was held past the deadline and the overdue renewal went first), that renewal decides,
-   * as before; it gets a lease's time to answer.
+   * the store cannot be reached: the attempt stops. With none under way after one that failed,
+   * the lease is gone unrenewed: the attempt stops now, not at the next renewal (up to a third
+   * of a lease later, while a claimer may already have taken the run). With none tried (the
+   * event loop was held past the deadline), or one only just sent, that renewal decides; it gets
+   * a lease's time to answer.
    */
   #onDeadline(): void {
     this.#deadline = undefined;
-    if (!this.#renewing || this.#timer === undefined) return;
+    if (this.#timer === undefined) return;
+    if (!this.#renewing) {
+      const failure = this.#lastFailure;
+      if (failure === undefined) return;
+      this.stop();
+      this.onLost(new LeaseLostError(this.lease.runId, this.lease.attempt, `renewal failed until the lease expired: ${failure.message}`));
+      return;
+    }
     const waited = this.settings.clock.now() - this.#renewingSince;
     if (waited < this.#every) {
       this.#deadline = setTimeout(() => this.#onDeadline(), this.settings.leaseMs - waited);
@@ -87,16 +98,21 @@ export class LeaseKeeper {
     try {
       await this.settings.store.renewLease(this.lease, expiresAt, now);
       if (this.#timer === undefined) return; // stopped meanwhile (the attempt ended, or lost the lease)
+      this.#lastFailure = undefined;
       this.#expiresAt = expiresAt;
       this.#armDeadline();
     } catch (error) {
       if (error instanceof SteplogError && error.code === "LEASE_LOST") {
         this.stop();
         this.onLost(new LeaseLostError(this.lease.runId, this.lease.attempt, "its renewal was refused: another attempt took the run over"));
+      } else if (this.#timer === undefined) {
+        // stopped meanwhile
       } else if (this.settings.clock.now() >= this.#expiresAt) {
         // Could not renew in time: act as if lost, since another process may now take over.
         this.stop();
         this.onLost(new LeaseLostError(this.lease.runId, this.lease.attempt, `renewal failed until the lease expired: ${(error as Error).message}`));
+      } else {
+        this.#lastFailure = error instanceof Error ? error : new Error(String(error));
       }
     } finally {
       this.#renewing = false;

@@ -5,7 +5,7 @@
  * and changes this; the attempt's lifecycle (attempt.ts) creates it and records its ending.
  */
 
-import { AttemptEndedError, LeaseLostError, OrderChangedError, SteplogError, StoppedError } from "../base/errors.js";
+import { AttemptEndedError, LeaseLostError, OrderChangedError, SteplogError, StoppedError, StoreWriteFailedError } from "../base/errors.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "../store/types.js";
 import type { StepFunction, StepInfo, StepOptions } from "../workflow/context.js";
@@ -260,6 +260,28 @@ export class AttemptState {
     this.#failedWrite ??= error as Error;
     this.#onTrackedSettled();
   };
+
+  /**
+   * The attempt's end reason, ending it first if a group-committed outcome failed to be written:
+   * the next continue re-drives that step and would then run everything after it again, so no
+   * later function may be called in this attempt. Asked just before a function is called (a
+   * write failing in the same batch as that step's intent is thrown by the intent instead).
+   */
+  endIfWriteFailed(): EndReason | undefined {
+    const failed = this.#failedWrite;
+    if (failed !== undefined && !this.endReason) {
+      const named = this.writeFailed(failed);
+      if (!this.endReason) {
+        this.endWith(
+          "failed",
+          named instanceof SteplogError
+            ? named
+            : new StoreWriteFailedError(this.settings.store.location, "a step's outcome", { runId: this.runId, cause: named }),
+        );
+      }
+    }
+    return this.endReason;
+  }
 
   /** The first group-committed write that failed (its promise is handled here, so never unhandled). */
   #failedWrite: Error | undefined;

@@ -356,8 +356,9 @@ async function callOnce(state: AttemptState, key: string, call: StepCall, identi
 }
 
 /** Read afresh: the attempt may have ended while this step waited. */
+/** Asked before a function is called: a failed group-committed outcome ends the attempt here. */
 function endReasonOf(state: AttemptState) {
-  return state.endReason;
+  return state.endIfWriteFailed();
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

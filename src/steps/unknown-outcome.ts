@@ -205,7 +205,7 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
     await writeIntent(state, compensation);
   }
   // Ended while the compensation's intent was written (a cancel, a deadline): do not start it.
-  const ended = state.endReason;
+  const ended = state.endIfWriteFailed();
   if (ended) throw ended.error;
   state.settings.hooks?.onCall?.(key, "compensate");
   await call.options.compensate!(undefined, { idempotencyKey: record.idempotencyKey, runId: state.runId, step: key });
