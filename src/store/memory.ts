@@ -23,6 +23,7 @@ import type {
 } from "./types.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { claimVerdict, RunStates } from "./state-machine.js";
+import { REJECTS_ONLY_ERRORS } from "./runtime.js";
 
 export interface MemoryStoreOptions {
   /** Shown in messages. Default "memory store #N". */
@@ -39,6 +40,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
 
 class MemoryStore implements Store {
   readonly kind = "memory";
+  readonly [REJECTS_ONLY_ERRORS] = true;
   readonly durable = false;
   readonly multiProcess = false;
   readonly #states = new RunStates();

@@ -32,6 +32,12 @@ import type {
   StoredRun,
 } from "./types.js";
 
+/**
+ * Set by steplog's own stores, which reject only with Errors: their calls go straight through
+ * (the hot path of every step's intent and outcome), with only the closed guard in front.
+ */
+export const REJECTS_ONLY_ERRORS: unique symbol = Symbol("steplog.rejectsOnlyErrors");
+
 /** What a store that does not say has. */
 export const STORE_DEFAULTS: StoreCapabilities = { durable: false, multiProcess: false, leaseAge: false };
 
@@ -52,10 +58,12 @@ export class RuntimeStore implements Store {
   readonly multiProcess: boolean;
   readonly leaseAge: boolean;
   readonly #inner: Store;
+  readonly #direct: boolean;
   #closing: Promise<void> | undefined;
 
   constructor(inner: Store) {
     this.#inner = inner;
+    this.#direct = (inner as { [REJECTS_ONLY_ERRORS]?: boolean })[REJECTS_ONLY_ERRORS] === true;
     this.kind = inner.kind;
     this.location = inner.location;
     this.durable = inner.durable ?? STORE_DEFAULTS.durable;
@@ -149,6 +157,7 @@ export class RuntimeStore implements Store {
     } catch (error) {
       return Promise.reject(this.#asError(call, error));
     }
+    if (this.#direct) return result as Promise<T>;
     return Promise.resolve(result).catch((error: unknown) => {
       throw this.#asError(call, error);
     });

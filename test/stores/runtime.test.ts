@@ -82,15 +82,15 @@ describe("the runtime store wrapper", () => {
   });
 
   it("a store that rejects with something other than an Error: the error names the store and the call", async () => {
-    const inner = memoryStore();
-    const store = withOverrides(inner, { listRuns: () => Promise.reject("too busy") as never });
+    const { store: bare } = bareStore();
+    const store: Store = { ...bare, listRuns: () => Promise.reject("too busy") as never };
     const engine = createEngine({ store, workflows: [twoSteps] });
     const error = await engine.list().then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(Error);
-    expect((error as Error).message).toBe(`The ${inner.location}'s listRuns() rejected with "too busy", not an Error.`);
+    expect((error as Error).message).toBe(`The bare store in this test's listRuns() rejected with "too busy", not an Error.`);
     expect((error as Error).cause).toBe("too busy");
   });
 

@@ -35,6 +35,7 @@ import { checkJsonlOptions, type JsonlStoreOptions } from "./options.js";
 import { Reader } from "./reads.js";
 import { Warnings } from "./warnings.js";
 import { UPDATE, WriteQueue } from "./write-queue.js";
+import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export type { JsonlStoreOptions } from "./options.js";
 
@@ -51,6 +52,7 @@ export function jsonlStore(options: JsonlStoreOptions): JsonlStore {
 
 class JsonlStoreImpl implements JsonlStore {
   readonly kind = "jsonl";
+  readonly [REJECTS_ONLY_ERRORS] = true;
   readonly durable = true;
   readonly multiProcess = true;
   readonly location: string;

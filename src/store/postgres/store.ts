@@ -32,6 +32,7 @@ import { Failures, secretsOf } from "./failures.js";
 import { checkPostgresOptions, type PostgresStoreOptions } from "./options.js";
 import type { WriteQueue } from "./write-queue.js";
 import { listLimit } from "../state-machine.js";
+import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_PG_SCHEMA, type PostgresStoreOptions } from "./options.js";
 
@@ -50,6 +51,7 @@ export function postgresStore(options: PostgresStoreOptions = {}): PostgresStore
 
 class PostgresStoreImpl implements PostgresStore {
   readonly kind = "postgres";
+  readonly [REJECTS_ONLY_ERRORS] = true;
   readonly durable = true;
   readonly multiProcess = true;
   /** Leases are loaded with their age by the server's clock, which every claimer shares. */

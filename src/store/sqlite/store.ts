@@ -41,6 +41,7 @@ import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./
 import { listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
 import { SqliteWrites } from "./writes.js";
+import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
 
@@ -61,6 +62,7 @@ type Db = Database.Database;
 
 class SqliteStoreImpl implements SqliteStore {
   readonly kind = "sqlite";
+  readonly [REJECTS_ONLY_ERRORS] = true;
   readonly durable = true;
   readonly multiProcess = true;
   readonly location: string;
