@@ -277,7 +277,14 @@ async function lazyEntry<T>(entry: string, what: string): Promise<T> {
 const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 /** JSON for --json: BigInt as a string, Map/Set as object/array, undefined kept out. */
-export function jsonReplacer(_key: string, value: unknown): unknown {
+export function jsonReplacer(this: unknown, key: string, value: unknown): unknown {
+  // The holder's own value: JSON.stringify has already turned a Buffer into { type, data } by its toJSON.
+  const raw = (this as Record<string, unknown> | undefined)?.[key];
+  if (raw instanceof ArrayBuffer || ArrayBuffer.isView(raw)) {
+    const bytes = raw instanceof ArrayBuffer ? new Uint8Array(raw) : new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);
+    return { $type: Buffer.isBuffer(raw) ? "Buffer" : raw.constructor.name, base64: Buffer.from(bytes).toString("base64") };
+  }
+  if (raw instanceof RegExp) return String(raw);
   if (typeof value === "bigint") return value.toString();
   if (value instanceof Map) return Object.fromEntries(value);
   if (value instanceof Set) return [...value];

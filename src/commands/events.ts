@@ -12,6 +12,24 @@ import { approvalEvent, describeWait, type WaitingFor } from "../steps/waits.js"
 export interface SendOptions {
   /** Keep the event for a later wait even though the run does not wait for it now. */
   keep?: boolean;
+  /**
+   * Send it once: a later send to this run with the same key is accepted and changes nothing
+   * (it resolves with the first delivery, `duplicate: true`), whatever its event and payload.
+   * Kept for the run's lifetime. A webhook's delivery id is a good key.
+   */
+  key?: string;
+}
+
+/** What a send recorded: the event's place in the run's events, or the earlier one a key matched. */
+export interface Delivery {
+  runId: string;
+  event: string;
+  /** Order of arrival within the run, from 1. */
+  seq: number;
+  /** When it was recorded (ISO time). */
+  sentAt: string;
+  /** True when an earlier send with the same key recorded it, and this one changed nothing. */
+  duplicate: boolean;
 }
 
 const waitingFor = (current: StoredRun): WaitingFor | undefined =>
@@ -24,9 +42,17 @@ function describeState(current: StoredRun): string {
   return `is ${current.run.status}`;
 }
 
-function event(current: StoredRun, name: string, payload: string, now: number): EventRow {
-  return { runId: current.run.id, seq: (current.events.at(-1)?.seq ?? 0) + 1, name, payload, sentAt: now, consumedBy: null };
+function event(current: StoredRun, name: string, payload: string, now: number, key: string | null = null): EventRow {
+  return { runId: current.run.id, seq: (current.events.at(-1)?.seq ?? 0) + 1, name, payload, sentAt: now, consumedBy: null, key };
 }
+
+const delivery = (e: EventRow, duplicate: boolean): Delivery => ({
+  runId: e.runId,
+  event: e.name,
+  seq: e.seq,
+  sentAt: new Date(e.sentAt).toISOString(),
+  duplicate,
+});
 
 export async function sendEvent(
   store: Store,
@@ -36,23 +62,27 @@ export async function sendEvent(
   options: SendOptions,
   now: number,
   payloads: Payloads,
-): Promise<number> {
+): Promise<Delivery> {
   checkName("event name", name);
+  const key = options.key ?? null;
   const text = (await payloads.encode(payload, `The payload of event ${JSON.stringify(name)}`, { runId })).stored;
-  const seq = await store.updateRun(runId, (current) => {
+  const sent = await store.updateRun<Delivery | undefined>(runId, (current) => {
+    // Sent before with this key: accepted, and nothing changes (whatever the run's state now).
+    const earlier = key === null ? undefined : current.events.find((e) => e.key === key);
+    if (earlier) return { result: delivery(earlier, true) };
     // A run sealed with a key this engine lacks takes no payload of ours (it would lie there in clear).
     const sealed = payloads.sealedBeyond(current);
-    if (sealed) return { error: sealed, result: 0 };
+    if (sealed) return { error: sealed, result: undefined };
     const waiting = waitingFor(current);
     const awaited = waiting?.kind === "event" && waiting.event === name;
     if (!awaited && options.keep !== true)
-      return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current), "event"), result: 0 };
-    const row = event(current, name, text, now);
+      return { error: new NotWaitingError(runId, `event ${JSON.stringify(name)}`, describeState(current), "event"), result: undefined };
+    const row = event(current, name, text, now, key);
     // The wait is answered: the run is due now and waits for nothing else until it runs again.
-    return { appendEvents: [row], ...(awaited ? { run: { wakeAt: now, waitingFor: null, updatedAt: now } } : {}), result: row.seq };
+    return { appendEvents: [row], ...(awaited ? { run: { wakeAt: now, waitingFor: null, updatedAt: now } } : {}), result: delivery(row, false) };
   });
-  if (seq === undefined) throw new RunNotFoundError(runId, store.location);
-  return seq;
+  if (sent === undefined) throw new RunNotFoundError(runId, store.location);
+  return sent;
 }
 
 export interface ApprovalAnswer {

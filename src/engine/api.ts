@@ -7,7 +7,7 @@
 
 import type { Clock } from "../base/clock.js";
 import type { KnownKeys } from "../base/options.js";
-import type { SendOptions } from "../commands/events.js";
+import type { Delivery, SendOptions } from "../commands/events.js";
 import type { Codec } from "../payloads/payloads.js";
 import type { RedactRule } from "../payloads/redact.js";
 import type { ProgressEvent, TestHooks } from "../steps/settings.js";
@@ -32,9 +32,9 @@ export const ENGINE_KEYS: KnownKeys<EngineOptions> = {
   redact: true,
   handleSignals: true,
 };
-export const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, signal: true, source: true };
+export const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, signal: true, source: true, ifExists: true };
 export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = { fromStep: true, values: true, force: true, redo: true, reuse: true, timeoutMs: true, signal: true };
-export const SEND_KEYS: KnownKeys<SendOptions> = { keep: true };
+export const SEND_KEYS: KnownKeys<SendOptions> = { keep: true, key: true };
 export const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
 export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
 export const CANCEL_KEYS: KnownKeys<{ reason?: string }> = { reason: true };
@@ -82,6 +82,13 @@ export interface StartOptions {
   signal?: AbortSignal;
   /** Where the workflow's code lives (a file path, a package name); recorded once, never overwritten. */
   source?: string;
+  /**
+   * When a run with this id exists: `"refuse"` (default) rejects with RUN_EXISTS; `"attach"`
+   * resolves with that run's result instead (waiting for its attempt when one runs in this
+   * process), if it is of the same workflow and was started with the same args (else RUN_EXISTS,
+   * naming what differs). Attaching starts no attempt; to go on with an interrupted run, continue it.
+   */
+  ifExists?: "attach" | "refuse";
 }
 
 export interface ContinueOptions {
@@ -131,9 +138,11 @@ export interface Engine {
   compensate(id: string): Promise<RunResult>;
   /**
    * Record an event for a run. Refused (NOT_WAITING) when the run does not wait for it, unless
-   * `keep: true` keeps it for a later wait. A worker in this process is woken at once.
+   * `keep: true` keeps it for a later wait. With `key`, a second send with that key changes
+   * nothing and resolves with the first delivery (`duplicate: true`). A worker in this process
+   * is woken at once.
    */
-  send(id: string, event: string, payload?: unknown, options?: SendOptions): Promise<void>;
+  send(id: string, event: string, payload?: unknown, options?: SendOptions): Promise<Delivery>;
   /** Approve an `approval: true` step the run is parked on; a worker picks the run up. */
   approve(id: string, step: string, options?: { by?: string }): Promise<void>;
   /** Reject it: the run ends `stopped`, with the reason. */

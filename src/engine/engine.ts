@@ -25,7 +25,7 @@ import {
 } from "../base/errors.js";
 import { isLiveHere, markDone, markLive } from "../ownership/live-attempts.js";
 import { recoverInterrupted, type RecoveredRun } from "../commands/recover.js";
-import { answerApproval, sendEvent, type SendOptions } from "../commands/events.js";
+import { answerApproval, sendEvent, type Delivery, type SendOptions } from "../commands/events.js";
 import { cancelStoredRun } from "../commands/cancel.js";
 import { validateWorkOptions, wakeWorkers, work, type WorkOptions, type WorkSummary } from "./worker.js";
 import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "../commands/escalations.js";
@@ -43,6 +43,7 @@ import { checkContinueOptions } from "./continue-options.js";
 import { checkArgs } from "./run-checks.js";
 import { claimAndRun, type ClaimContext } from "./claim-and-run.js";
 import { startRows } from "./start-rows.js";
+import { checkIfExists, checkSameRun, storedResult } from "./attach.js";
 
 export { TEST_HOOKS } from "./api.js";
 export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter } from "./api.js";
@@ -151,9 +152,10 @@ class SteplogEngine implements Engine {
         { runId: id },
       );
     }
+    const ifExists = checkIfExists(options.ifExists, `start(${JSON.stringify(workflow.name)})`, id);
     const checked = await checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
-    const argsText = (await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id })).stored;
+    const { plain: argsPlain, stored: argsText } = await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id });
     const now = this.#settings.clock.now();
     const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, now });
     // Marked live before the lease exists, so no claim in this process can judge it abandoned.
@@ -167,7 +169,8 @@ class SteplogEngine implements Engine {
     }
     if ("exists" in created) {
       markDone(live);
-      throw new RunExistsError(id, created.exists.status);
+      if (ifExists === "refuse") throw new RunExistsError(id, created.exists.status);
+      return this.#attach(created.exists, workflow.name, argsPlain) as Promise<RunResult<WorkflowResult<W>>>;
     }
     const stored: StoredRun = { run, attempts: [first], steps: [], lease: null, events: [] };
     const plan: AttemptPlan = {
@@ -181,6 +184,30 @@ class SteplogEngine implements Engine {
       signal: options.signal,
     };
     return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
+  }
+
+  /**
+   * start's `ifExists: "attach"` for a run that exists (attach.ts): refused unless it is the same
+   * run; then the result of its attempt running in this process, once that ends, or the run as
+   * stored. Starts no attempt: the signal and deadline given to this start touch nothing.
+   */
+  async #attach(existing: StoredRun["run"], workflow: string, argsPlain: string): Promise<RunResult> {
+    await checkSameRun(existing, workflow, argsPlain, this.#settings.payloads);
+    const id = existing.id;
+    for (;;) {
+      const local = [...this.#running].find((entry) => entry.attempt.runId === id);
+      if (local) return local.done;
+      const where = await this.#where();
+      if (!isLiveHere(where, id)) {
+        const stored = await this.#store.loadRun(id);
+        if (!stored) throw new RunNotFoundError(id, this.#store.location);
+        return storedResult(stored, this.#judge(where), this.#settings.payloads);
+      }
+      // Live in this process but not (yet) in this engine: another engine's attempt, or one a
+      // claim here is still registering. Look again until it is here or has ended.
+      this.#open();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   async continue(id: string, options: ContinueOptions = {}): Promise<RunResult> {
@@ -197,12 +224,14 @@ class SteplogEngine implements Engine {
     return claimAndRun(this.#claims, id, "compensate", {}, undefined);
   }
 
-  async send(id: string, event: string, payload?: unknown, options: SendOptions = {}): Promise<void> {
+  async send(id: string, event: string, payload?: unknown, options: SendOptions = {}): Promise<Delivery> {
     this.#open();
     checkName("run id", id);
     checkKnownKeys(`send(${JSON.stringify(id)}, ${JSON.stringify(event)})`, options, SEND_KEYS, { runId: id });
-    await sendEvent(this.#store, id, event, payload, options, this.#settings.clock.now(), this.#settings.payloads);
-    this.#wake();
+    if (options.key !== undefined) checkName("event key", options.key);
+    const sent = await sendEvent(this.#store, id, event, payload, options, this.#settings.clock.now(), this.#settings.payloads);
+    if (!sent.duplicate) this.#wake();
+    return sent;
   }
 
   async approve(id: string, step: string, options: { by?: string } = {}): Promise<void> {
@@ -371,4 +400,4 @@ class SteplogEngine implements Engine {
   }
 }
 
-export type { RunResult, RecoveredRun, Escalation, Resolution, SendOptions, WorkOptions, WorkSummary };
+export type { RunResult, RecoveredRun, Escalation, Resolution, SendOptions, Delivery, WorkOptions, WorkSummary };

@@ -17,6 +17,7 @@ export type {
   Escalation,
   Resolution,
   SendOptions,
+  Delivery,
   WorkOptions,
   WorkSummary,
 } from "../engine/engine.js";

@@ -32,6 +32,8 @@ function walk(value: unknown, path: string[], matches: (path: string[], value: u
   if (Array.isArray(value)) return value.map((item, i) => walk(item, [...path, String(i)], matches));
   if (value instanceof Map) return new Map([...value].map(([k, v]) => [k, walk(v, [...path, String(k)], matches)]));
   if (value instanceof Set) return new Set([...value].map((v, i) => walk(v, [...path, String(i)], matches)));
+  // Bytes and a RegExp are shown whole (or redacted whole), not taken apart into their indexes.
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof RegExp) return value;
   if (value !== null && typeof value === "object" && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) out[key] = walk(item, [...path, key], matches);

@@ -32,8 +32,12 @@ export type { AttemptPlan };
 
 export interface RunResult<T = unknown> {
   id: string;
-  /** How this attempt ended. */
-  status: AttemptEnding;
+  /**
+   * How this attempt ended. From a start that attached to a run (`ifExists: "attach"`): how the
+   * run's last attempt ended, as engine.get shows it: `interrupted` when it has no ending and its
+   * owner is gone, `running` while it runs elsewhere.
+   */
+  status: AttemptEnding | "interrupted" | "running";
   /** The run's status afterwards (differs when this was the last attempt allowed). */
   runStatus: RunStatus;
   value?: T;

@@ -118,13 +118,17 @@ export class RunStates {
     for (const step of changes.appendSteps ?? []) {
       if (current.steps.some((s) => s.seq === step.seq)) return invariant(`run ${runId} has a step ${step.seq} already`);
     }
+    for (const event of changes.appendEvents ?? []) {
+      if (event.key != null && current.events.some((e) => e.key === event.key))
+        return invariant(`event key ${JSON.stringify(event.key)} of run ${runId} was used already`);
+    }
     if (changes.patch) Object.assign(current.run, changes.patch);
     for (const { seq, patch } of changes.updateSteps ?? []) {
       const row = current.steps.find((s) => s.seq === seq);
       if (row) Object.assign(row, patch);
     }
     for (const step of changes.appendSteps ?? []) current.steps.push({ ...step });
-    for (const event of changes.appendEvents ?? []) current.events.push({ ...event });
+    for (const event of changes.appendEvents ?? []) current.events.push({ ...event, key: event.key ?? null });
     if (changes.fenceOut && current.lease) {
       current.lease = { ...current.lease, epoch: current.lease.epoch + 1, attempt: null, expiresAt: 0, heartbeatAt: changes.fenceOut.now };
     }

@@ -65,6 +65,8 @@ export interface EventRow {
   sentAt: number;
   /** The step key of the wait that consumed it; null until then. */
   consumedBy: string | null;
+  /** The key it was sent with (send's `key`), unique within the run; null without one. Read as null from records written before keys existed. */
+  key: string | null;
 }
 
 /** Who ran an attempt: enough to tell later whether that process is gone. */

@@ -144,7 +144,7 @@ export function updateAndListCases({ it, withStore }: SuiteCases): void {
         run: { status: "escalated", updatedAt: NOW + 1 },
         updateSteps: [{ seq: 1, patch: { status: "escalated", endedAt: NOW + 1 } }],
         appendSteps: [stepRow("r", 2, "b", { status: "succeeded", value: "2" })],
-        appendEvents: [{ runId: "r", seq: 1, name: "go", payload: '"now"', sentAt: NOW, consumedBy: null }],
+        appendEvents: [{ runId: "r", seq: 1, name: "go", payload: '"now"', sentAt: NOW, consumedBy: null, key: null }],
         result: current.steps.length,
       }));
       assert.equal(result, 1);
@@ -180,6 +180,7 @@ export function updateAndListCases({ it, withStore }: SuiteCases): void {
         payload: JSON.stringify(`${name}-${seq}`),
         sentAt: NOW + seq,
         consumedBy: null,
+        key: null,
       });
       await store.updateRun("r", () => ({ appendEvents: [event(1, "item"), event(2, "item"), event(3, "other")], result: true }));
       await store.writeIntent(lease, stepRow("r", 1, "item"));
@@ -206,6 +207,39 @@ export function updateAndListCases({ it, withStore }: SuiteCases): void {
         wakeOnEvent: "item",
       });
       assert.equal((await store.loadRun("r"))!.run.wakeAt, NOW + 50);
+    }),
+  );
+
+  it(
+    "an event's key is kept, one per key within a run (a second is refused and nothing written); another run may use it",
+    withStore(async (store) => {
+      await created(store, "r");
+      await created(store, "s");
+      const keyed = (runId: string, seq: number, key: string | null): EventRow => ({
+        runId,
+        seq,
+        name: "paid",
+        payload: "1",
+        sentAt: NOW + seq,
+        consumedBy: null,
+        key,
+      });
+      await store.updateRun("r", () => ({ appendEvents: [keyed("r", 1, "pay-1"), keyed("r", 2, null)], result: true }));
+      await assert.rejects(store.updateRun("r", () => ({ appendEvents: [keyed("r", 3, "pay-1")], run: { updatedAt: NOW + 9 }, result: true })));
+      const stored = (await store.loadRun("r"))!;
+      assert.deepEqual(
+        stored.events.map((e) => [e.seq, e.key]),
+        [
+          [1, "pay-1"],
+          [2, null],
+        ],
+      );
+      assert.notEqual(stored.run.updatedAt, NOW + 9, "a refused update writes nothing");
+      await store.updateRun("s", () => ({ appendEvents: [keyed("s", 1, "pay-1")], result: true }));
+      assert.deepEqual(
+        (await store.loadRun("s"))!.events.map((e) => e.key),
+        ["pay-1"],
+      );
     }),
   );
 

@@ -27,7 +27,10 @@ export function durabilityCases({ it, withStore, options }: SuiteCases): void {
         resolution: null,
         usage: null,
       });
-      await store.updateRun("r", () => ({ appendEvents: [{ runId: "r", seq: 1, name: "e", payload: "1", sentAt: NOW, consumedBy: null }], result: true }));
+      await store.updateRun("r", () => ({
+        appendEvents: [{ runId: "r", seq: 1, name: "e", payload: "1", sentAt: NOW, consumedBy: null, key: null }],
+        result: true,
+      }));
       await store.endAttempt(lease, { attempt: 1, ending: "completed", endedAt: NOW + 2, error: null, run: { status: "completed", value: '"v"' } });
       const before = comparable(await store.loadRun("r"));
       await store.close();

@@ -143,6 +143,21 @@ describe("send, approve, reject and work", () => {
     expect((await cli(["show", "o1", "--json"], { cwd })).json().value).toMatchObject({ payment: { amount: 12 }, shipped: { tracking: "T-o1:ship" } });
   });
 
+  it("send --key sends once: a second process sending the same key changes nothing and says so", async () => {
+    const cwd = dirs.make();
+    await cli(["run", example("order.mjs"), "--id", "o3", "--", '{"item":"mug"}'], { cwd });
+    const first = await cli(["send", "o3", "paid", '{"amount":5}', "--key", "evt_9", "--json"], { cwd });
+    expect(first.code, first.output).toBe(0);
+    expect(first.json()).toMatchObject({ id: "o3", event: "paid", key: "evt_9", seq: 1, duplicate: false });
+    const again = await cli(["send", "o3", "paid", '{"amount":50}', "--key", "evt_9"], { cwd });
+    expect(again.code, again.output).toBe(0);
+    expect(again.stdout).toMatch(/already sent with key evt_9: event paid #1 at .*; nothing changed/);
+    expect((await cli(["send", "o3", "paid", "{}", "--key", "evt_9", "--json"], { cwd })).json()).toMatchObject({ seq: 1, duplicate: true });
+    await cli(["work", "--until-idle", "--poll", "100ms"], { cwd });
+    const shown = (await cli(["show", "o3", "--json"], { cwd })).json();
+    expect(shown).toMatchObject({ status: "waiting", waitingFor: { kind: "approval", step: "ship" } });
+  });
+
   it("reject stops the run with the reason", async () => {
     const cwd = dirs.make();
     await cli(["run", example("order.mjs"), "--id", "o2", "--", '{"item":"pen"}'], { cwd });

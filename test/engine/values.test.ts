@@ -215,3 +215,136 @@ describe("the value codec and __proto__", () => {
     expect((back as { polluted?: unknown }).polluted).toBeUndefined();
   });
 });
+
+describe("the value codec and bytes and RegExp", () => {
+  const big = new ArrayBuffer(32);
+  new Uint8Array(big).forEach((_, i, a) => (a[i] = i));
+  /** One of each, with contents that tell the bytes apart. */
+  const SAMPLES: Array<[string, unknown]> = [
+    ["Buffer", Buffer.from("héllo")],
+    ["Uint8Array", new Uint8Array([0, 1, 127, 128, 255])],
+    ["Int8Array", new Int8Array([-128, -1, 0, 1, 127])],
+    ["Uint8ClampedArray", new Uint8ClampedArray([0, 200, 255])],
+    ["Int16Array", new Int16Array([-32768, -1, 0, 258, 32767])],
+    ["Uint16Array", new Uint16Array([0, 1, 258, 65535])],
+    ["Int32Array", new Int32Array([-(2 ** 31), -1, 0, 2 ** 31 - 1])],
+    ["Uint32Array", new Uint32Array([0, 1, 2 ** 32 - 1])],
+    ["Float32Array", new Float32Array([-0, Number.NaN, Number.POSITIVE_INFINITY, 1.5, -3.25])],
+    ["Float64Array", new Float64Array([-0, Number.NaN, Number.NEGATIVE_INFINITY, Math.PI, Number.MIN_VALUE])],
+    ["BigInt64Array", new BigInt64Array([-(2n ** 63n), -1n, 0n, 2n ** 63n - 1n])],
+    ["BigUint64Array", new BigUint64Array([0n, 2n ** 64n - 1n])],
+    ["ArrayBuffer", new Uint8Array([9, 8, 7]).buffer],
+    ["DataView", new DataView(big, 4, 6)],
+    ["RegExp", /^a+(?<rest>b|c)$/giu],
+  ];
+
+  it.each(SAMPLES)("a %s comes back as a %s with the same contents", (type, value) => {
+    const text = encodeValue({ wrapped: [value] }, "v", { maxBytes: 1e6 });
+    expect(JSON.parse(text)).toMatchObject({ wrapped: [{ $type: type }] }); // readable, tagged JSON
+    const back = (decodeValue(text) as { wrapped: unknown[] }).wrapped[0];
+    expect(Object.getPrototypeOf(back)).toBe(Object.getPrototypeOf(value));
+    expect(back).toStrictEqual(value);
+    expect(back).not.toBe(value);
+  });
+
+  it("writes bytes as base64 of their own bytes, little-endian, and a RegExp as its source and flags", () => {
+    expect(tryEncode(new Uint8Array([1, 2, 3]))).toBe('{"$type":"Uint8Array","value":"AQID"}');
+    expect(tryEncode(Buffer.from("hi"))).toBe('{"$type":"Buffer","value":"aGk="}');
+    expect(tryEncode(new Uint16Array([1, 258]))).toBe('{"$type":"Uint16Array","value":"AQACAQ=="}'); // 01 00 02 01
+    expect(tryEncode(new Uint8Array([255, 254]).buffer)).toBe('{"$type":"ArrayBuffer","value":"//4="}');
+    expect(tryEncode(/a\/b/g)).toBe('{"$type":"RegExp","value":{"source":"a\\\\/b","flags":"g"}}');
+    expect(tryEncode(new Uint8Array(0))).toBe('{"$type":"Uint8Array","value":""}');
+  });
+
+  it("a Uint8Array comes back as a Uint8Array, not a Buffer; a Buffer as a Buffer", () => {
+    const back = decodeValue(tryEncode({ bytes: new Uint8Array([1]), buffer: Buffer.from([1]) }) as string) as { bytes: Uint8Array; buffer: Buffer };
+    expect(Buffer.isBuffer(back.bytes)).toBe(false);
+    expect(back.bytes).toBeInstanceOf(Uint8Array);
+    expect(Buffer.isBuffer(back.buffer)).toBe(true);
+    expect(back.buffer.toString("hex")).toBe("01");
+  });
+
+  it("a view on part of a larger buffer stores only its own bytes, and comes back on a buffer of just those", () => {
+    const whole = new ArrayBuffer(1024);
+    const part = new Uint32Array(whole, 8, 2);
+    part.set([0xdeadbeef, 7]);
+    const text = tryEncode(part) as string;
+    expect(text).toBe('{"$type":"Uint32Array","value":"776t3gcAAAA="}'); // 8 bytes, not 1,024
+    const back = decodeValue(text) as Uint32Array;
+    expect([...back]).toEqual([0xdeadbeef, 7]);
+    expect(back.byteOffset).toBe(0);
+    expect(back.buffer.byteLength).toBe(8);
+    const view = new DataView(whole, 8, 4);
+    expect(decodeValue(tryEncode(view) as string)).toStrictEqual(new DataView(new Uint8Array([0xef, 0xbe, 0xad, 0xde]).buffer));
+    // Node's small Buffers share one pool: only the Buffer's own bytes are stored.
+    const pooled = Buffer.from("abc");
+    expect(pooled.buffer.byteLength).toBeGreaterThan(3);
+    expect(tryEncode(pooled)).toBe('{"$type":"Buffer","value":"YWJj"}');
+  });
+
+  it("keeps bytes and RegExps inside Maps, Sets and arrays, and a RegExp's lastIndex", () => {
+    const sticky = /x/y;
+    sticky.lastIndex = 3;
+    const value = { m: new Map<unknown, unknown>([[new Uint8Array([1]), [/k/]]]), s: new Set([new Float32Array([0.5])]), sticky };
+    const back = decodeValue(encodeValue(value, "v", { maxBytes: 1e6 })) as typeof value;
+    expect(back).toStrictEqual(value);
+    expect(back.sticky.lastIndex).toBe(3);
+    expect([...back.m.keys()][0]).toBeInstanceOf(Uint8Array);
+  });
+
+  it("an empty or detached buffer comes back empty", () => {
+    const buffer = new ArrayBuffer(8);
+    const view = new Uint8Array(buffer, 2, 4);
+    structuredClone(buffer, { transfer: [buffer] }); // detaches it
+    expect(decodeValue(tryEncode(buffer) as string)).toStrictEqual(new ArrayBuffer(0));
+    expect(decodeValue(tryEncode(view) as string)).toStrictEqual(new Uint8Array(0));
+  });
+
+  it.each([
+    ["a subclass of Uint8Array", { b: new (class Bytes extends Uint8Array {})(2) }, "$.b", "an instance of Bytes"],
+    ["a subclass of RegExp", { r: new (class Pattern extends RegExp {})("x") }, "$.r", "an instance of Pattern"],
+    ["a SharedArrayBuffer", { s: new SharedArrayBuffer(4) }, "$.s", "an instance of SharedArrayBuffer"],
+    ["an object that only pretends to be a Uint8Array", { f: Object.create(Uint8Array.prototype) as object }, "$.f", "an instance of Uint8Array"],
+    ["an object that only pretends to be an ArrayBuffer", { f: Object.create(ArrayBuffer.prototype) as object }, "$.f", "an instance of ArrayBuffer"],
+    ["an object that only pretends to be a RegExp", { f: Object.create(RegExp.prototype) as object }, "$.f", "an instance of RegExp"],
+  ])("still refuses %s, naming the path", (_what, value, path, found) => {
+    expect(tryEncode(value)).toMatchObject({ path, found });
+  });
+
+  it("a circular value holding a typed array is still refused with its path", () => {
+    const value: Record<string, unknown> = { bytes: new Uint8Array([1, 2]), nested: {} };
+    (value.nested as Record<string, unknown>).back = value;
+    expect(tryEncode(value)).toMatchObject({ path: "$.nested.back", found: "a circular reference" });
+    expect(() => encodeValue(value, "The value", { maxBytes: 1e6 })).toThrow(expect.objectContaining({ code: "VALUE_NOT_SERIALIZABLE" }));
+  });
+
+  it("the size cap counts the encoded size: bytes under the cap whose base64 is over it are refused", () => {
+    const bytes = new Uint8Array(900); // 900 raw bytes, 1,200 characters of base64
+    const encodedSize = (tryEncode(bytes) as string).length;
+    expect(encodedSize).toBe('{"$type":"Uint8Array","value":""}'.length + 1200);
+    expect(() => encodeValue(bytes, "The value", { maxBytes: 1000 })).toThrow(
+      expect.objectContaining({ code: "VALUE_TOO_LARGE", message: expect.stringContaining(`${encodedSize} bytes`) }),
+    );
+    expect(encodeValue(bytes, "The value", { maxBytes: encodedSize })).toHaveLength(encodedSize);
+    expect(() => encodeValue(bytes, "The value", { maxBytes: encodedSize - 1 })).toThrow(expect.objectContaining({ code: "VALUE_TOO_LARGE" }));
+  });
+
+  it("text written before these tags existed decodes as it did: a user's own $type key was always wrapped", () => {
+    // What older code wrote for { $type: "Uint8Array", value: "AQID" } and { $type: "RegExp", value: {...} }.
+    const old =
+      '[{"$type":"Object","value":{"$type":"Uint8Array","value":"AQID"}},{"$type":"Object","value":{"$type":"RegExp","value":{"source":"x","flags":""}}},{"$type":"Date","value":"1970-01-01T00:00:00.000Z"}]';
+    expect(decodeValue(old)).toStrictEqual([{ $type: "Uint8Array", value: "AQID" }, { $type: "RegExp", value: { source: "x", flags: "" } }, new Date(0)]);
+    // And such objects are still written that way.
+    const lookalike = { $type: "Buffer", value: "aGk=" };
+    expect(tryEncode(lookalike)).toBe('{"$type":"Object","value":{"$type":"Buffer","value":"aGk="}}');
+    expect(decodeValue(tryEncode(lookalike) as string)).toStrictEqual(lookalike);
+  });
+
+  it("plain JSON takes the fast path unchanged; a typed array anywhere takes the tagged one", () => {
+    const plain = { a: [1, "x", null, true, { b: 2.5 }], list: [] };
+    expect(tryEncode(plain)).toBe(JSON.stringify(plain));
+    // JSON.stringify would write a Buffer as {"type":"Buffer","data":[...]} and a Uint8Array as {"0":…}.
+    expect(tryEncode({ a: [{ b: Buffer.from([1]) }] })).toBe('{"a":[{"b":{"$type":"Buffer","value":"AQ=="}}]}');
+    expect(tryEncode({ a: [{ b: new Int8Array([-1]) }] })).toBe('{"a":[{"b":{"$type":"Int8Array","value":"/w=="}}]}');
+  });
+});

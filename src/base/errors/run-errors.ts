@@ -19,14 +19,33 @@ export class RunNotFoundError extends SteplogError {
   }
 }
 
+/**
+ * What a start with `ifExists: "attach"` found different from the run that exists: its workflow,
+ * or its args (`at`: the path of the first difference, "$" for the args themselves; the values
+ * are not shown, they may be secrets the codec seals).
+ */
+export type RunExistsDifference = { what: "workflow"; recorded: string; given: string } | { what: "args"; at: string };
+
 export class RunExistsError extends SteplogError {
   override name = "RunExistsError";
-  constructor(runId: string, status: string) {
+  /** Set when a start with `ifExists: "attach"` was refused: what differs from the run that exists. */
+  readonly differs: "workflow" | "args" | undefined;
+  constructor(runId: string, status: string, difference?: RunExistsDifference) {
+    const id = q(runId);
+    const only = `ifExists: "attach" hands back only a run of the same workflow started with the same args, and start never overwrites a run.`;
     super(
       "RUN_EXISTS",
-      `Run ${q(runId)} already exists (status ${status}); start never overwrites a run. To go on with it, type engine.continue(${q(runId)}); for a fresh run, start with another id.`,
+      difference?.what === "workflow"
+        ? `Run ${id} already exists (status ${status}) and belongs to workflow ${q(difference.recorded)}, not ${q(difference.given)}: ${only} ` +
+            `To see it, type engine.get(${id}); for a run of ${q(difference.given)}, start with another id.`
+        : difference?.what === "args"
+          ? `Run ${id} already exists (status ${status}) with other args than this start's (they differ at ${difference.at}): ${only} ` +
+            `To see its args, type (await engine.get(${id})).args; to go on with it as recorded, type engine.continue(${id}); for a run with these args, start with another id.`
+          : `Run ${id} already exists (status ${status}); start never overwrites a run. To go on with it, type engine.continue(${id}); ` +
+            `to get its result instead, start with { id: ${id}, ifExists: "attach" }; for a fresh run, start with another id.`,
       { runId },
     );
+    this.differs = difference?.what === "workflow" || difference?.what === "args" ? difference.what : undefined;
   }
 }
 

@@ -173,13 +173,14 @@ export async function updateRun<T>(db: Database, runId: string, decide: (current
     for (const { seq, patch } of update.updateSteps ?? []) await db.sql.patchStep(client, runId, seq, patch, epoch);
     for (const step of update.appendSteps ?? []) await db.sql.insertStep(client, step, epoch);
     for (const e of update.appendEvents ?? []) {
-      await client.query(`INSERT INTO ${s}.events (run_id, seq, name, payload, sent_at, consumed_by) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      await client.query(`INSERT INTO ${s}.events (run_id, seq, name, payload, sent_at, consumed_by, key) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
         e.runId,
         e.seq,
         e.name,
         e.payload,
         e.sentAt,
         e.consumedBy,
+        e.key ?? null,
       ]);
     }
     if (update.fenceOut) {

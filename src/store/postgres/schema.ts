@@ -121,6 +121,11 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   END $$;
   CREATE TRIGGER lease_written BEFORE INSERT OR UPDATE ON ${s}.leases FOR EACH ROW EXECUTE FUNCTION ${s}.lease_written();
   `,
+  // 4: the key an event was sent with: a second send with it changes nothing
+  (s) => `
+  ALTER TABLE ${s}.events ADD COLUMN key text COLLATE "C";
+  CREATE UNIQUE INDEX events_by_key ON ${s}.events (run_id, key) WHERE key IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -18,7 +18,7 @@ const LEASE_COLUMNS = `run_id AS "runId", epoch, attempt, expires_at AS "expires
   (extract(epoch FROM clock_timestamp() - written_at) * 1000)::float8 AS "ageMs"`;
 const STEP_COLUMNS = `run_id AS "runId", seq, attempt, key, name, status, effect, idempotency_key AS "idempotencyKey", value, error,
   version, intended_at AS "intendedAt", ended_at AS "endedAt", calls, resolution, usage, position`;
-const EVENT_COLUMNS = `run_id AS "runId", seq, name, payload, sent_at AS "sentAt", consumed_by AS "consumedBy"`;
+const EVENT_COLUMNS = `run_id AS "runId", seq, name, payload, sent_at AS "sentAt", consumed_by AS "consumedBy", key`;
 
 export const RUN_FIELDS: Record<string, string> = {
   workflow: "workflow",

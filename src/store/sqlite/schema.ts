@@ -158,6 +158,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE attempts ADD COLUMN consent TEXT;
   ALTER TABLE steps ADD COLUMN position INTEGER;
   `,
+  // 6: the key an event was sent with: a second send with it changes nothing
+  `
+  ALTER TABLE events ADD COLUMN key TEXT;
+  CREATE UNIQUE INDEX events_by_key ON events (run_id, key) WHERE key IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

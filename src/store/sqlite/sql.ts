@@ -9,7 +9,7 @@ import type { AttemptRow, Consent } from "../types.js";
 
 export const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
   waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
-const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy`;
+const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy, key`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
   started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, consent, reused`;
 /** The same without each attempt's list of reused steps (long for long runs; a claim does not read it). */
@@ -57,7 +57,7 @@ export function prepare(db: Database.Database): Statements {
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
     getEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq`),
     insertEvent: db.prepare(
-      `INSERT INTO events (run_id, seq, name, payload, sent_at, consumed_by) VALUES (@runId, @seq, @name, @payload, @sentAt, @consumedBy)`,
+      `INSERT INTO events (run_id, seq, name, payload, sent_at, consumed_by, key) VALUES (@runId, @seq, @name, @payload, @sentAt, @consumedBy, @key)`,
     ),
     wakeOnEvent: db.prepare(
       `UPDATE runs SET wake_at = @now WHERE id = @runId AND EXISTS (SELECT 1 FROM events WHERE run_id = @runId AND name = @name AND consumed_by IS NULL)`,
