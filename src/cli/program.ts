@@ -18,6 +18,7 @@ import { recover } from "./commands/recover.js";
 import { resolve } from "./commands/resolve.js";
 import { run } from "./commands/run.js";
 import { runs } from "./commands/runs.js";
+import { schedules } from "./commands/schedules.js";
 import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
 import { work } from "./commands/work.js";
@@ -39,6 +40,7 @@ export const COMMANDS: Record<string, Command> = {
   "dead-letters": deadLetters,
   cancel,
   work,
+  schedules,
 };
 
 export function mainHelp(): string {

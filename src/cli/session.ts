@@ -120,15 +120,15 @@ export class Session {
    * Run a read-only query: the SQLite file is opened read-only (never created, never migrated);
    * if that is refused (a store whose schema needs an upgrade), once more read-write.
    */
-  async read<T>(fn: (engine: Engine) => Promise<T>): Promise<T> {
+  async read<T>(fn: (engine: Engine) => Promise<T>, options: Pick<EngineOptions, "workflows"> = {}): Promise<T> {
     // The engine first: its settings (STEPLOG_KEYS) are checked before the store is looked for.
-    const engine = await this.engine({ readonly: this.storeSpec.kind === "sqlite" });
+    const engine = await this.engine({ ...options, readonly: this.storeSpec.kind === "sqlite" });
     this.requireStore();
     try {
       return await fn(engine);
     } catch (error) {
       if (this.storeSpec.kind !== "sqlite" || !isSteplogError(error, "STORE_READ_ONLY") || !/upgrade/.test(error.message)) throw error;
-      return fn(await this.engine());
+      return fn(await this.engine(options));
     }
   }
 

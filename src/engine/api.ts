@@ -18,6 +18,7 @@ import type { RunResult } from "../steps/attempt.js";
 import type { RunStatus, Store } from "../store/types.js";
 import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
 import type { WorkOptions, WorkSummary } from "./worker.js";
+import type { SchedulesOptions, ScheduleView } from "./schedules.js";
 
 export const TEST_HOOKS = Symbol.for("steplog.testHooks");
 
@@ -32,15 +33,24 @@ export const ENGINE_KEYS: KnownKeys<EngineOptions> = {
   redact: true,
   handleSignals: true,
 };
-export const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, signal: true, source: true, ifExists: true };
-export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = { fromStep: true, values: true, force: true, redo: true, reuse: true, timeoutMs: true, signal: true };
+export const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, deadline: true, signal: true, source: true, ifExists: true };
+export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = {
+  fromStep: true,
+  values: true,
+  force: true,
+  redo: true,
+  reuse: true,
+  timeoutMs: true,
+  deadline: true,
+  signal: true,
+};
 export const SEND_KEYS: KnownKeys<SendOptions> = { keep: true, key: true };
 export const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
 export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
 export const CANCEL_KEYS: KnownKeys<{ reason?: string }> = { reason: true };
 export const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
 export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, limit: true };
-export const WORK_KEYS: KnownKeys<WorkOptions> = { concurrency: true, pollMs: true, signal: true };
+export const WORK_KEYS: KnownKeys<WorkOptions> = { concurrency: true, pollMs: true, signal: true, sources: true };
 export const RESOLUTION_KEYS: KnownKeys<{ value?: unknown; redo?: true; by?: string }> = { value: true, redo: true, by: true };
 
 export interface EngineOptions {
@@ -76,8 +86,15 @@ export interface EngineOptions {
 export interface StartOptions {
   /** The run's id; default a ULID. Keep it to continue the run later. */
   id?: string;
-  /** A wall-clock deadline this many ms from now; past it the attempt ends `timed-out`. */
+  /**
+   * The run's deadline, this many ms from now (wall clock). It is recorded on the run and holds
+   * across attempts and parks: past it the attempt running ends `timed-out`, and a run waiting
+   * (for an event, an approval, a timer) is ended `timed-out` by a worker. Default: the
+   * workflow's `timeoutMs`, else none.
+   */
   timeoutMs?: number;
+  /** The run's deadline as a time (a Date, or ms since the epoch); as `timeoutMs`, not with it. */
+  deadline?: Date | number;
   /** Aborting it ends the attempt `cancelled`. */
   signal?: AbortSignal;
   /** Where the workflow's code lives (a file path, a package name); recorded once, never overwritten. */
@@ -106,7 +123,13 @@ export interface ContinueOptions {
   redo?: string[];
   /** Succeeded irreversible steps after the start point whose records are handed back instead of run again. */
   reuse?: string[];
+  /**
+   * A new deadline for the run, this many ms from now, replacing the one it has. Without one
+   * the run keeps its deadline, except a run that timed out: it goes on with none.
+   */
   timeoutMs?: number;
+  /** A new deadline as a time; as `timeoutMs`, not with it. */
+  deadline?: Date | number;
   signal?: AbortSignal;
 }
 
@@ -153,8 +176,10 @@ export interface Engine {
    * waiting. A continue goes on later. Resolves with the run's status.
    */
   cancel(id: string, options?: { reason?: string }): Promise<RunStatus>;
-  /** Run a worker loop over ready runs until `signal` aborts. */
+  /** Run a worker loop over ready runs, and the ticks of the workflows' schedules, until `signal` aborts. */
   work(options?: WorkOptions): Promise<WorkSummary>;
+  /** Each schedule of this engine's workflows, with its last started tick and its next ticks (on the engine's clock). */
+  schedules(options?: SchedulesOptions): Promise<ScheduleView[]>;
   /** The human queue: steps cut off inside an effect that must not be repeated blindly. */
   escalations(): Promise<Escalation[]>;
   /**

@@ -64,6 +64,8 @@ export async function claimAndRun(
   const args = await checkArgs(workflow, await ctx.settings.payloads.decode(before.args));
   const now = ctx.settings.clock.now();
   let statusBefore: RunStatus | undefined;
+  /** The attempt's deadline: the one given, else the run's own (kept across attempts and parks), except after a time-out. */
+  let attemptDeadline = deadline;
   let live: LiveToken | undefined;
   const where = await ctx.where();
   const decide = (current: StoredRun, seen?: { whileWriting: true }) => {
@@ -77,13 +79,14 @@ export async function claimAndRun(
     // before must not count as another attempt in this process holding the run.
     if (live) markDone(live);
     live = undefined;
+    attemptDeadline = deadline ?? (current.run.status === "timed-out" ? undefined : (current.run.deadline ?? undefined));
     const decision = decideClaim(current, {
       mode,
       workflow,
       fromStep: options.fromStep,
       consent: consentOf(id, options),
       force: options.force === true,
-      deadline,
+      deadline: attemptDeadline,
       args,
       now,
       leaseMs: ctx.settings.leaseMs,
@@ -130,7 +133,7 @@ export async function claimAndRun(
     // A run that has ever parked reuses its succeeded steps whatever the version: a deploy
     // while a run waits is normal.
     ignoreVersion: claimed.state.attempts.some((a) => a.ending === "waiting"),
-    deadline,
+    deadline: attemptDeadline,
     signal: options.signal,
     ...(statusBefore === undefined ? {} : { statusBefore }),
   };

@@ -28,6 +28,7 @@ import { recoverInterrupted, type RecoveredRun } from "../commands/recover.js";
 import { answerApproval, sendEvent, type Delivery, type SendOptions } from "../commands/events.js";
 import { cancelStoredRun } from "../commands/cancel.js";
 import { validateWorkOptions, wakeWorkers, work, type WorkOptions, type WorkSummary } from "./worker.js";
+import { listSchedules, SCHEDULES_KEYS, startTick, type SchedulesOptions, type ScheduleView } from "./schedules.js";
 import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "../commands/escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
 import type { RedactRule } from "../payloads/redact.js";
@@ -128,11 +129,20 @@ class SteplogEngine implements Engine {
     if (this.#closed) throw new EngineClosedError();
   }
 
-  #deadline(timeoutMs: number | undefined, where: string): number | undefined {
-    if (timeoutMs === undefined) return undefined;
-    if (!(typeof timeoutMs === "number" && timeoutMs > 0))
-      throw new InvalidOptionError(`${where}: timeoutMs must be a number of milliseconds > 0, got ${String(timeoutMs)}.`);
-    return Math.ceil(this.#settings.clock.now() + timeoutMs);
+  /** A run deadline from `timeoutMs` (ms from now) or `deadline` (a time), at most one of them; else `fallbackMs` from now. */
+  #deadline(options: { timeoutMs?: number; deadline?: Date | number }, where: string, fallbackMs?: number): number | undefined {
+    const { timeoutMs, deadline } = options;
+    if (timeoutMs !== undefined && deadline !== undefined) throw new InvalidOptionError(`${where}: give timeoutMs or deadline, not both.`);
+    if (deadline !== undefined) {
+      const at = deadline instanceof Date ? deadline.getTime() : deadline;
+      if (!(typeof at === "number" && Number.isFinite(at)))
+        throw new InvalidOptionError(`${where}: deadline must be a Date or a number of ms since the epoch, got ${String(deadline)}.`);
+      return Math.ceil(at);
+    }
+    const ms = timeoutMs ?? fallbackMs;
+    if (ms === undefined) return undefined;
+    if (!(typeof ms === "number" && ms > 0)) throw new InvalidOptionError(`${where}: timeoutMs must be a number of milliseconds > 0, got ${String(ms)}.`);
+    return Math.ceil(this.#settings.clock.now() + ms);
   }
 
   async start<W extends Workflow<any, any>>(
@@ -145,7 +155,7 @@ class SteplogEngine implements Engine {
     checkKnownKeys(`start(${JSON.stringify(workflow.name)})`, options, START_KEYS);
     if (typeof workflowOrName !== "string") this.#register(workflow);
     const id = options.id === undefined ? newRunId() : checkName("run id", options.id);
-    const deadline = this.#deadline(options.timeoutMs, `start(${JSON.stringify(workflow.name)})`);
+    const deadline = this.#deadline(options, `start(${JSON.stringify(workflow.name)})`, workflow.timeoutMs);
     if (options.source !== undefined && typeof options.source !== "string") {
       throw new InvalidOptionError(
         `start(${JSON.stringify(workflow.name)}): source must be a string (a file path, a package name), got ${typeof options.source}.`,
@@ -214,7 +224,7 @@ class SteplogEngine implements Engine {
     this.#open();
     checkName("run id", id);
     checkContinueOptions(id, options);
-    const deadline = this.#deadline(options.timeoutMs, `continue(${JSON.stringify(id)})`);
+    const deadline = this.#deadline(options, `continue(${JSON.stringify(id)})`);
     return claimAndRun(this.#claims, id, "run", options, deadline);
   }
 
@@ -287,7 +297,7 @@ class SteplogEngine implements Engine {
       {
         store: this.#store,
         now: () => this.#settings.clock.now(),
-        workflows: () => [...this.#workflows.values()].map((w) => ({ name: w.name, autoResume: w.autoResume })),
+        workflows: () => [...this.#workflows.values()].map((w) => ({ name: w.name, autoResume: w.autoResume, schedule: w.schedule })),
         isInterrupted: async (listing) => listing.run.status === "interrupted" || summarize(listing, this.#judge(await this.#where())).status === "interrupted",
         claimReady: async (runId) => {
           try {
@@ -296,6 +306,12 @@ class SteplogEngine implements Engine {
             if (error instanceof NotReady || (error instanceof SteplogError && error.code === "RUN_BUSY")) return undefined;
             throw error;
           }
+        },
+        startTick: (tick) => {
+          const source = options.sources?.[tick.workflow];
+          return startTick(this.#workflow(tick.workflow, undefined), tick, (args) =>
+            this.start(tick.workflow, args as never, { id: tick.id, ...(source === undefined ? {} : { source }) }),
+          );
         },
       },
       options,
@@ -314,6 +330,13 @@ class SteplogEngine implements Engine {
   async escalations(): Promise<Escalation[]> {
     this.#open();
     return listEscalations(this.#store);
+  }
+
+  async schedules(options: SchedulesOptions = {}): Promise<ScheduleView[]> {
+    this.#open();
+    checkKnownKeys("schedules", options, SCHEDULES_KEYS);
+    const judge = this.#judge(await this.#where());
+    return listSchedules(this.#store, [...this.#workflows.values()], judge.now, options, (listing) => summarize(listing, judge));
   }
 
   async resolve(id: string, step: string, answer: Resolution): Promise<void> {
@@ -400,4 +423,4 @@ class SteplogEngine implements Engine {
   }
 }
 
-export type { RunResult, RecoveredRun, Escalation, Resolution, SendOptions, Delivery, WorkOptions, WorkSummary };
+export type { RunResult, RecoveredRun, Escalation, Resolution, SendOptions, Delivery, WorkOptions, WorkSummary, ScheduleView, SchedulesOptions };

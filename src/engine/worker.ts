@@ -1,15 +1,18 @@
 /**
  * engine.work(): a loop that claims runs that are ready — an event arrived, a timer or a wait's
  * timeout is due, an approval was given, or an interrupted run whose workflow sets autoResume —
- * through the same lease as a continue, and runs them, up to `concurrency` at a time. Sends and
- * approvals anywhere in this process wake it at once; otherwise it polls every `pollMs`. When
- * its signal aborts (or the engine closes) it stops claiming, lets the attempts it runs finish,
- * and resolves.
+ * through the same lease as a continue, and runs them, up to `concurrency` at a time. It also
+ * starts the run of each tick of its workflows' schedules (schedules.ts), in the same slots.
+ * Sends and approvals anywhere in this process wake it at once; otherwise it polls every
+ * `pollMs` (sooner when a tick is due before). When its signal aborts (or the engine closes) it
+ * stops claiming, lets the attempts it runs finish, and resolves.
  */
 
 import { InvalidOptionError, isSteplogError } from "../base/errors.js";
 import type { RunResult } from "../steps/attempt.js";
 import type { RunListing, Store } from "../store/types.js";
+import type { Schedule } from "../workflow/schedule.js";
+import { Ticker, type DueTick } from "./schedules.js";
 
 export interface WorkOptions {
   /** Attempts run at once. Default 1. */
@@ -18,6 +21,11 @@ export interface WorkOptions {
   pollMs?: number;
   /** Abort to stop: no new claims; running attempts finish; work() resolves. */
   signal?: AbortSignal;
+  /**
+   * Where each workflow's code lives (a file path, a package name), by workflow name: recorded
+   * as the `source` of the runs this worker starts for schedules (start's `source`).
+   */
+  sources?: Record<string, string>;
 }
 
 export interface WorkSummary {
@@ -29,11 +37,13 @@ export interface WorkerHost {
   store: Store;
   now(): number;
   /** The workflows this engine can run: a worker never claims a run of another. */
-  workflows(): Array<{ name: string; autoResume: boolean }>;
+  workflows(): Array<{ name: string; autoResume: boolean; schedule?: Schedule | undefined }>;
   /** True when the run's attempt has no ending and its owner is gone (the run reads interrupted). */
   isInterrupted(listing: RunListing): Promise<boolean>;
   /** Claim (only if still ready) and run one attempt; undefined when it was not ready after all. */
   claimReady(runId: string): Promise<RunResult | undefined>;
+  /** Start the run of a schedule's tick; undefined when it exists already (another worker started it). */
+  startTick(tick: DueTick): Promise<RunResult | undefined>;
 }
 
 // Wake-ups are shared by every engine in this process (and every copy of this module).
@@ -51,6 +61,10 @@ export function validateWorkOptions(options: WorkOptions): { concurrency: number
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new InvalidOptionError(`work(): concurrency must be a whole number ≥ 1, got ${String(options.concurrency)}.`);
   if (!(typeof pollMs === "number" && pollMs > 0)) throw new InvalidOptionError(`work(): pollMs must be > 0, got ${String(options.pollMs)}.`);
+  const sources = options.sources;
+  if (sources !== undefined && (typeof sources !== "object" || sources === null || Object.values(sources).some((s) => typeof s !== "string"))) {
+    throw new InvalidOptionError(`work(): sources must be an object of strings by workflow name ({ report: "/app/report.mjs" }).`);
+  }
   return { concurrency, pollMs };
 }
 
@@ -63,6 +77,14 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   let skip = new Set<string>();
   let skippingSince = Date.now();
   const warned = new Set<string>();
+  const ticker = new Ticker(
+    {
+      store: host.store,
+      now: () => host.now(),
+      scheduled: () => host.workflows().flatMap((w) => (w.schedule ? [{ name: w.name, schedule: w.schedule }] : [])),
+    },
+    pollMs,
+  );
   let woken = false;
   let wake: () => void = () => {
     woken = true;
@@ -75,6 +97,24 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
       if (Date.now() - skippingSince >= pollMs) {
         skip = new Set();
         skippingSince = Date.now();
+      }
+      // Ticks first: a tick's run is started when it is due, in the same slots as the claims.
+      if (active.size < concurrency && !stop.aborted) {
+        for (const tick of await ticker.due(concurrency - active.size)) {
+          if (stop.aborted) break;
+          if (active.has(tick.id)) continue; // its run exists: this worker is running it
+          const starting = host
+            .startTick(tick)
+            .then((result) => {
+              if (result) attempts.push(result);
+            })
+            .catch((error: unknown) => ticker.failed(tick, error))
+            .finally(() => {
+              active.delete(tick.id);
+              wake();
+            });
+          active.set(tick.id, starting);
+        }
       }
       if (active.size < concurrency) {
         for (const runId of await listReady(host, concurrency - active.size + skip.size + active.size, pollMs)) {
@@ -108,8 +148,12 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
       }
       if (!woken) {
         // Until something wakes it, or pollMs passes (skips expire by time, at the top of the loop).
+        // Until the next tick, if it comes before the next poll (a few ms past it: ticks are whole
+        // seconds). A tick due now waits for a free slot, which wakes the loop.
+        const toTick = ticker.msToNext();
+        const waitMs = toTick === undefined || toTick === 0 ? pollMs : Math.min(pollMs, toTick + 5);
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, pollMs);
+          const timer = setTimeout(resolve, waitMs);
           wake = () => {
             clearTimeout(timer);
             resolve();

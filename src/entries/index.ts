@@ -5,6 +5,7 @@
 
 export { defineWorkflow, DEFAULT_MAX_ATTEMPTS } from "../workflow/define-workflow.js";
 export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
+export type { Schedule, ScheduleDefinition, CatchUp } from "../workflow/schedule.js";
 export { createEngine } from "../engine/engine.js";
 export type {
   Engine,
@@ -20,6 +21,8 @@ export type {
   Delivery,
   WorkOptions,
   WorkSummary,
+  ScheduleView,
+  SchedulesOptions,
 } from "../engine/engine.js";
 export type { WaitingFor } from "../steps/waits.js";
 export type {

@@ -234,7 +234,8 @@ export class Attempt {
           budgetUsed: end.budgetUsed,
           updatedAt: now,
           waitingFor: parked ? JSON.stringify(parked) : null,
-          wakeAt: parked?.until ?? null,
+          // A run parked past its deadline is due then, so a worker ends it timed-out.
+          wakeAt: parked ? earliest(parked.until, this.state.plan.deadline) : null,
         },
         reused: this.state.reused,
         // An event (or approval) that arrived while this attempt was parking wakes the run at once.
@@ -311,4 +312,9 @@ export class Attempt {
     this.state.emit({ type: "attempt-ended", runId: this.state.runId, attempt: this.state.number, status: "failed", runStatus, error: info });
     return { id: this.state.runId, status: "failed", runStatus, error: info, attempt: this.state.number };
   }
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | null {
+  if (a === undefined) return b ?? null;
+  return b === undefined ? a : Math.min(a, b);
 }

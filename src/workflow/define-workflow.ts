@@ -8,6 +8,7 @@ import { InvalidOptionError } from "../base/errors.js";
 import { checkName } from "./names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./schema.js";
+import { makeSchedule, type Schedule, type ScheduleDefinition } from "./schedule.js";
 
 export const DEFAULT_MAX_ATTEMPTS = 10;
 
@@ -31,11 +32,22 @@ export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
   /** Let engine.work() pick up this workflow's interrupted runs by itself. Default false. */
   autoResume?: boolean;
   /**
+   * Every run's deadline, this many ms after its start, unless start gives its own: it holds
+   * across attempts and parks (a run waiting past it is ended timed-out by a worker).
+   */
+  timeoutMs?: number;
+  /**
    * What a continue does when it hands records back in another order than they were recorded
    * in (a loop over a list that was reordered): "warn" (default: a STEPLOG_ORDER_CHANGED process
    * warning, once per attempt) or "stop" (the attempt stops there, ORDER_CHANGED).
    */
   onOrderChange?: "warn" | "stop";
+  /**
+   * Start a run on every tick of a cron pattern: every worker (engine.work(), steplog work) on a
+   * store starts the tick's run, exactly one per tick, with the id `<name>@<tick, ISO UTC>`.
+   * See docs/schedules.md.
+   */
+  schedule?: ScheduleDefinition<A extends StandardSchemaV1 ? InferInput<A> : unknown>;
   run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
 }
 
@@ -47,7 +59,10 @@ export interface Workflow<Args = unknown, R = unknown> {
   readonly maxAttempts: number;
   readonly onFailure: "keep" | "compensate";
   readonly autoResume: boolean;
+  readonly timeoutMs: number | undefined;
   readonly onOrderChange: "warn" | "stop";
+  /** Its schedule, checked, when it has one: workers start a run on each tick. */
+  readonly schedule: Schedule | undefined;
   readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
   /** Type-only: the args `start` takes. */
   readonly __args?: Args;
@@ -63,7 +78,9 @@ const DEFINITION_KEYS: KnownKeys<WorkflowDefinition<undefined, unknown>> = {
   maxAttempts: true,
   onFailure: true,
   autoResume: true,
+  timeoutMs: true,
   onOrderChange: true,
+  schedule: true,
   run: true,
 };
 
@@ -85,9 +102,15 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
   if (definition.onOrderChange !== undefined && definition.onOrderChange !== "warn" && definition.onOrderChange !== "stop") {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onOrderChange must be "warn" or "stop".`);
   }
+  if (definition.timeoutMs !== undefined && !(typeof definition.timeoutMs === "number" && Number.isFinite(definition.timeoutMs) && definition.timeoutMs > 0)) {
+    throw new InvalidOptionError(
+      `Workflow ${JSON.stringify(definition.name)}: timeoutMs must be a number of milliseconds > 0, got ${String(definition.timeoutMs)}.`,
+    );
+  }
   if (typeof definition.run !== "function") {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: run must be a function (ctx, args) => Promise<result>.`);
   }
+  const schedule = makeSchedule(definition.name, definition.schedule, definition.args);
   return {
     kind: "steplog.workflow",
     name: definition.name,
@@ -96,7 +119,9 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     maxAttempts,
     onFailure: definition.onFailure ?? "keep",
     autoResume: definition.autoResume === true,
+    timeoutMs: definition.timeoutMs,
     onOrderChange: definition.onOrderChange ?? "warn",
+    schedule,
     run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
   };
 }

@@ -25,13 +25,15 @@ export type Validation<T> = { ok: true; value: T } | { ok: false; issues: string
 export async function validate<T>(schema: StandardSchemaV1<unknown, T>, value: unknown): Promise<Validation<T>> {
   const result = await schema["~standard"].validate(value);
   if (result.issues === undefined) return { ok: true, value: (result as { value: T }).value };
-  return {
-    ok: false,
-    issues: result.issues.map((issue) => {
-      const path = (issue.path ?? []).map((p) => String(typeof p === "object" && p !== null && "key" in p ? p.key : p)).join(".");
-      return path === "" ? issue.message : `${path}: ${issue.message}`;
-    }),
-  };
+  return { ok: false, issues: issueLines(result.issues) };
+}
+
+/** A schema's issues as readable lines ("items.0.name: Required"). */
+export function issueLines(issues: Exclude<StandardResult<unknown>["issues"], undefined>): string[] {
+  return issues.map((issue) => {
+    const path = (issue.path ?? []).map((p) => String(typeof p === "object" && p !== null && "key" in p ? p.key : p)).join(".");
+    return path === "" ? issue.message : `${path}: ${issue.message}`;
+  });
 }
 
 export function isSchema(value: unknown): value is StandardSchemaV1 {

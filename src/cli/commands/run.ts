@@ -40,7 +40,11 @@ export const run: Command = {
         description: "With --continue: hand this succeeded irreversible step's record back instead of running it again. Repeat for more.",
       },
       force: { type: "boolean", description: "With --continue: take a dead-lettered run back with a fresh attempt budget." },
-      timeout: { type: "string", value: "DURATION", description: "A deadline for this attempt: 30s, 10m, 2h. Past it the attempt ends timed-out." },
+      timeout: {
+        type: "string",
+        value: "DURATION",
+        description: "The run's deadline, from now: 30s, 10m, 2h. It holds across attempts and parks; past it the run ends timed-out.",
+      },
     },
     positionals: { min: 0, max: 1, names: ["<workflow-file>"] },
     takesRest: true,

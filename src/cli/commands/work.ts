@@ -5,6 +5,8 @@
  *
  * An engine knows its workflows from its creation, so when a run of a workflow not loaded yet
  * shows up, the worker stops claiming, lets its attempts finish, and starts again with it.
+ * The loaded workflows' schedules are started tick by tick (engine.work), each run recording the
+ * file its workflow came from as its source.
  */
 
 import type { Engine } from "../../engine/engine.js";
@@ -15,7 +17,7 @@ import type { Command } from "../command.js";
 import { errorText } from "../describe.js";
 import { EXIT } from "../exit.js";
 import { formatDuration, safe, terminalJson, truncate } from "../format.js";
-import { loadWorkflowFile, type LoadedWorkflow } from "../load.js";
+import { WorkflowDiscovery } from "../discover.js";
 import type { Session } from "../session.js";
 import { guardSignals } from "../signals.js";
 
@@ -26,6 +28,7 @@ export const work: Command = {
     usage: ["steplog work [--concurrency N] [--poll 1s] [--workflow FILE]… [--until-idle]"],
     description: [
       "Claims runs that are ready through the same lease as a continue and runs them, up to --concurrency at a time: a run whose event arrived (steplog send), whose timer is due (ctx.sleep), whose approval was given (steplog approve), and interrupted runs of workflows that set autoResume. Each run's workflow is loaded from the source recorded when it started; --workflow FILE loads more up front (for runs started by an app).",
+      "It also starts one run per tick of the schedule of each workflow loaded (defineWorkflow({ schedule })), with the id <workflow>@<tick>, exactly once however many workers run: load a scheduled workflow with --workflow FILE (see steplog schedules).",
       "Prints one line per step and attempt as they go (with --json, one JSON object per line). Ctrl-C stops claiming and cancels running attempts cleanly; a second Ctrl-C exits at once.",
     ],
     options: {
@@ -41,41 +44,14 @@ export const work: Command = {
     const concurrency = integerOption(parsed, "concurrency", "work", 1) ?? 1;
     const pollMs = durationOption(parsed, "poll", "work") ?? 1000;
     const untilIdle = booleanOption(parsed, "until-idle");
-    const loaded = new Map<string, LoadedWorkflow>();
-    for (const file of listOption(parsed, "workflow")) {
-      const l = await loadWorkflowFile(file, session.io.cwd);
-      loaded.set(l.workflow.name, l);
-    }
-    const sources = new Map<string, string | null>(); // run id → recorded source
-    const badSources = new Set<string>();
     const log = makeLog(session);
+    const discovery = new WorkflowDiscovery(session.io.cwd, (text) => log.note(text));
+    await discovery.addFiles(listOption(parsed, "workflow"));
+    const loaded = discovery.loaded;
+    const discover = (engine: Engine) => discovery.discover(engine);
     const attempts: RunResult[] = [];
     let running = 0;
-
-    /** Load the workflows of runs that may become ready; true when a new one was loaded. */
-    const discover = async (engine: Engine): Promise<boolean> => {
-      let added = false;
-      const candidates = await engine.list({ status: ["waiting", "running", "interrupted"] });
-      for (const summary of candidates) {
-        if (loaded.has(summary.workflow)) continue;
-        // The recorded source is a plain column: read from the run's row, it needs no key.
-        if (!sources.has(summary.id)) sources.set(summary.id, (await plainRunRow(engine, summary.id).catch(() => undefined))?.source ?? null);
-        const source = sources.get(summary.id);
-        if (!source || badSources.has(source)) continue;
-        try {
-          const l = await loadWorkflowFile(source, session.io.cwd);
-          if (!loaded.has(l.workflow.name)) {
-            loaded.set(l.workflow.name, l);
-            added = true;
-            log.note(`loaded workflow ${l.workflow.name} from ${l.file}`);
-          }
-        } catch (error) {
-          badSources.add(source);
-          log.note(`cannot load ${source} (run ${summary.id}): ${(error as Error).message.split("\n")[0]}`);
-        }
-      }
-      return added;
-    };
+    const scheduled = new Set<string>();
 
     const controller = new AbortController();
     let current: { engine: Engine; stop: AbortController } | undefined;
@@ -100,7 +76,12 @@ export const work: Command = {
           },
         });
         current = { engine, stop };
-        const worker = engine.work({ concurrency, pollMs, signal: stop.signal }).catch((error: unknown) => {
+        for (const s of await engine.schedules({ next: 1 }).catch(() => [])) {
+          if (scheduled.has(s.workflow)) continue;
+          scheduled.add(s.workflow);
+          log.note(`schedule of ${s.workflow}: ${s.cron} (${s.timezone}, catch-up ${s.catchUp})${s.next[0] ? `, next tick ${s.next[0].at}` : ""}`);
+        }
+        const worker = engine.work({ concurrency, pollMs, signal: stop.signal, sources: discovery.sources() }).catch((error: unknown) => {
           if (!controller.signal.aborted) throw error;
           return { attempts: [] as RunResult[] };
         });
@@ -206,9 +187,4 @@ function makeLog(session: Session) {
       else session.out(`${time()} ${p("gray", `worker stopped; attempts: ${text}`)}`);
     },
   };
-}
-
-/** A run's row as stored, without decoding any payload. */
-async function plainRunRow(engine: Engine, id: string) {
-  return engine.store.loadRunRow ? engine.store.loadRunRow(id) : (await engine.store.loadRun(id))?.run;
 }
