@@ -13,7 +13,7 @@
  *   value-errors.ts   a value that cannot be recorded or read back
  *   step-errors.ts    a step's rules: the pivot, its timeout, its query
  *   stop-errors.ts    why an attempt stopped or ended
- *   wait-errors.ts    waits for events and approvals
+ *   wait-errors.ts    waits for events, approvals and child runs
  * (errors/quote.ts is their shared message helper and is not exported.)
  */
 

@@ -2,10 +2,11 @@
  * Fault points for crash tests. STEPLOG_FAULT names a point and a step key, for example
  * `after-intent@charge`; when the attempt reaches it, the process SIGKILLs itself: no
  * finally blocks, no exit handlers, exactly like `kill -9`. The variable is read once at
- * start-up; unset, every check is one comparison with undefined.
+ * start-up; unset, every check is one comparison with undefined. `before-wake@<child run id>`:
+ * a child run's ending is committed and its parent not yet woken.
  */
 
-export type FaultPoint = "before-intent" | "after-intent" | "after-fn" | "after-outcome" | "before-end" | "during-migration";
+export type FaultPoint = "before-intent" | "after-intent" | "after-fn" | "after-outcome" | "before-end" | "before-wake" | "during-migration";
 
 const spec = process.env.STEPLOG_FAULT;
 const parsed = spec === undefined || spec === "" ? undefined : parse(spec);

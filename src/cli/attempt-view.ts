@@ -65,7 +65,7 @@ export async function report(session: Session, engine: Engine, attended: Attende
   const next = view ? [...nextCommands(view, escalations), command("steplog", "show", result.id)] : [command("steplog", "show", result.id)];
   if (session.json) {
     const steps = progressModel(attended.events)
-      .filter((l): l is StepLine => l.kind === "step" && l.attempt === result.attempt)
+      .filter((l): l is StepLine => l.kind === "step" && l.runId === result.id && l.attempt === result.attempt)
       .map((l) => ({
         key: l.key,
         state: l.state,
@@ -91,7 +91,7 @@ export async function report(session: Session, engine: Engine, attended: Attende
   if (result.waitingFor) {
     const w = result.waitingFor;
     lines.push(
-      `${paint("bold", "Waits")}  for ${w.kind === "event" ? `event ${safe(JSON.stringify(w.event))}` : w.kind === "sleep" ? `its timer (${w.until !== undefined ? new Date(w.until).toISOString() : "?"})` : `approval of step ${safe(w.step)}`}; the process may exit`,
+      `${paint("bold", "Waits")}  for ${w.kind === "event" ? `event ${safe(JSON.stringify(w.event))}` : w.kind === "sleep" ? `its timer (${w.until !== undefined ? new Date(w.until).toISOString() : "?"})` : w.kind === "child" ? `child run ${safe(w.child ?? "?")}` : `approval of step ${safe(w.step)}`}; the process may exit`,
     );
   }
   const cost = formatUsage(view?.usage);

@@ -48,7 +48,14 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
   const r = e.resolution;
   const resolvedBy = r?.attempt !== undefined ? ` by attempt ${r.attempt}` : "";
   if (e.wait) {
-    const what = e.wait.kind === "event" ? `event ${JSON.stringify(e.wait.event)}` : e.wait.kind === "sleep" ? "its timer" : `approval`;
+    const what =
+      e.wait.kind === "event"
+        ? `event ${JSON.stringify(e.wait.event)}`
+        : e.wait.kind === "sleep"
+          ? "its timer"
+          : e.wait.kind === "child"
+            ? `child run ${JSON.stringify(e.wait.child)}`
+            : `approval`;
     const until = e.wait.until !== undefined ? ` until ${new Date(e.wait.until).toISOString()}` : "";
     if (e.status === "intended") return { glyph: "⏸", tone: "wait", label: "waiting", note: `for ${what}${until}` };
     if (e.status === "succeeded") return { glyph: "✓", tone: "ok", label: "waited", note: `for ${what}` };

@@ -24,6 +24,7 @@ export class WorkflowDiscovery {
   async addFiles(files: string[]): Promise<void> {
     for (const file of files) {
       const l = await loadWorkflowFile(file, this.#cwd);
+      for (const workflow of l.all) this.loaded.set(workflow.name, { ...l, workflow });
       this.loaded.set(l.workflow.name, l);
     }
   }
@@ -39,11 +40,13 @@ export class WorkflowDiscovery {
       const source = this.#sources.get(summary.id);
       if (!source || this.#badSources.has(source)) continue;
       try {
-        const l = await loadWorkflowFile(source, this.#cwd);
-        if (!this.loaded.has(l.workflow.name)) {
-          this.loaded.set(l.workflow.name, l);
+        const l = await loadWorkflowFile(source, this.#cwd, summary.workflow);
+        // Every workflow it exports: a child run records its parent's file as its source.
+        for (const workflow of l.all) {
+          if (this.loaded.has(workflow.name)) continue;
+          this.loaded.set(workflow.name, { ...l, workflow });
           added = true;
-          this.#note(`loaded workflow ${l.workflow.name} from ${l.file}`);
+          this.#note(`loaded workflow ${workflow.name} from ${l.file}`);
         }
       } catch (error) {
         this.#badSources.add(source);

@@ -51,6 +51,8 @@ export function renderHtml(t: Timeline, now: number): string {
     ],
   ];
   if (t.waitingFor) facts.push(["waiting for", e(waitText(t))]);
+  if (t.parent !== null) facts.push(["parent run", `<code>${e(t.parent)}</code>`]);
+  if (t.children.length > 0) facts.push(["child runs", t.children.map((c) => `<code>${e(c.id)}</code> <span class="muted">${e(c.status)}</span>`).join(", ")]);
   const parts: string[] = [];
   parts.push(`<!doctype html>
 <html lang="en">
@@ -140,6 +142,7 @@ function waitText(t: Timeline): string {
   const until = w.until !== undefined ? ` until ${new Date(w.until).toISOString()}` : "";
   if (w.kind === "event") return `event ${JSON.stringify(w.event)} (step ${w.step})${until}`;
   if (w.kind === "sleep") return `timer of step ${w.step}${until}`;
+  if (w.kind === "child") return `child run ${JSON.stringify(w.child)} (step ${w.step})${until}`;
   return `approval of step ${w.step}`;
 }
 

@@ -14,6 +14,11 @@ import { WorkflowLoadError } from "./exit.js";
 
 export interface LoadedWorkflow {
   workflow: Workflow;
+  /**
+   * Every workflow the module exports, the one above included: the workflows its runs start as
+   * child runs are found here (a child run records its parent's file as its source).
+   */
+  all: Workflow[];
   /** The absolute path of the file. */
   file: string;
   /** The module's `prepare(argv)`, if it exports one. */
@@ -61,7 +66,8 @@ function isBareSpecifier(s: string): boolean {
   return !s.startsWith(".") && !s.startsWith("/") && /^(@[\w.-]+\/)?[\w.-]+(\/.*)?$/.test(s);
 }
 
-export async function loadWorkflowFile(file: string, cwd: string): Promise<LoadedWorkflow> {
+/** Load a workflow file; with `wanted`, the workflow of that name among those it exports, if it exports one. */
+export async function loadWorkflowFile(file: string, cwd: string, wanted?: string): Promise<LoadedWorkflow> {
   const absolute = resolveSource(file, cwd);
   if (!fs.existsSync(absolute)) {
     throw new WorkflowLoadError(
@@ -88,9 +94,11 @@ export async function loadWorkflowFile(file: string, cwd: string): Promise<Loade
     const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
     throw new WorkflowLoadError(`Loading ${absolute} failed:\n${detail}`, "Fix the error in the workflow file (run it with node to see it), then try again.");
   }
-  const workflow = pickWorkflow(mod, absolute);
+  const all = [...new Set(Object.values(mod).filter((value) => isWorkflow(value)))] as Workflow[];
+  const workflow = all.find((w) => w.name === wanted) ?? pickWorkflow(mod, absolute);
+  if (!all.includes(workflow)) all.unshift(workflow);
   const prepare = typeof mod.prepare === "function" ? (mod.prepare as (argv: string[]) => unknown) : undefined;
-  return { workflow, file: absolute, ...(prepare ? { prepare } : {}) };
+  return { workflow, all, file: absolute, ...(prepare ? { prepare } : {}) };
 }
 
 function pickWorkflow(mod: Record<string, unknown>, file: string): Workflow {

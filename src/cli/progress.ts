@@ -21,6 +21,8 @@ export type StepState = "running" | "succeeded" | "failed" | "reused" | "resolve
 
 export interface StepLine {
   kind: "step";
+  /** The run the step belongs to: a run's child runs report their steps through the same engine. */
+  runId: string;
   attempt: number;
   key: string;
   state: StepState;
@@ -41,10 +43,15 @@ export interface AttemptLine {
   runId: string;
   workflow: string;
   fromStep: string | undefined;
+  /** The run's steps go on after another run's (a child run's) lines: its header again. */
+  resumed?: true;
 }
 
 export interface EndLine {
   kind: "end";
+  runId: string;
+  /** Not the first run of the view (a child run): its ending names it. */
+  other: boolean;
   attempt: number;
   status: string;
   runStatus: string;
@@ -53,76 +60,108 @@ export interface EndLine {
 
 export type ProgressLine = AttemptLine | StepLine | EndLine;
 
-/** Fold events into lines: one per attempt start, one per step key (its latest state), one per ending. */
+/**
+ * Fold events into lines: one per attempt start, one per step key (its latest state), one per
+ * ending. Events of several runs (a run and its child runs) each keep to their own run; when one
+ * run's lines go on after another's, its header is repeated.
+ */
 export function progressModel(events: readonly TimedEvent[]): ProgressLine[] {
   const lines: ProgressLine[] = [];
-  let attempt = 0;
-  const byKey = new Map<string, StepLine>();
+  const runs = new Map<string, { header: AttemptLine; byKey: Map<string, StepLine> }>();
+  let first: string | undefined;
+  let current: string | undefined;
+  /** Make `runId` the run whose lines come next: its header again if another run's came between. */
+  const switchTo = (runId: string) => {
+    if (current === runId) return;
+    current = runId;
+    const known = runs.get(runId);
+    if (known) lines.push({ ...known.header, resumed: true });
+  };
+  for (const e of events) {
+    if (e.type === "claim-waiting") continue;
+    first ??= e.runId;
+    if (e.type === "attempt-started") {
+      const header: AttemptLine = { kind: "attempt", attempt: e.attempt, runId: e.runId, workflow: e.workflow, fromStep: e.fromStep };
+      runs.set(e.runId, { header, byKey: new Map() });
+      current = e.runId;
+      lines.push(header);
+      continue;
+    }
+    switchTo(e.runId);
+    const run = runs.get(e.runId) ?? { header: { kind: "attempt" as const, attempt: 0, runId: e.runId, workflow: "", fromStep: undefined }, byKey: new Map() };
+    runs.set(e.runId, run);
+    foldEvent(e, run.header.attempt, run.byKey, lines, e.runId !== first);
+  }
+  return lines;
+}
+
+/** One event of one run into its lines. */
+function foldEvent(e: TimedEvent, attempt: number, byKey: Map<string, StepLine>, lines: ProgressLine[], other: boolean): void {
   const stepLine = (key: string): StepLine => {
     let line = byKey.get(key);
     if (!line) {
-      line = { kind: "step", attempt, key, state: "running", retry: 0 };
+      line = { kind: "step", runId: e.runId, attempt, key, state: "running", retry: 0 };
       byKey.set(key, line);
       lines.push(line);
     }
     return line;
   };
-  for (const e of events) {
-    switch (e.type) {
-      case "attempt-started":
-        attempt = e.attempt;
-        byKey.clear();
-        lines.push({ kind: "attempt", attempt: e.attempt, runId: e.runId, workflow: e.workflow, fromStep: e.fromStep });
-        break;
-      case "step-reused": {
-        const line = stepLine(e.step);
-        Object.assign(line, { state: "reused", recordedBy: e.recordedBy, recordedAt: e.recordedAt });
-        break;
-      }
-      case "step-started": {
-        const line = stepLine(e.step);
-        line.state = "running";
-        line.retry = e.retry;
-        delete line.error;
-        if (e.at !== undefined) line.startedAt = line.startedAt ?? e.at;
-        break;
-      }
-      case "step-succeeded": {
-        const line = stepLine(e.step);
-        line.state = "succeeded";
-        line.durationMs = e.durationMs;
-        break;
-      }
-      case "step-failed": {
-        const line = stepLine(e.step);
-        line.state = "failed";
-        line.error = e.error;
-        if (line.startedAt !== undefined && e.at !== undefined) line.durationMs = e.at - line.startedAt;
-        break;
-      }
-      case "step-resolved": {
-        const line = stepLine(e.step);
-        line.resolution = { policy: e.policy, found: e.found };
-        // A query that found the effect done, a supplied value, a saga's compensation: settled
-        // without running. A re-drive or a compensate-then-rerun is followed by step-started.
-        if (e.policy === "query" && e.found === "done") line.state = "resolved";
-        else if (e.policy === "supplied") line.state = "resolved";
-        else if (e.policy === "compensate" && e.found === "saga") line.state = "compensated";
-        break;
-      }
-      case "attempt-ended":
-        // A step still "running" when its attempt ended was cut off with it.
-        for (const line of byKey.values()) {
-          if (line.state === "running") {
-            line.state = "failed";
-            if (!line.error && e.error && (e.error.step === undefined || e.error.step === line.key)) line.error = e.error;
-          }
-        }
-        lines.push({ kind: "end", attempt: e.attempt, status: e.status, runStatus: e.runStatus, ...(e.error ? { error: e.error } : {}) });
-        break;
+  switch (e.type) {
+    case "step-reused": {
+      const line = stepLine(e.step);
+      Object.assign(line, { state: "reused", recordedBy: e.recordedBy, recordedAt: e.recordedAt });
+      break;
     }
+    case "step-started": {
+      const line = stepLine(e.step);
+      line.state = "running";
+      line.retry = e.retry;
+      delete line.error;
+      if (e.at !== undefined) line.startedAt = line.startedAt ?? e.at;
+      break;
+    }
+    case "step-succeeded": {
+      const line = stepLine(e.step);
+      line.state = "succeeded";
+      line.durationMs = e.durationMs;
+      break;
+    }
+    case "step-failed": {
+      const line = stepLine(e.step);
+      line.state = "failed";
+      line.error = e.error;
+      if (line.startedAt !== undefined && e.at !== undefined) line.durationMs = e.at - line.startedAt;
+      break;
+    }
+    case "step-resolved": {
+      const line = stepLine(e.step);
+      line.resolution = { policy: e.policy, found: e.found };
+      // A query that found the effect done, a supplied value, a saga's compensation: settled
+      // without running. A re-drive or a compensate-then-rerun is followed by step-started.
+      if (e.policy === "query" && e.found === "done") line.state = "resolved";
+      else if (e.policy === "supplied") line.state = "resolved";
+      else if (e.policy === "compensate" && e.found === "saga") line.state = "compensated";
+      break;
+    }
+    case "attempt-ended":
+      // A step still "running" when its attempt ended was cut off with it.
+      for (const line of byKey.values()) {
+        if (line.state === "running") {
+          line.state = "failed";
+          if (!line.error && e.error && (e.error.step === undefined || e.error.step === line.key)) line.error = e.error;
+        }
+      }
+      lines.push({
+        kind: "end",
+        runId: e.runId,
+        other,
+        attempt: e.attempt,
+        status: e.status,
+        runStatus: e.runStatus,
+        ...(e.error ? { error: e.error } : {}),
+      });
+      break;
   }
-  return lines;
 }
 
 export function isFinal(line: ProgressLine): boolean {
@@ -161,13 +200,18 @@ export function renderLine(line: ProgressLine, options: RenderOptions): string {
 function renderUncut(line: ProgressLine, options: RenderOptions, paint: Paint): string {
   if (line.kind === "attempt") {
     const from = line.fromStep === undefined ? "" : `, redoing from step ${safe(line.fromStep)}`;
-    return paint("bold", `Run ${safe(line.runId)}`) + paint("gray", ` · ${safe(line.workflow)} · attempt ${line.attempt}${from}`);
+    return (
+      paint("bold", `Run ${safe(line.runId)}`) + paint("gray", ` · ${safe(line.workflow)} · attempt ${line.attempt}${from}${line.resumed ? " (goes on)" : ""}`)
+    );
   }
   if (line.kind === "end") {
     const style = STATUS_STYLE[line.status] ?? "red";
     const runNote = line.runStatus !== line.status ? ` (the run is now ${line.runStatus})` : "";
     const why = line.error ? `: ${oneLine(line.error.message)}` : "";
-    return paint(style, `${endGlyph(line.status)} attempt ${line.attempt} ${line.status}`) + runNote + (line.status === "completed" ? "" : paint("gray", why));
+    const run = line.other ? `run ${safe(line.runId)} ` : "";
+    return (
+      paint(style, `${endGlyph(line.status)} ${run}attempt ${line.attempt} ${line.status}`) + runNote + (line.status === "completed" ? "" : paint("gray", why))
+    );
   }
   // Keys are padded so the notes line up for the usual short step names.
   const key = safe(line.key).padEnd(KEY_WIDTH);

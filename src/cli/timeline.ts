@@ -61,6 +61,10 @@ export interface Timeline {
   version: string | null;
   status: string;
   source: string | null;
+  /** The run that started this one as a child, if one did. */
+  parent: string | null;
+  /** The child runs this run started, oldest first. */
+  children: Array<{ id: string; workflow: string; status: string }>;
   /** The args as recorded at the start. */
   args: unknown;
   createdAt: string;
@@ -136,6 +140,8 @@ export function buildTimeline(run: RunView, escalations: Escalation[], now: numb
     version: run.version,
     status: run.status,
     source: run.source,
+    parent: run.parent,
+    children: run.children.map((c) => ({ id: c.id, workflow: c.workflow, status: c.status })),
     args: run.args,
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
@@ -262,6 +268,7 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
       if (w?.kind === "event") return [`${command("steplog", "send", id, w.event ?? "<event>")} '<json>'`, command("steplog", "work")];
       if (w?.kind === "approval")
         return [command("steplog", "approve", id, w.step), command("steplog", "reject", id, w.step, "--reason", "<why>"), command("steplog", "work")];
+      if (w?.kind === "child" && w.child !== undefined) return [command("steplog", "show", w.child), command("steplog", "work")];
       return [command("steplog", "work"), go];
     }
     case "dead-lettered":

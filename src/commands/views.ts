@@ -71,6 +71,10 @@ export interface RunSummary {
 
 export interface RunView extends RunSummary {
   args: unknown;
+  /** The run that started this one as its child (ctx.child, ctx.startChild); null otherwise. */
+  parent: string | null;
+  /** The child runs this run started, oldest first. */
+  children: RunSummary[];
   /** Where the workflow's code came from, as recorded at the start (the steplog command records the file). */
   source: string | null;
   /** Usage reported by the run's steps (info.usage), summed over every row. */
@@ -122,7 +126,7 @@ export function summarize(listing: RunListing, judge: Judge): RunSummary {
   };
 }
 
-export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payloads): Promise<RunView> {
+export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payloads, children: RunSummary[] = []): Promise<RunView> {
   const { run, lease, attempts, steps } = stored;
   const holder = lease?.attempt == null ? undefined : attempts.find((a) => a.number === lease.attempt);
   const liveAttempt = holder && !holderGone(lease, holder, judge) ? holder.number : undefined;
@@ -131,6 +135,8 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
   const view: RunView = {
     ...summarize({ run, lease, lastAttempt: holder ?? attempts.at(-1) ?? null }, judge),
     args: await payloads.decode(run.args),
+    parent: run.parent ?? null,
+    children,
     source: run.source,
     usage: sumUsage(steps.map((s) => s.usage)),
     attempts: await Promise.all(

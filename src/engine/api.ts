@@ -47,9 +47,9 @@ export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = {
 export const SEND_KEYS: KnownKeys<SendOptions> = { keep: true, key: true };
 export const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
 export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
-export const CANCEL_KEYS: KnownKeys<{ reason?: string }> = { reason: true };
+export const CANCEL_KEYS: KnownKeys<CancelOptions> = { reason: true, children: true };
 export const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
-export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, limit: true };
+export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, parent: true, limit: true };
 export const WORK_KEYS: KnownKeys<WorkOptions> = { concurrency: true, pollMs: true, signal: true, sources: true };
 export const RESOLUTION_KEYS: KnownKeys<{ value?: unknown; redo?: true; by?: string }> = { value: true, redo: true, by: true };
 
@@ -136,7 +136,16 @@ export interface ContinueOptions {
 export interface ListFilter {
   status?: RunStatus | RunStatus[];
   workflow?: string;
+  /** Only the child runs of this run. */
+  parent?: string;
   limit?: number;
+}
+
+export interface CancelOptions {
+  /** Recorded with the cancellation (RUN_CANCELLED's message). Default "cancelled by request". */
+  reason?: string;
+  /** Cancel its child runs that have not ended too, and theirs. Default false. */
+  children?: boolean;
 }
 
 export interface Engine {
@@ -173,9 +182,10 @@ export interface Engine {
   /**
    * Cancel a run: an attempt of this engine ends `cancelled` cleanly (its step's signal aborted);
    * a run held elsewhere is marked cancelled and its holder fenced out; a parked run stops
-   * waiting. A continue goes on later. Resolves with the run's status.
+   * waiting. A continue goes on later. Resolves with the run's status. With `children: true` its
+   * child runs that have not ended are cancelled too (and theirs).
    */
-  cancel(id: string, options?: { reason?: string }): Promise<RunStatus>;
+  cancel(id: string, options?: CancelOptions): Promise<RunStatus>;
   /** Run a worker loop over ready runs, and the ticks of the workflows' schedules, until `signal` aborts. */
   work(options?: WorkOptions): Promise<WorkSummary>;
   /** Each schedule of this engine's workflows, with its last started tick and its next ticks (on the engine's clock). */

@@ -38,16 +38,18 @@ import type { RuntimeStore } from "../store/runtime.js";
 import type { RunFilter, RunStatus, Store, StoredRun } from "../store/types.js";
 import { holderGone, redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "../commands/views.js";
 import { APPROVE_KEYS, CANCEL_KEYS, GET_KEYS, LIST_KEYS, REJECT_KEYS, RESOLUTION_KEYS, SEND_KEYS, START_KEYS, WORK_KEYS } from "./api.js";
-import type { ContinueOptions, Engine, EngineOptions, ListFilter, StartOptions } from "./api.js";
+import type { CancelOptions, ContinueOptions, Engine, EngineOptions, ListFilter, StartOptions } from "./api.js";
 import { engineSetup } from "./settings.js";
 import { checkContinueOptions } from "./continue-options.js";
 import { checkArgs } from "./run-checks.js";
 import { claimAndRun, type ClaimContext } from "./claim-and-run.js";
 import { startRows } from "./start-rows.js";
 import { checkIfExists, checkSameRun, storedResult } from "./attach.js";
+import { ChildRuns } from "./children.js";
+import { ENDED_STATUSES } from "../steps/children.js";
 
 export { TEST_HOOKS } from "./api.js";
-export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter } from "./api.js";
+export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, CancelOptions } from "./api.js";
 
 export function createEngine(options: EngineOptions = {}): Engine {
   return new SteplogEngine(options);
@@ -66,6 +68,7 @@ class SteplogEngine implements Engine {
   readonly #redact: RedactRule | undefined;
   /** What the claim behind continue, compensate and a worker's pick needs of this engine. */
   readonly #claims: ClaimContext;
+  readonly #children: ChildRuns;
 
   constructor(options: EngineOptions) {
     const { store, runtime, settings } = engineSetup(options);
@@ -79,6 +82,22 @@ class SteplogEngine implements Engine {
       where: () => this.#where(),
       runAttempt: (attempt, args) => this.#runAttempt(attempt, args),
     };
+    this.#children = new ChildRuns({
+      store: this.#store,
+      payloads: this.#settings.payloads,
+      now: () => this.#settings.clock.now(),
+      judge: async () => this.#judge(await this.#where()),
+      register: (workflow) => this.#register(workflow),
+      create: async (workflow, args, id, parent, source) => {
+        const deadline = this.#deadline({}, `the child run ${JSON.stringify(id)}`, workflow.timeoutMs);
+        const made = await this.#create(workflow, args, { id, deadline, parent, source: source ?? undefined });
+        return "exists" in made ? undefined : { done: made.done };
+      },
+      runningHere: (id) => [...this.#running].find((entry) => entry.attempt.runId === id)?.done,
+      continue: (id) => this.continue(id),
+      wake: () => this.#wake(),
+    });
+    this.#settings.children = this.#children;
     for (const workflow of options.workflows ?? []) this.#register(workflow);
     this.#redact = options.redact;
     if (options.handleSignals) {
@@ -163,11 +182,30 @@ class SteplogEngine implements Engine {
       );
     }
     const ifExists = checkIfExists(options.ifExists, `start(${JSON.stringify(workflow.name)})`, id);
+    const made = await this.#create(workflow, args, { id, deadline, source: options.source, signal: options.signal });
+    if ("exists" in made) {
+      if (ifExists === "refuse") throw new RunExistsError(id, made.exists.status);
+      return this.#attach(made.exists, workflow.name, made.argsPlain) as Promise<RunResult<WorkflowResult<W>>>;
+    }
+    return made.done as Promise<RunResult<WorkflowResult<W>>>;
+  }
+
+  /**
+   * A new run and its first attempt, started here (start, and a parent's child step): the args
+   * checked and encoded, the run created with its lease, the attempt running. When the id is
+   * taken, the run that has it, and nothing written.
+   */
+  async #create(
+    workflow: Workflow,
+    args: unknown,
+    options: { id: string; deadline: number | undefined; source?: string | undefined; parent?: string; signal?: AbortSignal | undefined },
+  ): Promise<{ exists: StoredRun["run"]; argsPlain: string } | { done: Promise<RunResult> }> {
+    const { id, deadline } = options;
     const checked = await checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
     const { plain: argsPlain, stored: argsText } = await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id });
     const now = this.#settings.clock.now();
-    const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, now });
+    const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, parent: options.parent, now });
     // Marked live before the lease exists, so no claim in this process can judge it abandoned.
     const live = markLive(await this.#where(), id);
     let created: Awaited<ReturnType<Store["createRun"]>>;
@@ -179,8 +217,7 @@ class SteplogEngine implements Engine {
     }
     if ("exists" in created) {
       markDone(live);
-      if (ifExists === "refuse") throw new RunExistsError(id, created.exists.status);
-      return this.#attach(created.exists, workflow.name, argsPlain) as Promise<RunResult<WorkflowResult<W>>>;
+      return { exists: created.exists, argsPlain };
     }
     const stored: StoredRun = { run, attempts: [first], steps: [], lease: null, events: [] };
     const plan: AttemptPlan = {
@@ -193,7 +230,7 @@ class SteplogEngine implements Engine {
       deadline,
       signal: options.signal,
     };
-    return this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) as Promise<RunResult<WorkflowResult<W>>>;
+    return { done: this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) };
   }
 
   /**
@@ -266,17 +303,33 @@ class SteplogEngine implements Engine {
     await answerApproval(this.#store, id, step, { approved: false, ...options }, this.#settings.clock.now(), this.#settings.payloads);
   }
 
-  async cancel(id: string, options: { reason?: string } = {}): Promise<RunStatus> {
+  async cancel(id: string, options: CancelOptions = {}): Promise<RunStatus> {
     this.#open();
     checkName("run id", id);
     checkKnownKeys(`cancel(${JSON.stringify(id)})`, options, CANCEL_KEYS, { runId: id });
+    if (options.children !== undefined && typeof options.children !== "boolean") {
+      throw new InvalidOptionError(`cancel(${JSON.stringify(id)}): children must be true or false, got ${String(options.children)}.`, { runId: id });
+    }
     const reason = options.reason ?? "cancelled by request";
     const local = [...this.#running].find((entry) => entry.attempt.runId === id);
+    let status: RunStatus;
     if (local) {
       local.attempt.endWith("cancelled", new RunCancelledError(id, local.attempt.lastEntered, reason));
-      return (await local.done).runStatus;
+      status = (await local.done).runStatus;
+    } else {
+      status = await cancelStoredRun(this.#store, id, reason, this.#settings.clock.now(), this.#settings.payloads);
+      // A parked run's attempt records no ending to wake its parent: the cancel does.
+      const parent = (await this.#store.loadRunRow(id))?.parent;
+      if (parent) await this.#children.ended(parent, id).catch(() => {});
     }
-    return cancelStoredRun(this.#store, id, reason, this.#settings.clock.now(), this.#settings.payloads);
+    if (options.children) {
+      // The parent first, so it starts no more; then each child that has not ended, and theirs.
+      for (const child of await this.#store.listRuns({ parent: id })) {
+        if (ENDED_STATUSES.includes(child.run.status)) continue;
+        await this.cancel(child.run.id, { reason: `its parent run ${JSON.stringify(id)} was cancelled: ${reason}`, children: true });
+      }
+    }
+    return status;
   }
 
   #wake(): void {
@@ -307,6 +360,7 @@ class SteplogEngine implements Engine {
             throw error;
           }
         },
+        wakeParentsOfEnded: (workflows) => this.#children.wakeParentsOfEnded(workflows),
         startTick: (tick) => {
           const source = options.sources?.[tick.workflow];
           return startTick(this.#workflow(tick.workflow, undefined), tick, (args) =>
@@ -388,7 +442,9 @@ class SteplogEngine implements Engine {
     checkKnownKeys(`get(${JSON.stringify(id)})`, options, GET_KEYS, { runId: id });
     const stored = await this.#store.loadRun(id);
     if (!stored) throw new RunNotFoundError(id, this.#store.location);
-    const view = await viewRun(stored, this.#judge(await this.#where()), this.#settings.payloads);
+    const judge = this.#judge(await this.#where());
+    const children = (await this.#store.listRuns({ parent: id })).map((listing) => summarize(listing, judge)).reverse();
+    const view = await viewRun(stored, judge, this.#settings.payloads, children);
     return options.redact ? redactView(view, this.#redact) : view;
   }
 
@@ -400,6 +456,7 @@ class SteplogEngine implements Engine {
     const stored: RunFilter = {};
     if (wanted) stored.status = wanted.includes("interrupted") && !wanted.includes("running") ? [...wanted, "running"] : wanted;
     if (filter.workflow !== undefined) stored.workflow = filter.workflow;
+    if (filter.parent !== undefined) stored.parent = checkName("run id", filter.parent);
     const judge = this.#judge(await this.#where());
     const summaries = (await this.#store.listRuns(stored)).map((listing) => summarize(listing, judge));
     const matching = wanted ? summaries.filter((s) => wanted.includes(s.status)) : summaries;

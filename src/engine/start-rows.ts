@@ -15,11 +15,13 @@ export interface NewRun {
   argsText: string;
   source: string | undefined;
   deadline: number | undefined;
+  /** The run that starts this one as its child, if one does. */
+  parent?: string | undefined;
   now: number;
 }
 
 /** The run row and first attempt row of a run started now. */
-export function startRows({ id, workflow, argsText, source, deadline, now }: NewRun): { run: RunRow; first: AttemptRow } {
+export function startRows({ id, workflow, argsText, source, deadline, parent, now }: NewRun): { run: RunRow; first: AttemptRow } {
   const run: RunRow = {
     id,
     workflow: workflow.name,
@@ -34,6 +36,7 @@ export function startRows({ id, workflow, argsText, source, deadline, now }: New
     error: null,
     waitingFor: null,
     wakeAt: null,
+    parent: parent ?? null,
     createdAt: now,
     updatedAt: now,
   };

@@ -42,6 +42,8 @@ export interface WorkerHost {
   isInterrupted(listing: RunListing): Promise<boolean>;
   /** Claim (only if still ready) and run one attempt; undefined when it was not ready after all. */
   claimReady(runId: string): Promise<RunResult | undefined>;
+  /** Wake the parked parents (of these workflows) whose child run has ended: a wake-up a crash lost. */
+  wakeParentsOfEnded(workflows: string[]): Promise<void>;
   /** Start the run of a schedule's tick; undefined when it exists already (another worker started it). */
   startTick(tick: DueTick): Promise<RunResult | undefined>;
 }
@@ -85,6 +87,9 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
     },
     pollMs,
   );
+  // Parents whose child ended while no process could wake them: looked for at once, then now and again.
+  const parentsEvery = Math.max(10 * pollMs, 5000);
+  let parentsLookedAt = -Infinity;
   let woken = false;
   let wake: () => void = () => {
     woken = true;
@@ -145,6 +150,17 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
             });
           active.set(runId, running);
         }
+      }
+      if (Date.now() - parentsLookedAt >= parentsEvery) {
+        parentsLookedAt = Date.now();
+        await host.wakeParentsOfEnded(host.workflows().map((w) => w.name)).catch((error: unknown) =>
+          process.emitWarning(
+            `steplog worker: could not look for parents of ended child runs (${(error as Error).message}); looking again in ${parentsEvery} ms.`,
+            {
+              code: "STEPLOG_WORKER_POLL_FAILED",
+            },
+          ),
+        );
       }
       if (!woken) {
         // Until something wakes it, or pollMs passes (skips expire by time, at the top of the loop).

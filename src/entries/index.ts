@@ -13,6 +13,7 @@ export type {
   StartOptions,
   ContinueOptions,
   ListFilter,
+  CancelOptions,
   RunResult,
   RecoveredRun,
   Escalation,
@@ -37,6 +38,9 @@ export type {
   CompensateInfo,
   UnknownOutcomePolicy,
   Effect,
+  ChildWorkflow,
+  ChildOptions,
+  ChildHandle,
 } from "../workflow/context.js";
 export type { Clock, ProgressEvent } from "../steps/settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../commands/views.js";

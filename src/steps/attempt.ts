@@ -27,6 +27,7 @@ import { findHandledFailures } from "./handled-failures.js";
 import { AttemptState, failedStepOf, type AttemptPlan, type EndReason, type WaitingFor } from "./state.js";
 import type { AttemptEnding, Lease, RunStatus, StoredRun } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
+import { ENDED_STATUSES } from "./children.js";
 
 export type { AttemptPlan };
 
@@ -250,12 +251,33 @@ export class Attempt {
       this.state.emit({ type: "attempt-ended", runId: this.state.runId, attempt: this.state.number, status: "failed", runStatus: "running", error: info });
       return { id: this.state.runId, status: "failed", runStatus: "running", error: info, attempt: this.state.number };
     }
+    await this.#wakeAcrossChildren(runStatus, parked);
     const result: RunResult = { id: this.state.runId, status: ending, runStatus, attempt: this.state.number };
     if (parked) result.waitingFor = parked;
     if (value !== null) result.value = decodeValue(value.plain);
     if (error) result.error = error;
     this.state.emit({ type: "attempt-ended", runId: this.state.runId, attempt: this.state.number, status: ending, runStatus, ...(error ? { error } : {}) });
     return result;
+  }
+
+  /**
+   * After the ending committed: a child run that ended wakes its parent if it waits for it; a run
+   * that parked on a child that ended meanwhile wakes itself (engine/children.ts says why both).
+   * A failure here loses nothing: a worker finds such parents (ChildRuns.wakeParentsOfEnded).
+   */
+  async #wakeAcrossChildren(runStatus: RunStatus, parked: WaitingFor | undefined): Promise<void> {
+    const children = this.state.settings.children;
+    if (!children) return;
+    const parent = this.state.stored.run.parent;
+    try {
+      if (parent && ENDED_STATUSES.includes(runStatus)) {
+        fault("before-wake", this.state.runId);
+        await children.ended(parent, this.state.runId);
+      }
+      if (parked?.kind === "child" && parked.child !== undefined) await children.parked(this.state.runId, parked.child);
+    } catch {
+      // Only a wake-up was lost; see above.
+    }
   }
 
   /** The saga's ending: every reachable compensatable step compensated, or why not. */

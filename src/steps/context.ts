@@ -8,6 +8,8 @@ import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { runStep } from "./step-runner.js";
 import { StopRequest, type AttemptState, type StepCall } from "./state.js";
 import { sleep, waitForEvent } from "./waits.js";
+import { child, startChild } from "./children.js";
+import type { Workflow } from "../workflow/define-workflow.js";
 
 export function contextFor(state: AttemptState): WorkflowContext {
   return {
@@ -20,6 +22,12 @@ export function contextFor(state: AttemptState): WorkflowContext {
     },
     waitForEvent(name: string, options?: { schema?: never; timeoutMs?: number }) {
       return waitForEvent(state, name, options);
+    },
+    child(name: string, workflow: Workflow, args: unknown, options?: { id?: string }) {
+      return child(state, name, workflow, args, options);
+    },
+    startChild(name: string, workflow: Workflow, args: unknown, options?: { id?: string }) {
+      return startChild(state, name, workflow, args, options);
     },
     sleep(name: string, msOrDate: number | Date) {
       return sleep(state, name, msOrDate);

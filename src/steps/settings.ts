@@ -4,6 +4,7 @@ import type { ErrorInfo, LeaseHolder } from "../base/errors.js";
 import type { Payloads } from "../payloads/payloads.js";
 import type { AttemptEnding, RunStatus, Store } from "../store/types.js";
 import type { Clock } from "../base/clock.js";
+import type { Workflow } from "../workflow/define-workflow.js";
 
 export type { Clock };
 
@@ -27,6 +28,44 @@ export interface TestHooks {
   onEnter?: (key: string, name: string) => void;
 }
 
+/** What a parent's child step asks of the engine (engine/children.ts). */
+export interface ChildRequest {
+  /** The parent run and its step that starts or waits for the child. */
+  parent: string;
+  step: string;
+  /** The child run's id, as recorded in the parent's step row. */
+  id: string;
+  workflow: Workflow;
+  args: unknown;
+  /** Recorded as the child's source: the parent's (its file exports the child's workflow, or imports it). */
+  source: string | null;
+  /**
+   * true: run the child's attempt here and resolve when it ends (ctx.child, handle.result());
+   * false: resolve once the child run exists, its attempt going on in the background (ctx.startChild).
+   */
+  wait: boolean;
+  /** Whether a child that ended with this status is continued (once) rather than taken as the answer. */
+  continueIf: (status: RunStatus) => boolean;
+}
+
+/** Where a child run stands. */
+export type ChildState =
+  | { ended: true; status: "completed"; workflow: string; value: unknown }
+  | { ended: true; status: RunStatus; workflow: string; error: ErrorInfo | undefined }
+  | { ended: false; status: RunStatus; workflow: string };
+
+export interface ChildHost {
+  /**
+   * Bring the child run to where it stands now: start it, recording its parent, if it does not
+   * exist; continue it here if it can go on and nobody runs it; then say where it is.
+   */
+  run(request: ChildRequest): Promise<ChildState>;
+  /** A run that has a parent ended (its status is final): wake the parent if it waits for it. */
+  ended(parent: string, child: string): Promise<void>;
+  /** A run parked waiting for a child: if the child ended meanwhile, wake the run at once. */
+  parked(runId: string, child: string): Promise<void>;
+}
+
 export interface EngineSettings {
   store: Store;
   clock: Clock;
@@ -36,4 +75,6 @@ export interface EngineSettings {
   payloads: Payloads;
   onProgress: ((event: ProgressEvent) => void) | undefined;
   hooks: TestHooks | undefined;
+  /** Child runs (ctx.child, ctx.startChild): the engine's, absent where there is none. */
+  children?: ChildHost;
 }

@@ -50,27 +50,33 @@ export function describeWait(w: WaitingFor): string {
   const until = w.until === undefined ? "" : ` until ${new Date(w.until).toISOString()}`;
   if (w.kind === "event") return `event ${JSON.stringify(w.event)} (wait ${JSON.stringify(w.step)})${until}`;
   if (w.kind === "sleep") return `its timer (sleep ${JSON.stringify(w.step)})${until}`;
+  if (w.kind === "child") return `child run ${JSON.stringify(w.child)} (step ${JSON.stringify(w.step)})${until}`;
   return `approval of step ${JSON.stringify(w.step)}`;
 }
 
-function waitOf(row: StepRow | undefined): WaitingFor | undefined {
+export function waitOf(row: StepRow | undefined): WaitingFor | undefined {
   return row ? parseResolution(row.resolution).wait : undefined;
 }
 
-function park(state: AttemptState, waitingFor: WaitingFor): never {
+export function park(state: AttemptState, waitingFor: WaitingFor): never {
   const parked = new Parked(waitingFor);
   state.parkedOn = waitingFor;
   state.endWith("waiting", Object.assign(parked, { code: "WAITING" }) as never);
   throw parked;
 }
 
-/** Enter a wait: before the start point a finished wait is reused; otherwise (re)use its open row. */
-async function enterWait(
+/**
+ * Enter a wait: before the start point a finished wait is reused; otherwise (re)use its open row
+ * (`created` false), or write a new one (`created` true, with `previous` the key's row before it).
+ * `more` adds to what the new row records it waits for (a child run's id).
+ */
+export async function enterWait(
   state: AttemptState,
   name: string,
-  kind: "event" | "sleep",
+  kind: "event" | "sleep" | "child",
   until: () => number | undefined,
-): Promise<{ key: string; row: StepRow } | { key: string; reused: unknown }> {
+  more?: (key: string) => Partial<WaitingFor>,
+): Promise<{ key: string; row: StepRow; created: boolean; previous: StepRow | undefined } | { key: string; reused: unknown }> {
   state.assertRunning();
   // A wait's name becomes its step key (name#2 for repeats), so it follows the step-name rule.
   checkName("step name", name);
@@ -100,18 +106,18 @@ async function enterWait(
     if (!values || !Object.hasOwn(values, key)) state.stopWith(new ValueMissingError(state.runId, key, state.plan.fromStep!, state.notReached()));
     return { key, reused: await supply(state, key, { name, options: { effect: "read" }, fn: () => undefined, position }, values[key]) };
   }
-  if (record?.status === "intended" && waitOf(record)) return { key, row: record };
+  if (record?.status === "intended" && waitOf(record)) return { key, row: record, created: false, previous: undefined };
   const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined, position };
   const row = newRow(state, key, call, `${state.runId}:${key}`, state.settings.clock.now());
-  const wait: WaitingFor = { kind, step: key, ...(kind === "event" ? { event: name } : {}) };
+  const wait: WaitingFor = { kind, step: key, ...(kind === "event" ? { event: name } : {}), ...more?.(key) };
   const at = until();
   if (at !== undefined) wait.until = at;
   row.resolution = formatResolution({ wait });
   await writeIntent(state, row);
-  return { key, row };
+  return { key, row, created: true, previous: record };
 }
 
-async function settleWait(state: AttemptState, row: StepRow, patch: Partial<StepRow>, consumes?: EventRow): Promise<void> {
+export async function settleWait(state: AttemptState, row: StepRow, patch: Partial<StepRow>, consumes?: EventRow): Promise<void> {
   const done: StepRow = { ...row, ...patch, endedAt: state.settings.clock.now() };
   try {
     await writeOutcome(state, done, consumes ? { eventSeq: consumes.seq, by: row.key } : undefined);
@@ -121,7 +127,7 @@ async function settleWait(state: AttemptState, row: StepRow, patch: Partial<Step
   }
 }
 
-async function failWait(state: AttemptState, row: StepRow, error: Error, consumes?: EventRow): Promise<void> {
+export async function failWait(state: AttemptState, row: StepRow, error: Error, consumes?: EventRow): Promise<void> {
   const info = toErrorInfo(error, row.key);
   // Thrown into the workflow's code: it may handle it and go on (handled-failures.ts).
   const resolution = withResolution(row.resolution, { thrown: thrownNow(state) });

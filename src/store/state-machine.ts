@@ -49,6 +49,7 @@ export function listed(run: RunRow, filter: RunFilter): boolean {
   if (filter.status && !filter.status.includes(run.status)) return false;
   if (filter.workflow !== undefined && run.workflow !== filter.workflow) return false;
   if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) return false;
+  if (filter.parent !== undefined && run.parent !== filter.parent) return false;
   return true;
 }
 
@@ -90,7 +91,7 @@ export class RunStates {
   create(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Error | undefined {
     if (this.runs.has(run.id)) return invariant(`run ${run.id} exists already`);
     this.runs.set(run.id, {
-      run: { ...run },
+      run: { ...run, parent: run.parent ?? null },
       attempts: [{ ...attempt }],
       steps: [],
       events: [],

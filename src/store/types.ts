@@ -51,6 +51,8 @@ export interface RunRow {
   waitingFor: string | null;
   /** When a parked run is ready to be picked up again (a timer, or now once its event arrived). */
   wakeAt: number | null;
+  /** The run that started this one as a child run (ctx.child, ctx.startChild); null for a run started otherwise. Read as null from records written before child runs existed. */
+  parent: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -262,6 +264,8 @@ export interface RunFilter {
   workflow?: string;
   /** Only runs whose wakeAt is set and at or before this time; such a listing is ordered by wakeAt, oldest first. */
   dueBy?: number;
+  /** Only the child runs of this run (their `parent`). */
+  parent?: string;
   limit?: number;
 }
 

@@ -26,6 +26,7 @@ export function runRow(id: string, patch: Partial<RunRow> = {}): RunRow {
     error: null,
     waitingFor: null,
     wakeAt: null,
+    parent: null,
     createdAt: NOW,
     updatedAt: NOW,
     ...patch,

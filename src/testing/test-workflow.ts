@@ -198,6 +198,7 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
       error: null,
       waitingFor: null,
       wakeAt: null,
+      parent: null,
       createdAt: now,
       updatedAt: now,
     },

@@ -103,6 +103,30 @@ export interface StepOptions<T = unknown> {
 
 export type StepFunction<T> = (info: StepInfo) => T | Promise<T>;
 
+/** A workflow made with defineWorkflow, as ctx.child takes it: its args and result types. */
+export interface ChildWorkflow<Args = unknown, R = unknown> {
+  readonly kind: "steplog.workflow";
+  readonly name: string;
+  readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
+  /** Type-only: the args a run of it takes. */
+  readonly __args?: Args;
+}
+
+export interface ChildOptions {
+  /** The child run's id. Default `<parent run id>/<step key>`, the same on every attempt of the parent. */
+  id?: string;
+}
+
+/** What ctx.startChild hands back: the child run's id, and a wait for its result. */
+export interface ChildHandle<R = unknown> {
+  readonly runId: string;
+  /**
+   * Wait for the child to end, as a step of the parent named `<name>.result`: resolves with its
+   * value, or throws CHILD_FAILED. While the child runs elsewhere or waits, the parent parks.
+   */
+  result(): Promise<R>;
+}
+
 export interface WorkflowContext {
   readonly runId: string;
   /** This attempt's number: 1 for the start, then 2, 3, … */
@@ -147,6 +171,22 @@ export interface WorkflowContext {
     name: string,
     options?: { schema?: S; timeoutMs?: number },
   ): Promise<S extends StandardSchemaV1 ? InferOutput<S> : unknown>;
+
+  /**
+   * Run another workflow as a child run, as a step of this one, and resolve with its value. The
+   * child's id (`options.id`, default `<runId>/<step key>`) is recorded in this run's step log
+   * before the child starts, so a continue finds the same child and never starts a second. The
+   * child's attempt runs here; if it parks (or runs elsewhere), this run parks too and is woken
+   * when the child ends. A child that ends otherwise than completed throws CHILD_FAILED here;
+   * a continue that redoes this step continues the child.
+   */
+  child<A, R>(name: string, workflow: ChildWorkflow<A, R>, args: A, options?: ChildOptions): Promise<R>;
+
+  /**
+   * Start a child run (as ctx.child does, its id recorded first) and resolve as soon as it exists,
+   * its attempt going on in the background; `handle.result()` waits for it.
+   */
+  startChild<A, R>(name: string, workflow: ChildWorkflow<A, R>, args: A, options?: ChildOptions): Promise<ChildHandle<R>>;
 
   /** A durable timer: the run parks until `msOrDate` (wall clock; time asleep counts), then goes on. */
   sleep(name: string, msOrDate: number | Date): Promise<void>;

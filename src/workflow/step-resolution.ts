@@ -14,10 +14,12 @@
 export type ResolutionPolicy = "query" | "redrive" | "compensate" | "escalate" | "supplied";
 
 export interface WaitingFor {
-  kind: "event" | "sleep" | "approval";
+  kind: "event" | "sleep" | "approval" | "child";
   /** The step key of the wait (or of the step that needs approval). */
   step: string;
   event?: string;
+  /** The child run's id (kind "child": ctx.child, a child handle's result()), recorded before the child is started. */
+  child?: string;
   /** Wall-clock ms: the timer, or the wait's timeout. */
   until?: number;
 }
@@ -41,6 +43,17 @@ export interface StepResolution {
   resolvedAt?: string;
   wait?: WaitingFor;
   thrown?: Thrown;
+}
+
+/** What a parked run waits for, from its run row's `waitingFor` text; undefined for none (or text that is not an object). */
+export function parseWaitingFor(text: string | null): WaitingFor | undefined {
+  if (text === null || text === "") return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as WaitingFor) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The resolution of a row's stored text; `{}` for none. A text that is not an object reads as none. */

@@ -35,6 +35,7 @@ async function leftBy(store: Store, id: string, owner: OwnerRow, expiresAt: numb
       error: null,
       waitingFor: null,
       wakeAt: null,
+      parent: null,
       createdAt: now,
       updatedAt: now,
     },

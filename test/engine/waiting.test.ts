@@ -266,6 +266,7 @@ describe.each(STORES)("runs that wait (%s)", (_name, makeStore) => {
           error: null,
           waitingFor: null,
           wakeAt: null,
+          parent: null,
           createdAt: now,
           updatedAt: now,
         },

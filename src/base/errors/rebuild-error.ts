@@ -32,7 +32,7 @@ import {
   ValueMissingError,
   VersionChangedError,
 } from "./stop-errors.js";
-import { EventRejectedError, NotWaitingError, WaitTimedOutError } from "./wait-errors.js";
+import { ChildFailedError, EventRejectedError, NotWaitingError, WaitTimedOutError } from "./wait-errors.js";
 
 /** Classes a step declares (`errors: [CardDeclined]`) so a replayed error is rebuilt as one of them. */
 export type ErrorClass = abstract new (...args: never[]) => Error;
@@ -106,5 +106,6 @@ const OWN_CLASSES = (): readonly ErrorClass[] => [
   WaitTimedOutError,
   EventRejectedError,
   NotWaitingError,
+  ChildFailedError,
   CodecKeyMissingError,
 ];

@@ -24,12 +24,16 @@ export class RunNotFoundError extends SteplogError {
  * or its args (`at`: the path of the first difference, "$" for the args themselves; the values
  * are not shown, they may be secrets the codec seals).
  */
-export type RunExistsDifference = { what: "workflow"; recorded: string; given: string } | { what: "args"; at: string };
+export type RunExistsDifference =
+  | { what: "workflow"; recorded: string; given: string }
+  | { what: "args"; at: string }
+  /** A child run's id is taken by a run that is not that parent's child. */
+  | { what: "parent"; recorded: string | null; given: string };
 
 export class RunExistsError extends SteplogError {
   override name = "RunExistsError";
   /** Set when a start with `ifExists: "attach"` was refused: what differs from the run that exists. */
-  readonly differs: "workflow" | "args" | undefined;
+  readonly differs: "workflow" | "args" | "parent" | undefined;
   constructor(runId: string, status: string, difference?: RunExistsDifference) {
     const id = q(runId);
     const only = `ifExists: "attach" hands back only a run of the same workflow started with the same args, and start never overwrites a run.`;
@@ -41,11 +45,14 @@ export class RunExistsError extends SteplogError {
         : difference?.what === "args"
           ? `Run ${id} already exists (status ${status}) with other args than this start's (they differ at ${difference.at}): ${only} ` +
             `To see its args, type (await engine.get(${id})).args; to go on with it as recorded, type engine.continue(${id}); for a run with these args, start with another id.`
-          : `Run ${id} already exists (status ${status}); start never overwrites a run. To go on with it, type engine.continue(${id}); ` +
-            `to get its result instead, start with { id: ${id}, ifExists: "attach" }; for a fresh run, start with another id.`,
+          : difference?.what === "parent"
+            ? `Run ${id} already exists (status ${status}) and is not a child of run ${q(difference.given)} (${difference.recorded === null ? "it has no parent" : `its parent is ${q(difference.recorded)}`}), so it cannot be that run's child. ` +
+              `Give the child another id: ctx.child(name, workflow, args, { id }).`
+            : `Run ${id} already exists (status ${status}); start never overwrites a run. To go on with it, type engine.continue(${id}); ` +
+              `to get its result instead, start with { id: ${id}, ifExists: "attach" }; for a fresh run, start with another id.`,
       { runId },
     );
-    this.differs = difference?.what === "workflow" || difference?.what === "args" ? difference.what : undefined;
+    this.differs = difference?.what;
   }
 }
 

@@ -43,3 +43,21 @@ export class NotWaitingError extends SteplogError {
     );
   }
 }
+
+export class ChildFailedError extends SteplogError {
+  override name = "ChildFailedError";
+  /** The child run, and how it ended. */
+  readonly childRunId: string;
+  readonly childStatus: string;
+  constructor(runId: string, step: string, child: { id: string; workflow: string; status: string; message: string | undefined }, cause?: unknown) {
+    super(
+      "CHILD_FAILED",
+      `Run ${q(runId)}, step ${q(step)}: child run ${q(child.id)} (workflow ${q(child.workflow)}) ended ${child.status}` +
+        (child.message ? `: ${child.message}` : ".") +
+        ` Catch it in the workflow to go another way; uncaught, engine.continue(${q(runId)}) redoes the step and continues the child (or continue the child alone: engine.continue(${q(child.id)})).`,
+      { runId, step, cause },
+    );
+    this.childRunId = child.id;
+    this.childStatus = child.status;
+  }
+}

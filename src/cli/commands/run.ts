@@ -77,7 +77,7 @@ export const run: Command = {
       const args = await argsFrom(loaded, parsed.rest);
       let engine: Engine | undefined;
       const attended = await attend(session, "the attempt", async ({ onProgress, signal }) => {
-        engine = await session.engine({ workflows: [loaded.workflow], onProgress });
+        engine = await session.engine({ workflows: loaded.all, onProgress });
         return engine.start(loaded.workflow, args as never, {
           ...(id !== undefined ? { id } : {}),
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
@@ -99,7 +99,8 @@ export const run: Command = {
         `${command("steplog", "run")} <workflow-file> ${command("--continue", "--id", id)}`,
       );
     }
-    const loaded = await loadWorkflowFile(source, cwd);
+    // A child run records its parent's file: the workflow of that name among what it exports.
+    const loaded = await loadWorkflowFile(source, cwd, view.workflow);
     if (loaded.workflow.name !== view.workflow) {
       throw new WorkflowLoadError(
         `${loaded.file} defines workflow ${JSON.stringify(loaded.workflow.name)}, but run ${JSON.stringify(id)} belongs to ${JSON.stringify(view.workflow)}.`,
@@ -111,7 +112,7 @@ export const run: Command = {
     }
     let engineRef: Engine | undefined;
     const attended = await attend(session, `run ${JSON.stringify(id)}`, async ({ onProgress, signal }) => {
-      engineRef = await session.engine({ workflows: [loaded.workflow], onProgress });
+      engineRef = await session.engine({ workflows: loaded.all, onProgress });
       return engineRef.continue(id, {
         ...(fromStep !== undefined ? { fromStep } : {}),
         ...(force ? { force: true } : {}),

@@ -84,9 +84,13 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
         ? `event ${safe(JSON.stringify(w.event))} (step ${safe(w.step)})`
         : w.kind === "sleep"
           ? `the timer of step ${safe(w.step)}`
-          : `approval of step ${safe(w.step)}`;
+          : w.kind === "child"
+            ? `child run ${safe(w.child ?? "?")} (step ${safe(w.step)})`
+            : `approval of step ${safe(w.step)}`;
     facts.push(["  waiting", `for ${what}${until}`]);
   }
+  if (t.parent !== null) facts.push(["  parent", `${safe(t.parent)} ${gray(`(steplog show ${safe(t.parent)})`)}`]);
+  t.children.forEach((c, i) => facts.push([i === 0 ? "  children" : "", `${safe(c.id)} ${gray(`${safe(c.workflow)}, ${c.status}`)}`]));
   out.push(...columns(facts));
   for (const a of t.attempts) {
     out.push("");

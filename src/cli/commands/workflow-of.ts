@@ -14,7 +14,7 @@ export async function loadRunWorkflow(session: Session, id: string, file: string
       command("steplog", commandName, id, "--workflow", "<file>"),
     );
   }
-  const loaded = await loadWorkflowFile(source, session.io.cwd);
+  const loaded = await loadWorkflowFile(source, session.io.cwd, view.workflow);
   if (loaded.workflow.name !== view.workflow) {
     throw new WorkflowLoadError(
       `${loaded.file} defines workflow ${JSON.stringify(loaded.workflow.name)}, but run ${JSON.stringify(id)} belongs to ${JSON.stringify(view.workflow)}.`,

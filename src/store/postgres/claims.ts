@@ -45,8 +45,8 @@ export async function createRun(
     }
     await conn.begin(client);
     const inserted = await client.query(
-      `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
       [
         run.id,
         run.workflow,
@@ -61,6 +61,7 @@ export async function createRun(
         run.error,
         run.waitingFor,
         run.wakeAt,
+        run.parent ?? null,
         run.createdAt,
         run.updatedAt,
       ],

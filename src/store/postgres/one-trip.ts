@@ -181,6 +181,7 @@ export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lea
     [run.error, "text"],
     [run.waitingFor, "text"],
     [run.wakeAt, "bigint"],
+    [run.parent ?? null, "text"],
     [run.createdAt, "bigint"],
     [run.updatedAt, "bigint"],
   ]);
@@ -204,7 +205,7 @@ export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lea
   ]);
   if (r === undefined || a === undefined || l === undefined || attempt.runId !== run.id) return undefined;
   return `WITH r AS (
-      INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at)
+      INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent, created_at, updated_at)
       VALUES (${r.join(", ")}) ON CONFLICT (id) DO NOTHING RETURNING id),
     a AS (
       INSERT INTO ${s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, epoch, replaced_expires_at)

@@ -126,6 +126,11 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   ALTER TABLE ${s}.events ADD COLUMN key text COLLATE "C";
   CREATE UNIQUE INDEX events_by_key ON ${s}.events (run_id, key) WHERE key IS NOT NULL;
   `,
+  // 5: child runs: the run that started each one (engine.get lists a run's children by it)
+  (s) => `
+  ALTER TABLE ${s}.runs ADD COLUMN parent text COLLATE "C";
+  CREATE INDEX runs_by_parent ON ${s}.runs (parent) WHERE parent IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -7,7 +7,7 @@ import type { AttemptRow, LeaseRow, RunPatch, RunRow, StepRow, StoredRun } from 
 import type { PgClient } from "./connection.js";
 
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS "budgetUsed", source, deadline, value, error,
-  waiting_for AS "waitingFor", wake_at AS "wakeAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  waiting_for AS "waitingFor", wake_at AS "wakeAt", parent, created_at AS "createdAt", updated_at AS "updatedAt"`;
 const ATTEMPT_COLUMNS = `run_id AS "runId", number, host, boot_id AS "bootId", pid, process_start AS "processStart",
   started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error, reused, consent`;
 /** An attempt row as JSON; `reused` is absent (not null) until an ending records it, `consent` unless one was given. */

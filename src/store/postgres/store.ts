@@ -113,6 +113,10 @@ class PostgresStoreImpl implements PostgresStore {
         values.push(filter.dueBy);
         where.push(`wake_at IS NOT NULL AND wake_at <= $${values.length}`);
       }
+      if (filter.parent !== undefined) {
+        values.push(filter.parent);
+        where.push(`parent = $${values.length}`);
+      }
       const { rows } = await client.query(this.#db.sql.listing(where, listLimit(filter.limit), filter.dueBy !== undefined), values);
       return rows as RunListing[];
     });

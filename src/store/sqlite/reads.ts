@@ -36,6 +36,10 @@ export function listRuns(db: Database.Database, s: Statements, filter: RunFilter
     where.push("wake_at IS NOT NULL AND wake_at <= ?");
     params.push(filter.dueBy);
   }
+  if (filter.parent !== undefined) {
+    where.push("parent = ?");
+    params.push(filter.parent);
+  }
   const sql =
     `SELECT ${RUN_COLUMNS} FROM runs` +
     (where.length ? ` WHERE ${where.join(" AND ")}` : "") +

@@ -163,6 +163,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE events ADD COLUMN key TEXT;
   CREATE UNIQUE INDEX events_by_key ON events (run_id, key) WHERE key IS NOT NULL;
   `,
+  // 7: child runs: the run that started each one (engine.get lists a run's children by it)
+  `
+  ALTER TABLE runs ADD COLUMN parent TEXT;
+  CREATE INDEX runs_by_parent ON runs (parent) WHERE parent IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

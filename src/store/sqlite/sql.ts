@@ -8,7 +8,7 @@ import type Database from "better-sqlite3";
 import type { AttemptRow, Consent } from "../types.js";
 
 export const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
-  waiting_for AS waitingFor, wake_at AS wakeAt, created_at AS createdAt, updated_at AS updatedAt`;
+  waiting_for AS waitingFor, wake_at AS wakeAt, parent, created_at AS createdAt, updated_at AS updatedAt`;
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy, key`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
   started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, consent, reused`;
@@ -64,8 +64,8 @@ export function prepare(db: Database.Database): Statements {
     ),
     consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
-      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, created_at, updated_at, num)
-       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @createdAt, @updatedAt,
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent, created_at, updated_at, num)
+       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @parent, @createdAt, @updatedAt,
                (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
     ),
     insertAttempt: db.prepare(

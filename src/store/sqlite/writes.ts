@@ -40,7 +40,7 @@ export class SqliteWrites {
       const s = this.#s;
       const existing = s.getRun.get(run.id) as RunRow | undefined;
       if (existing) return { exists: existing };
-      s.insertRun.run(run);
+      s.insertRun.run({ ...run, parent: run.parent ?? null });
       this.insertAttempt(attempt);
       s.upsertLease.run({ runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now });
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };

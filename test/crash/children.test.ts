@@ -1,0 +1,123 @@
+// Child runs under real crashes: a process SIGKILLed between the parent's record of the child's
+// id and the child's creation, inside the child's step, and between the child's ending and its
+// parent's wake-up. Each continue finds the same child; no succeeded step is called again. On
+// SQLite and, with STEPLOG_PG_URL, on Postgres (each process a separate client).
+import { spawnSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { PG_URL } from "../helpers/pg.js";
+import { tmpDb } from "../helpers/tmp.js";
+
+const FIXTURE = new URL("./fixtures/children.mjs", import.meta.url).pathname;
+
+const schemas: string[] = [];
+afterAll(async () => {
+  if (!PG_URL || schemas.length === 0) return;
+  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 });
+  try {
+    for (const schema of schemas.splice(0)) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await admin.end();
+  }
+});
+
+const places: Array<[string, () => string]> = [
+  ["sqlite", () => tmpDb()],
+  ...(PG_URL
+    ? ([
+        [
+          "postgres",
+          () => {
+            const schema = `steplog_children_${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
+            schemas.push(schema);
+            return `pg:${schema}`;
+          },
+        ],
+      ] as Array<[string, () => string]>)
+    : []),
+];
+
+describe.each(places)("child runs under SIGKILL (%s)", (_name, place) => {
+  function setup() {
+    const where = place();
+    const ledger = `${tmpDb("ledger.jsonl")}`;
+    const run = (mode: string, env: Record<string, string> = {}) => {
+      const out = spawnSync(process.execPath, [FIXTURE, where, mode], {
+        env: { ...process.env, STEPLOG_FAULT: "", LEDGER: ledger, ...env },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      const last = out.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .at(-1);
+      return { signal: out.signal, stderr: out.stderr, out: last ? JSON.parse(last) : undefined };
+    };
+    const calls = () =>
+      fs.existsSync(ledger)
+        ? fs
+            .readFileSync(ledger, "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l) as { run: string; step: string; key: string })
+        : [];
+    return { run, calls };
+  }
+
+  it("killed after the parent recorded the child's id, before the child existed: the continue starts that child, once", () => {
+    const { run, calls } = setup();
+    expect(run("start", { STEPLOG_FAULT: "after-intent@review" }).signal).toBe("SIGKILL");
+    expect(calls().map((c) => `${c.run}:${c.step}`)).toEqual(["p:prepare"]);
+    const next = run("continue");
+    expect(next.out.report, next.stderr).toMatchObject({ status: "completed", value: { pr: 7, lint: "lint ok" } });
+    expect(next.out.runs.map((r: { id: string }) => r.id).sort()).toEqual(["p", "p/review"]);
+    expect(calls().map((c) => `${c.run}:${c.step}`)).toEqual(["p:prepare", "p/review:lint", "p/review:judge", "p:ship"]);
+  });
+
+  it("killed inside the child's step: the parent's continue takes up the same child, re-driving only that step with its key", () => {
+    const { run, calls } = setup();
+    expect(run("start", { STEPLOG_FAULT: "after-fn@judge" }).signal).toBe("SIGKILL");
+    const next = run("continue");
+    expect(next.out.report, next.stderr).toMatchObject({ status: "completed", value: { pr: 7 } });
+    expect(next.out.runs).toHaveLength(2);
+    expect(calls().map((c) => `${c.run}:${c.step}:${c.key}`)).toEqual([
+      "p:prepare:p:prepare",
+      "p/review:lint:p/review:lint",
+      "p/review:judge:p/review:judge",
+      "p/review:judge:p/review:judge",
+      "p:ship:p:ship",
+    ]);
+  });
+
+  it("killed between the child's ending and the parent's wake-up: a worker finds the parent and finishes it", () => {
+    const { run, calls } = setup();
+    const started = run("start", { CHILD_ARGS: JSON.stringify({ wait: true }) });
+    expect(started.out.report, started.stderr).toMatchObject({ status: "waiting", waitingFor: { kind: "child", child: "p/review" } });
+    // The child completes in a process killed before it wakes the parent.
+    expect(run("send-child", { STEPLOG_FAULT: "before-wake@p/review" }).signal).toBe("SIGKILL");
+    const worked = run("work");
+    expect(worked.out.report, worked.stderr).toEqual([{ id: "p", status: "completed" }]);
+    expect(worked.out.runs).toEqual(
+      expect.arrayContaining([
+        { id: "p", status: "completed" },
+        { id: "p/review", status: "completed" },
+      ]),
+    );
+    expect(calls().map((c) => `${c.run}:${c.step}`)).toEqual(["p:prepare", "p/review:lint", "p/review:judge", "p:ship"]);
+  });
+
+  it("killed while the parent parks on its waiting child: the next continue waits again for the same child", () => {
+    const { run, calls } = setup();
+    expect(run("start", { CHILD_ARGS: JSON.stringify({ wait: true }), STEPLOG_FAULT: "before-end@review" }).signal).toBe("SIGKILL");
+    const again = run("continue");
+    expect(again.out.report, again.stderr).toMatchObject({ status: "waiting", waitingFor: { kind: "child", child: "p/review" } });
+    const child = run("send-child");
+    expect(child.out.report, child.stderr).toMatchObject({ id: "p/review", status: "completed" });
+    const done = run("continue");
+    expect(done.out.report, done.stderr).toMatchObject({ status: "completed", value: { pr: 7 } });
+    expect(calls().map((c) => `${c.run}:${c.step}`)).toEqual(["p:prepare", "p/review:lint", "p/review:judge", "p:ship"]);
+  });
+});

@@ -1,0 +1,243 @@
+// Child runs: ctx.child and ctx.startChild start a run of another workflow as a step of the
+// parent. The child's id is in the parent's log before the child exists, a continue of the parent
+// finds the same child, a parent waiting for a child parks and is woken when it ends, a child's
+// failure reaches the parent as CHILD_FAILED, and a cancel can cascade. On every store.
+import { describe, expect, it } from "vitest";
+import { ChildFailedError, createEngine, defineWorkflow, isSteplogError } from "../../src/entries/index.js";
+import { fakeClock } from "../../src/entries/testing.js";
+import { EVERY_STORE } from "../helpers/stores.js";
+
+const calls: string[] = [];
+
+const review = defineWorkflow({
+  name: "review",
+  async run(ctx, args: { pr: number; wait?: boolean; fail?: boolean }) {
+    const lint = await ctx.step("lint", () => {
+      calls.push(`${ctx.runId}:lint`);
+      return `lint ok for #${args.pr}`;
+    });
+    if (args.wait) await ctx.waitForEvent("verdict");
+    await ctx.step("judge", () => {
+      calls.push(`${ctx.runId}:judge`);
+      if (args.fail && ctx.attempt === 1) throw new Error(`judge cannot read #${args.pr}`);
+    });
+    return { pr: args.pr, lint };
+  },
+});
+
+const release = defineWorkflow({
+  name: "release",
+  async run(ctx, args: { wait?: boolean; fail?: boolean }) {
+    const before = await ctx.step("prepare", () => {
+      calls.push(`${ctx.runId}:prepare`);
+      return "prepared";
+    });
+    const reviewed = await ctx.child("review", review, { pr: 7, ...args });
+    await ctx.step("ship", () => calls.push(`${ctx.runId}:ship`));
+    return { before, reviewed };
+  },
+});
+
+const fanOut = defineWorkflow({
+  name: "fan-out",
+  async run(ctx) {
+    const a = await ctx.startChild("a", review, { pr: 1 });
+    const b = await ctx.startChild("b", review, { pr: 2 }, { id: "review-two" });
+    return [await a.result(), await b.result(), a.runId, b.runId];
+  },
+});
+
+describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
+  it("ctx.child runs the child here and resolves with its value; get shows parent and children", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [release] });
+    const done = await engine.start(release, {}, { id: "r1" });
+    expect(done).toMatchObject({ status: "completed", value: { before: "prepared", reviewed: { pr: 7, lint: "lint ok for #7" } } });
+    const parent = await engine.get("r1");
+    expect(parent.parent).toBeNull();
+    expect(parent.children).toMatchObject([{ id: "r1/review", workflow: "review", status: "completed" }]);
+    const row = parent.steps.find((s) => s.key === "review")!;
+    expect(row).toMatchObject({ status: "succeeded", value: { pr: 7, lint: "lint ok for #7" }, resolution: { wait: { kind: "child", child: "r1/review" } } });
+    const child = await engine.get("r1/review");
+    expect(child).toMatchObject({ parent: "r1", children: [], workflow: "review", status: "completed" });
+    expect(await engine.list({ parent: "r1" })).toMatchObject([{ id: "r1/review" }]);
+    expect(calls).toEqual(["r1:prepare", "r1/review:lint", "r1/review:judge", "r1:ship"]);
+    // A continue from the start reuses the child's value: no second child, nothing called again.
+    calls.length = 0;
+    expect(await engine.continue("r1", { fromStep: "ship" })).toMatchObject({ status: "completed" });
+    expect(calls).toEqual(["r1:ship"]);
+    expect(await engine.list({ workflow: "review" })).toHaveLength(1);
+    await engine.close();
+  });
+
+  it("a child that waits parks its parent, and the child's end wakes the parent for a worker", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [release] });
+    const first = await engine.start(release, { wait: true }, { id: "r2" });
+    expect(first).toMatchObject({ status: "waiting", waitingFor: { kind: "child", step: "review", child: "r2/review" } });
+    expect((await engine.get("r2/review")).status).toBe("waiting");
+    expect((await engine.get("r2")).wakeAt).toBeUndefined();
+    await engine.send("r2/review", "verdict", "lgtm");
+    const stop = new AbortController();
+    const working = engine.work({ pollMs: 20, signal: stop.signal });
+    for (let i = 0; i < 200 && (await engine.get("r2")).status !== "completed"; i++) await new Promise((r) => setTimeout(r, 10));
+    stop.abort();
+    const { attempts } = await working;
+    expect(attempts.map((a) => [a.id, a.status])).toEqual([
+      ["r2/review", "completed"],
+      ["r2", "completed"],
+    ]);
+    expect((await engine.get("r2")).value).toEqual({ before: "prepared", reviewed: { pr: 7, lint: "lint ok for #7" } });
+    // Each function once: the parent's second attempt reused prepare and took the child's value.
+    expect(calls).toEqual(["r2:prepare", "r2/review:lint", "r2/review:judge", "r2:ship"]);
+    await engine.close();
+  });
+
+  it("a child's failure reaches the parent as CHILD_FAILED; a continue of the parent continues the child", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [release] });
+    const failed = await engine.start(release, { fail: true }, { id: "r3" });
+    expect(failed).toMatchObject({ status: "failed", error: { code: "CHILD_FAILED", step: "review" } });
+    expect(failed.error!.message).toContain('child run "r3/review" (workflow "review") ended failed: judge cannot read #7');
+    expect(failed.error!.message).toContain('engine.continue("r3")');
+    expect((await engine.get("r3/review")).status).toBe("failed");
+    const again = await engine.continue("r3");
+    expect(again).toMatchObject({ status: "completed", value: { reviewed: { pr: 7 } } });
+    // The child's second attempt reused lint; no second child run.
+    expect(calls).toEqual(["r3:prepare", "r3/review:lint", "r3/review:judge", "r3/review:judge", "r3:ship"]);
+    expect((await engine.get("r3/review")).attemptCount).toBe(2);
+    await engine.close();
+  });
+
+  it("a workflow can catch CHILD_FAILED and go on; the child's error is its cause", async () => {
+    const careful = defineWorkflow({
+      name: "careful",
+      async run(ctx) {
+        try {
+          return await ctx.child("review", review, { pr: 9, fail: true });
+        } catch (error) {
+          if (!isSteplogError(error, "CHILD_FAILED")) throw error;
+          return { gaveUp: (error as ChildFailedError).childRunId, cause: ((error as Error).cause as Error).message };
+        }
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [careful] });
+    expect(await engine.start(careful, undefined, { id: "c1" })).toMatchObject({
+      status: "completed",
+      value: { gaveUp: "c1/review", cause: "judge cannot read #9" },
+    });
+    await engine.close();
+  });
+
+  it("startChild returns at once; result() waits; ids given or derived", async () => {
+    const engine = createEngine({ store: makeStore(), workflows: [fanOut] });
+    const done = await engine.start(fanOut, undefined, { id: "f" });
+    expect(done).toMatchObject({
+      status: "completed",
+      value: [{ pr: 1, lint: "lint ok for #1" }, { pr: 2, lint: "lint ok for #2" }, "f/a", "review-two"],
+    });
+    const view = await engine.get("f");
+    expect(view.steps.map((s) => [s.key, s.status])).toEqual([
+      ["a", "succeeded"],
+      ["b", "succeeded"],
+      ["a.result", "succeeded"],
+      ["b.result", "succeeded"],
+    ]);
+    expect(view.children.map((c) => c.id).sort()).toEqual(["f/a", "review-two"]);
+    await engine.close();
+  });
+
+  it("a run with the child's id that is not its child, or with other args, is refused: RUN_EXISTS", async () => {
+    const taken = defineWorkflow({
+      name: "taken",
+      async run(ctx) {
+        return ctx.child("review", review, { pr: 3 }, { id: "someone-else" });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [taken, review] });
+    await engine.start(review, { pr: 3 }, { id: "someone-else" });
+    const refused = await engine.start(taken, undefined, { id: "t" });
+    expect(refused).toMatchObject({ status: "failed", error: { code: "RUN_EXISTS", step: "review" } });
+    expect(refused.error!.message).toContain('is not a child of run "t"');
+    await engine.close();
+  });
+
+  it("cancel(parent, { children: true }) cancels the waiting child too; a continue of the parent continues it", async () => {
+    const engine = createEngine({ store: makeStore(), workflows: [release] });
+    await engine.start(release, { wait: true }, { id: "r4" });
+    expect(await engine.cancel("r4", { children: true })).toBe("cancelled");
+    expect((await engine.get("r4/review")).status).toBe("cancelled");
+    expect((await engine.get("r4/review")).error!.message).toContain('its parent run "r4" was cancelled');
+    // Without children: true the child is left alone.
+    await engine.start(release, { wait: true }, { id: "r5" });
+    await engine.cancel("r5");
+    expect((await engine.get("r5/review")).status).toBe("waiting");
+    // The cancelled parent's continue continues its cancelled child, which waits again.
+    expect(await engine.continue("r4")).toMatchObject({ status: "waiting", waitingFor: { kind: "child", child: "r4/review" } });
+    expect((await engine.get("r4/review")).status).toBe("waiting");
+    await expect(engine.cancel("r4", { children: "yes" as never })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    await engine.close();
+  });
+
+  it("a parent's deadline passes while it waits for a child: a worker ends it timed-out", async () => {
+    const clock = fakeClock(Date.UTC(2030, 0, 1));
+    const engine = createEngine({ store: makeStore(), workflows: [release], clock });
+    expect(await engine.start(release, { wait: true }, { id: "r6", timeoutMs: 60_000 })).toMatchObject({ status: "waiting" });
+    expect((await engine.get("r6")).wakeAt).toBe(new Date(Date.UTC(2030, 0, 1) + 60_000).toISOString());
+    clock.advance(61_000);
+    const stop = new AbortController();
+    const working = engine.work({ pollMs: 20, signal: stop.signal });
+    for (let i = 0; i < 200 && (await engine.get("r6")).status !== "timed-out"; i++) await new Promise((r) => setTimeout(r, 10));
+    stop.abort();
+    await working;
+    expect(await engine.get("r6")).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT" } });
+    expect((await engine.get("r6/review")).status).toBe("waiting");
+    await engine.close();
+  });
+
+  it("bad calls are refused before anything is written", async () => {
+    const bad = defineWorkflow({
+      name: "bad",
+      async run(ctx, which: string) {
+        if (which === "not-a-workflow") return ctx.child("x", { name: "nope" } as never, {});
+        if (which === "option") return ctx.child("x", review, { pr: 1 }, { idd: "x" } as never);
+        if (which === "id") return ctx.child("x", review, { pr: 1 }, { id: "bad\u0000id" });
+        return ctx.child("x#1", review, { pr: 1 });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [bad] });
+    for (const [which, code] of [
+      ["not-a-workflow", "INVALID_OPTION"],
+      ["option", "INVALID_OPTION"],
+      ["id", "INVALID_NAME"],
+      ["name", "INVALID_NAME"],
+    ] as const) {
+      const result = await engine.start(bad, which, { id: `bad-${which}` });
+      expect(result, which).toMatchObject({ status: "failed", error: { code } });
+      expect((await engine.get(`bad-${which}`)).steps).toEqual([]);
+    }
+    expect(await engine.list({ workflow: "review" })).toEqual([]);
+    await engine.close();
+  });
+});
+
+describe("child runs in testWorkflow", () => {
+  it("a seeded child step is reused; a mocked one is called instead of starting a child; an unmocked one runs the child", async () => {
+    const { testWorkflow } = await import("../../src/entries/testing.js");
+    calls.length = 0;
+    const seeded = await testWorkflow(release, { args: {}, earlier: { steps: { prepare: "prepared", review: { pr: 7, lint: "seeded" } } } });
+    expect(seeded).toMatchObject({ status: "completed", reused: ["prepare", "review"], ran: ["ship"] });
+    expect(calls).toEqual(["test-run:ship"]);
+
+    calls.length = 0;
+    const mocked = await testWorkflow(release, { args: {}, mocks: { review: () => ({ pr: 7, lint: "mocked" }) } });
+    expect(mocked).toMatchObject({ status: "completed", value: { reviewed: { lint: "mocked" } }, ran: ["prepare", "review", "ship"] });
+    expect(mocked.calls("review")).toBe(1);
+    expect(calls).toEqual(["test-run:prepare", "test-run:ship"]);
+
+    calls.length = 0;
+    const real = await testWorkflow(release, { args: {} });
+    expect(real).toMatchObject({ status: "completed", value: { reviewed: { lint: "lint ok for #7" } } });
+    expect(calls).toEqual(["test-run:prepare", "test-run/review:lint", "test-run/review:judge", "test-run:ship"]);
+  });
+});
