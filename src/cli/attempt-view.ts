@@ -91,7 +91,7 @@ export async function report(session: Session, engine: Engine, attended: Attende
   if (result.waitingFor) {
     const w = result.waitingFor;
     lines.push(
-      `${paint("bold", "Waits")}  for ${w.kind === "event" ? `event ${safe(JSON.stringify(w.event))}` : w.kind === "sleep" ? `its timer (${w.until !== undefined ? new Date(w.until).toISOString() : "?"})` : w.kind === "child" ? `child run ${safe(w.child ?? "?")}` : `approval of step ${safe(w.step)}`}; the process may exit`,
+      `${paint("bold", "Waits")}  for ${w.kind === "event" ? `event ${safe(JSON.stringify(w.event))}` : w.kind === "sleep" ? `its timer (${w.until !== undefined ? new Date(w.until).toISOString() : "?"})` : w.kind === "child" ? `child run ${safe(w.child ?? "?")}` : w.kind === "turn" ? "its turn (a concurrency or rate limit)" : `approval of step ${safe(w.step)}`}; the process may exit`,
     );
   }
   const cost = formatUsage(view?.usage);

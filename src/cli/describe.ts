@@ -55,7 +55,9 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
           ? "its timer"
           : e.wait.kind === "child"
             ? `child run ${JSON.stringify(e.wait.child)}`
-            : `approval`;
+            : e.wait.kind === "turn"
+              ? "its turn"
+              : `approval`;
     const until = e.wait.until !== undefined ? ` until ${new Date(e.wait.until).toISOString()}` : "";
     if (e.status === "intended") return { glyph: "⏸", tone: "wait", label: "waiting", note: `for ${what}${until}` };
     if (e.status === "succeeded") return { glyph: "✓", tone: "ok", label: "waited", note: `for ${what}` };

@@ -143,6 +143,7 @@ function waitText(t: Timeline): string {
   if (w.kind === "event") return `event ${JSON.stringify(w.event)} (step ${w.step})${until}`;
   if (w.kind === "sleep") return `timer of step ${w.step}${until}`;
   if (w.kind === "child") return `child run ${JSON.stringify(w.child)} (step ${w.step})${until}`;
+  if (w.kind === "turn") return `its turn (the workflow's concurrency or rate limit)`;
   return `approval of step ${w.step}`;
 }
 

@@ -33,7 +33,16 @@ export const ENGINE_KEYS: KnownKeys<EngineOptions> = {
   redact: true,
   handleSignals: true,
 };
-export const START_KEYS: KnownKeys<StartOptions> = { id: true, timeoutMs: true, deadline: true, signal: true, source: true, ifExists: true };
+export const START_KEYS: KnownKeys<StartOptions> = {
+  id: true,
+  timeoutMs: true,
+  deadline: true,
+  signal: true,
+  source: true,
+  ifExists: true,
+  dedupeKey: true,
+  priority: true,
+};
 export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = {
   fromStep: true,
   values: true,
@@ -106,6 +115,14 @@ export interface StartOptions {
    * naming what differs). Attaching starts no attempt; to go on with an interrupted run, continue it.
    */
   ifExists?: "attach" | "refuse";
+  /**
+   * While a run of this workflow started with this key has not ended (completed, failed, …),
+   * start creates nothing and resolves with that run's result instead (as `ifExists: "attach"`
+   * does, whatever the args): a request delivered twice starts one run.
+   */
+  dedupeKey?: string;
+  /** Among due runs, higher runs first (a worker's order); default the workflow's `priority`, else 0. */
+  priority?: number;
 }
 
 export interface ContinueOptions {

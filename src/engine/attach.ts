@@ -88,7 +88,8 @@ export async function storedResult(stored: StoredRun, judge: Judge, payloads: Pa
   const live = holder !== undefined && !holderGone(lease, holder, judge) ? holder.number : undefined;
   const result: RunResult = {
     id: run.id,
-    status: last?.ending ?? (last !== undefined && last.number === live ? "running" : "interrupted"),
+    // No attempt yet: a run queued for its turn (flow control) waits.
+    status: last === undefined ? "waiting" : (last.ending ?? (last.number === live ? "running" : "interrupted")),
     runStatus: derivedStatus(run, lease, holder ?? last, judge),
     attempt: last?.number ?? run.attempts,
   };

@@ -6,13 +6,14 @@
  */
 
 import { RunBusyError, RunNotFoundError } from "../base/errors.js";
-import { decideClaim, decideWhileWriting } from "../ownership/claim.js";
+import { decideClaim, decideWhileWriting, type ClaimRequest } from "../ownership/claim.js";
+import { judgeOwner } from "../ownership/owner.js";
 import { watchLease } from "../ownership/lease-watch.js";
 import { isLiveHere, markDone, markLive, type LiveToken } from "../ownership/live-attempts.js";
 import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
 import type { EngineSettings } from "../steps/settings.js";
 import type { RuntimeStore } from "../store/runtime.js";
-import type { RunStatus, Store, StoredRun } from "../store/types.js";
+import type { FlowQuery, RunRow, RunStatus, Store, StoredRun } from "../store/types.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 import { consentOf } from "./continue-options.js";
 import type { ContinueOptions } from "./api.js";
@@ -68,6 +69,7 @@ export async function claimAndRun(
   let attemptDeadline = deadline;
   let live: LiveToken | undefined;
   const where = await ctx.where();
+  const flowLimits = flowLimitsOf(before, workflow, where);
   const decide = (current: StoredRun, seen?: { whileWriting: true }) => {
     if (seen?.whileWriting) return decideWhileWriting(current);
     statusBefore = current.run.status;
@@ -92,6 +94,7 @@ export async function claimAndRun(
       leaseMs: ctx.settings.leaseMs,
       owners: { isHeldHere: () => isLiveHere(where, id), watch: (lease) => watchLease(where, lease) },
       requireReady,
+      ...(flowLimits ? { flow: flowLimits } : {}),
     });
     // Marked live inside the claim's transaction: between its commit and the attempt's start,
     // another claim in this process must already see the run held.
@@ -99,6 +102,7 @@ export async function claimAndRun(
     return decision;
   };
   let claimed: Awaited<ReturnType<Store["claimRun"]>>;
+  const flowQuery = flowQueryOf(before, workflow, now);
   // A holder judged by its lease alone counts as gone only once this process has watched the
   // lease go unrenewed for a full period: a continue waits until then, looking again every
   // second, and is refused as soon as the lease is renewed (its holder is alive). A worker does
@@ -106,7 +110,7 @@ export async function claimAndRun(
   let decidedBy: number | undefined;
   for (;;) {
     try {
-      claimed = await ctx.store.claimRun(id, decide);
+      claimed = await ctx.store.claimRun(id, decide, flowQuery);
       break;
     } catch (error) {
       if (live) markDone(live);
@@ -138,4 +142,25 @@ export async function claimAndRun(
     ...(statusBefore === undefined ? {} : { statusBefore }),
   };
   return ctx.runAttempt(new Attempt(ctx.settings, workflow, claimed.state, claimed.lease, plan, live!), (args as { value: unknown }).value);
+}
+
+/** What the claim asks the store about the runs sharing this run's flow-control keys (none without limits). */
+function flowQueryOf(run: RunRow, workflow: Workflow, now: number): FlowQuery | undefined {
+  const { concurrency, rateLimit } = workflow.flow;
+  const query: FlowQuery = {};
+  if (concurrency && run.concurrencyKey != null) query.concurrencyKey = run.concurrencyKey;
+  if (rateLimit && run.rateKey != null) query.rate = { key: run.rateKey, since: now - rateLimit.periodMs };
+  return query.concurrencyKey !== undefined || query.rate !== undefined ? query : undefined;
+}
+
+/** The limits the claim holds the run to, and how it judges another run's lease holder (as a claim of that run would). */
+function flowLimitsOf(run: RunRow, workflow: Workflow, where: string): ClaimRequest["flow"] {
+  const { concurrency, rateLimit } = workflow.flow;
+  if (!(concurrency && run.concurrencyKey != null) && !(rateLimit && run.rateKey != null)) return undefined;
+  return {
+    ...(concurrency && run.concurrencyKey != null ? { concurrency: concurrency.limit } : {}),
+    ...(rateLimit && run.rateKey != null ? { rate: { limit: rateLimit.limit, periodMs: rateLimit.periodMs } } : {}),
+    holderGone: ({ lease, attempt }) =>
+      judgeOwner(attempt, lease, { isHeldHere: () => isLiveHere(where, lease.runId), watch: (l) => watchLease(where, l) }).gone,
+  };
 }

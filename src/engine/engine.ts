@@ -15,6 +15,7 @@ import type { EngineSettings } from "../steps/settings.js";
 import {
   ArgsRejectedError,
   EngineClosedError,
+  isSteplogError,
   RunBusyError,
   SteplogError,
   InvalidOptionError,
@@ -43,10 +44,11 @@ import { engineSetup } from "./settings.js";
 import { checkContinueOptions } from "./continue-options.js";
 import { checkArgs } from "./run-checks.js";
 import { claimAndRun, type ClaimContext } from "./claim-and-run.js";
-import { startRows } from "./start-rows.js";
+import { queuedRow, startRows } from "./start-rows.js";
 import { checkIfExists, checkSameRun, storedResult } from "./attach.js";
+import { flowColumns, queues } from "../workflow/flow-control.js";
 import { ChildRuns } from "./children.js";
-import { ENDED_STATUSES } from "../steps/children.js";
+import { ENDED_STATUSES } from "../store/types.js";
 
 export { TEST_HOOKS } from "./api.js";
 export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, CancelOptions } from "./api.js";
@@ -69,6 +71,8 @@ class SteplogEngine implements Engine {
   /** What the claim behind continue, compensate and a worker's pick needs of this engine. */
   readonly #claims: ClaimContext;
   readonly #children: ChildRuns;
+  /** Queued runs whose start is claiming their first turn in this engine: an attach waits for it. */
+  readonly #firstTurns = new Map<string, Promise<RunResult>>();
 
   constructor(options: EngineOptions) {
     const { store, runtime, settings } = engineSetup(options);
@@ -182,8 +186,22 @@ class SteplogEngine implements Engine {
       );
     }
     const ifExists = checkIfExists(options.ifExists, `start(${JSON.stringify(workflow.name)})`, id);
-    const made = await this.#create(workflow, args, { id, deadline, source: options.source, signal: options.signal });
+    const where = `start(${JSON.stringify(workflow.name)})`;
+    if (options.dedupeKey !== undefined) checkName("dedupe key", options.dedupeKey);
+    if (options.priority !== undefined && !Number.isSafeInteger(options.priority)) {
+      throw new InvalidOptionError(`${where}: priority must be a whole number (higher runs first), got ${String(options.priority)}.`, { runId: id });
+    }
+    const made = await this.#create(workflow, args, {
+      id,
+      deadline,
+      source: options.source,
+      signal: options.signal,
+      dedupeKey: options.dedupeKey,
+      priority: options.priority,
+    });
     if ("exists" in made) {
+      // Another run holds the dedupe key and has not ended: that run, whatever its args.
+      if (made.exists.id !== id) return this.#observe(made.exists.id) as Promise<RunResult<WorkflowResult<W>>>;
       if (ifExists === "refuse") throw new RunExistsError(id, made.exists.status);
       return this.#attach(made.exists, workflow.name, made.argsPlain) as Promise<RunResult<WorkflowResult<W>>>;
     }
@@ -198,14 +216,32 @@ class SteplogEngine implements Engine {
   async #create(
     workflow: Workflow,
     args: unknown,
-    options: { id: string; deadline: number | undefined; source?: string | undefined; parent?: string; signal?: AbortSignal | undefined },
+    options: {
+      id: string;
+      deadline: number | undefined;
+      source?: string | undefined;
+      parent?: string;
+      signal?: AbortSignal | undefined;
+      dedupeKey?: string | undefined;
+      priority?: number | undefined;
+    },
   ): Promise<{ exists: StoredRun["run"]; argsPlain: string } | { done: Promise<RunResult> }> {
     const { id, deadline } = options;
     const checked = await checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
     const { plain: argsPlain, stored: argsText } = await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id });
     const now = this.#settings.clock.now();
-    const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, parent: options.parent, now });
+    const flow = flowColumns(workflow.name, workflow.flow, checked.value, { priority: options.priority });
+    const dedupeKey = options.dedupeKey === undefined ? null : `${workflow.name}:${options.dedupeKey}`;
+    const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, parent: options.parent, now, flow, dedupeKey });
+    if (queues(workflow.flow)) {
+      // A run with limits waits for its turn: queued, then claimed like any due run, now if there is room.
+      const queued = await this.#store.enqueueRun(queuedRow(run, now), now);
+      if ("exists" in queued) return { exists: queued.exists, argsPlain };
+      const done = this.#firstTurn(id, options.signal).finally(() => this.#firstTurns.delete(id));
+      this.#firstTurns.set(id, done);
+      return { done };
+    }
     // Marked live before the lease exists, so no claim in this process can judge it abandoned.
     const live = markLive(await this.#where(), id);
     let created: Awaited<ReturnType<Store["createRun"]>>;
@@ -233,6 +269,21 @@ class SteplogEngine implements Engine {
     return { done: this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) };
   }
 
+  /** A queued run's first claim: its first attempt now if the limits leave room, else it waits for its turn (a worker takes it). */
+  async #firstTurn(id: string, signal: AbortSignal | undefined): Promise<RunResult> {
+    try {
+      return await claimAndRun(this.#claims, id, "run", signal ? { signal } : {}, undefined, true);
+    } catch (error) {
+      // A worker took it first: as an attach does, its attempt's result if it runs in this process.
+      if (isSteplogError(error, "RUN_BUSY")) return this.#watch(id);
+      // No room now (FLOW_LIMITED), or no longer due: the run as it stands.
+      if (!(isSteplogError(error, "FLOW_LIMITED") || error instanceof NotReady)) throw error;
+      const stored = await this.#store.loadRun(id);
+      if (!stored) throw new RunNotFoundError(id, this.#store.location);
+      return storedResult(stored, this.#judge(await this.#where()), this.#settings.payloads);
+    }
+  }
+
   /**
    * start's `ifExists: "attach"` for a run that exists (attach.ts): refused unless it is the same
    * run; then the result of its attempt running in this process, once that ends, or the run as
@@ -240,7 +291,19 @@ class SteplogEngine implements Engine {
    */
   async #attach(existing: StoredRun["run"], workflow: string, argsPlain: string): Promise<RunResult> {
     await checkSameRun(existing, workflow, argsPlain, this.#settings.payloads);
-    const id = existing.id;
+    return this.#observe(existing.id);
+  }
+
+  /**
+   * The result of the run's start claiming its first turn here, or of its attempt running in
+   * this process, once it ends; else the run as stored.
+   */
+  async #observe(id: string): Promise<RunResult> {
+    return this.#firstTurns.get(id) ?? this.#watch(id);
+  }
+
+  /** The result of the run's attempt running in this process, once it ends, or the run as stored (a first turn itself asks this). */
+  async #watch(id: string): Promise<RunResult> {
     for (;;) {
       const local = [...this.#running].find((entry) => entry.attempt.runId === id);
       if (local) return local.done;

@@ -7,6 +7,7 @@
 import { currentOwner } from "../ownership/owner.js";
 import type { AttemptRow, RunRow } from "../store/types.js";
 import type { Workflow } from "../workflow/define-workflow.js";
+import type { WaitingFor } from "../workflow/step-resolution.js";
 
 export interface NewRun {
   id: string;
@@ -18,10 +19,14 @@ export interface NewRun {
   /** The run that starts this one as its child, if one does. */
   parent?: string | undefined;
   now: number;
+  /** Its flow-control keys and priority (workflow/flow-control.ts). */
+  flow?: { concurrencyKey: string | null; rateKey: string | null; priority: number };
+  /** start's dedupeKey, as stored (`<workflow>:<key>`). */
+  dedupeKey?: string | null;
 }
 
 /** The run row and first attempt row of a run started now. */
-export function startRows({ id, workflow, argsText, source, deadline, parent, now }: NewRun): { run: RunRow; first: AttemptRow } {
+export function startRows({ id, workflow, argsText, source, deadline, parent, now, flow, dedupeKey }: NewRun): { run: RunRow; first: AttemptRow } {
   const run: RunRow = {
     id,
     workflow: workflow.name,
@@ -37,6 +42,10 @@ export function startRows({ id, workflow, argsText, source, deadline, parent, no
     waitingFor: null,
     wakeAt: null,
     parent: parent ?? null,
+    concurrencyKey: flow?.concurrencyKey ?? null,
+    rateKey: flow?.rateKey ?? null,
+    priority: flow?.priority ?? 0,
+    dedupeKey: dedupeKey ?? null,
     createdAt: now,
     updatedAt: now,
   };
@@ -52,4 +61,13 @@ export function startRows({ id, workflow, argsText, source, deadline, parent, no
     error: null,
   };
   return { run, first };
+}
+
+/**
+ * A run of a workflow with limits as it is queued: no attempt yet, waiting for its turn and due
+ * at once, so the start's own claim (or a worker's) takes it when the limits leave room.
+ */
+export function queuedRow(run: RunRow, now: number): RunRow {
+  const waitingFor: WaitingFor = { kind: "turn", step: "" };
+  return { ...run, status: "waiting", attempts: 0, budgetUsed: 0, waitingFor: JSON.stringify(waitingFor), wakeAt: now };
 }

@@ -77,6 +77,8 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   // Runs that could not be claimed are skipped for a poll (pollMs, however often the worker is
   // woken meanwhile), so one busy or foreign run can neither spin this loop nor starve the others.
   let skip = new Set<string>();
+  /** Runs a flow-control limit left no turn: tried again when an attempt ends here, or after pollMs. */
+  const limited = new Set<string>();
   let skippingSince = Date.now();
   const warned = new Set<string>();
   const ticker = new Ticker(
@@ -101,6 +103,7 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
     while (!stop.aborted) {
       if (Date.now() - skippingSince >= pollMs) {
         skip = new Set();
+        limited.clear();
         skippingSince = Date.now();
       }
       // Ticks first: a tick's run is started when it is due, in the same slots as the claims.
@@ -122,20 +125,27 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
         }
       }
       if (active.size < concurrency) {
-        for (const runId of await listReady(host, concurrency - active.size + skip.size + active.size, pollMs)) {
+        for (const runId of await listReady(host, concurrency - active.size + skip.size + limited.size + active.size, pollMs)) {
           if (active.size >= concurrency || stop.aborted) break;
-          if (active.has(runId) || skip.has(runId)) continue;
+          if (active.has(runId) || skip.has(runId) || limited.has(runId)) continue;
           const running = host
             .claimReady(runId)
             .then((result) => {
-              if (result) attempts.push(result);
-              else skip.add(runId);
+              if (!result) {
+                skip.add(runId);
+                return;
+              }
+              attempts.push(result);
+              // An attempt ended here: a turn may have come for the runs that had none.
+              limited.clear();
             })
             .catch((error: unknown) => {
-              // Refused: another worker or a continue got there first, or it is not ours.
-              skip.add(runId);
+              // Refused: another worker or a continue got there first, or it is not ours; or no
+              // turn for it now (looked at again when an attempt ends here, or after pollMs).
+              (isSteplogError(error, "FLOW_LIMITED") ? limited : skip).add(runId);
               // Anything else (a key this engine lacks, a dead-lettered run) is said once per run.
-              if (!(isSteplogError(error, "RUN_BUSY") || warned.has(runId))) {
+              // Busy, or no turn now (a flow-control limit): looked at again after pollMs, quietly.
+              if (!(isSteplogError(error, "RUN_BUSY") || isSteplogError(error, "FLOW_LIMITED") || warned.has(runId))) {
                 warned.add(runId);
                 process.emitWarning(`steplog worker: run ${JSON.stringify(runId)} was not taken: ${(error as Error).message}`, {
                   code: "STEPLOG_WORKER_REFUSED",
@@ -207,14 +217,14 @@ async function listReady(host: WorkerHost, limit: number, pollMs: number): Promi
 
 async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
   const ours = host.workflows();
-  // Oldest due first (the store orders a dueBy listing by wake time), listed per workflow of
+  // Highest priority first, then oldest due (the store orders a dueBy listing so), listed per workflow of
   // this worker: due runs of workflows it does not have must not hide its own.
   const perWorkflow = await Promise.all(
     ours.map((w) => host.store.listRuns({ status: ["waiting"], workflow: w.name, dueBy: host.now(), limit: Math.max(limit, 16) })),
   );
   const ids = perWorkflow
     .flat()
-    .sort((a, b) => a.run.wakeAt! - b.run.wakeAt!)
+    .sort((a, b) => (b.run.priority ?? 0) - (a.run.priority ?? 0) || a.run.wakeAt! - b.run.wakeAt!)
     .map((l) => l.run.id);
   // Only runs whose owner is gone: a live attempt's run would just be refused (RUN_BUSY), and
   // listing them first could hide an old abandoned one behind many live ones.

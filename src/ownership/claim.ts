@@ -6,10 +6,20 @@
  */
 
 import type { Workflow } from "../workflow/define-workflow.js";
-import { ArgsRejectedError, DeadLetteredError, PastPivotError, RunBusyError, RunCompletedError, RunEscalatedError, StepNotFoundError } from "../base/errors.js";
+import {
+  ArgsRejectedError,
+  DeadLetteredError,
+  FlowLimitedError,
+  InvalidOptionError,
+  PastPivotError,
+  RunBusyError,
+  RunCompletedError,
+  RunEscalatedError,
+  StepNotFoundError,
+} from "../base/errors.js";
 import { currentOwner, judgeOwner, type OwnerJudge } from "./owner.js";
 import type { Validation } from "../workflow/schema.js";
-import type { ClaimDecision, Consent, RunPatch, StoredRun } from "../store/types.js";
+import type { AttemptRow, ClaimDecision, Consent, LeaseRow, RunPatch, StoredRun } from "../store/types.js";
 
 export interface ClaimRequest {
   /** "compensate": the saga takes the lease like a continue but counts no attempt. */
@@ -27,6 +37,17 @@ export interface ClaimRequest {
   owners: OwnerJudge;
   /** A worker's claim: take the run only if it is ready (due, or interrupted with autoResume). */
   requireReady?: boolean;
+  /**
+   * The run's flow-control limits, judged on what the store read in the claim's transaction
+   * (`current.flow`, asked for with a FlowQuery): at most `concurrency` other holders of its
+   * concurrency key whose owner is not gone, at most `rate` attempts started in the window.
+   */
+  flow?: {
+    concurrency?: number;
+    rate?: { limit: number; periodMs: number };
+    /** Whether another run's lease holder is gone (owner.ts), judged from this process. */
+    holderGone: (holder: { lease: LeaseRow; attempt: AttemptRow }) => boolean;
+  };
 }
 
 /** A worker's claim found the run not ready (another worker took it, or it is not due). */
@@ -102,6 +123,8 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
     if (unknown !== undefined) return refuse(new StepNotFoundError(run.id, unknown, [...new Set(steps.map((s) => s.key))], what));
   }
   if (!request.args.ok) return refuse(new ArgsRejectedError(run.id, run.workflow, request.args.issues, true));
+  const limited = flowRefusal(current, request);
+  if (limited) return refuse(limited);
 
   const number = run.attempts + 1;
   const owner = currentOwner();
@@ -134,6 +157,29 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
       updatedAt: request.now,
     },
   };
+}
+
+/** The refusal when the run's flow-control limits leave it no turn now (its keys were read under the store's lock). */
+function flowRefusal(current: StoredRun, request: ClaimRequest): Error | undefined {
+  const { flow } = request;
+  const { run } = current;
+  if (!flow || (flow.concurrency === undefined && flow.rate === undefined)) return undefined;
+  const facts = current.flow;
+  if (!facts)
+    return new InvalidOptionError(
+      `Run ${JSON.stringify(run.id)}: the store did not answer the claim's flow query, so its limits cannot be held; nothing was started.`,
+      { runId: run.id },
+    );
+  if (flow.concurrency !== undefined && run.concurrencyKey != null) {
+    const live = facts.holders.filter((holder) => !flow.holderGone(holder));
+    if (live.length >= flow.concurrency) {
+      return new FlowLimitedError(run.id, { kind: "concurrency", key: run.concurrencyKey, running: live.map((h) => h.lease.runId), max: flow.concurrency });
+    }
+  }
+  if (flow.rate !== undefined && run.rateKey != null && facts.started >= flow.rate.limit) {
+    return new FlowLimitedError(run.id, { kind: "rate", key: run.rateKey, started: facts.started, max: flow.rate.limit, periodMs: flow.rate.periodMs });
+  }
+  return undefined;
 }
 
 function firstStep(current: StoredRun): string | undefined {

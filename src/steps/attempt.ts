@@ -27,7 +27,7 @@ import { findHandledFailures } from "./handled-failures.js";
 import { AttemptState, failedStepOf, type AttemptPlan, type EndReason, type WaitingFor } from "./state.js";
 import type { AttemptEnding, Lease, RunStatus, StoredRun } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
-import { ENDED_STATUSES } from "./children.js";
+import { ENDED_STATUSES } from "../store/types.js";
 
 export type { AttemptPlan };
 

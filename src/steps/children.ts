@@ -27,9 +27,6 @@ import { enterWait, failWait, park, settleWait, waitOf } from "./waits.js";
 
 const CHILD_KEYS: KnownKeys<ChildOptions> = { id: true };
 
-/** The run statuses in which a run has ended: a parent waiting for it as a child takes it as its answer. */
-export const ENDED_STATUSES: readonly RunStatus[] = ["completed", "failed", "stopped", "timed-out", "cancelled", "dead-lettered", "compensated"];
-
 /** A child that ended otherwise is continued when the parent's step is redone after failing. */
 const CONTINUABLE: readonly RunStatus[] = ["failed", "stopped", "timed-out", "cancelled"];
 

@@ -51,6 +51,7 @@ export function describeWait(w: WaitingFor): string {
   if (w.kind === "event") return `event ${JSON.stringify(w.event)} (wait ${JSON.stringify(w.step)})${until}`;
   if (w.kind === "sleep") return `its timer (sleep ${JSON.stringify(w.step)})${until}`;
   if (w.kind === "child") return `child run ${JSON.stringify(w.child)} (step ${JSON.stringify(w.step)})${until}`;
+  if (w.kind === "turn") return "its turn (a concurrency or rate limit)";
   return `approval of step ${JSON.stringify(w.step)}`;
 }
 

@@ -11,6 +11,7 @@ import type {
   ClaimJudge,
   ClaimResult,
   Fence,
+  FlowQuery,
   Lease,
   RunFilter,
   RunListing,
@@ -55,16 +56,23 @@ class MemoryStore implements Store {
   }
 
   async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
-    const existing = this.#states.get(run.id);
-    if (existing) return { exists: structuredClone(existing.run) };
+    const existing = this.#states.taken(run);
+    if (existing) return { exists: structuredClone(existing) };
     must(this.#states.create(run, attempt, lease));
     return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
   }
 
-  async claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
+  async enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
+    const existing = this.#states.taken(run);
+    if (existing) return { exists: structuredClone(existing) };
+    must(this.#states.enqueue(run, now));
+    return { queued: true };
+  }
+
+  async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
     const current = this.#states.get(runId);
     if (!current) return { kind: "missing" };
-    const decision = claimVerdict(decide, structuredClone(current));
+    const decision = claimVerdict(decide, { ...structuredClone(current), ...(flow ? { flow: this.#states.flowFacts(runId, flow) } : {}) });
     if (decision.kind === "refuse") {
       if (decision.run) must(this.#states.update(runId, { patch: decision.run }));
       throw decision.error;

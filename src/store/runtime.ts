@@ -12,13 +12,14 @@
  * its closed state, as they share the object.
  */
 
-import { StoreClosedError } from "../base/errors.js";
+import { InvalidOptionError, StoreClosedError } from "../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
   ClaimJudge,
   ClaimResult,
   Fence,
+  FlowQuery,
   Lease,
   LeaseRow,
   RunFilter,
@@ -89,9 +90,23 @@ export class RuntimeStore implements Store {
     return this.#call("createRun", () => this.#inner.createRun(run, attempt, lease));
   }
 
-  claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
+  /** Only for a store that implements it: flow control queues runs (INVALID_OPTION otherwise, before anything is written). */
+  enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
+    const inner = this.#inner;
+    if (!inner.enqueueRun) {
+      return Promise.reject(
+        new InvalidOptionError(
+          `The ${this.kind} store at ${this.location} cannot queue runs (it has no enqueueRun), so workflow ${JSON.stringify(run.workflow)}'s concurrency and rate limits cannot be held on it. Nothing was recorded; use steplog's SQLite, Postgres, JSONL or memory store, or implement enqueueRun (docs/stores.md).`,
+          { runId: run.id },
+        ),
+      );
+    }
+    return this.#call("enqueueRun", () => inner.enqueueRun!(run, now));
+  }
+
+  claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
     const judge: ClaimJudge = this.leaseAge ? decide : (current, seen) => decide(this.#undeclared(current), seen);
-    return this.#call("claimRun", () => this.#inner.claimRun(runId, judge));
+    return this.#call("claimRun", () => (flow ? this.#inner.claimRun(runId, judge, flow) : this.#inner.claimRun(runId, judge)));
   }
 
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
@@ -141,7 +156,10 @@ export class RuntimeStore implements Store {
 
   /** A lease age from a store that does not declare `leaseAge` is not trusted: the holder is judged by watching instead. */
   #undeclared(state: StoredRun): StoredRun {
-    return this.leaseAge || !state.lease || !("ageMs" in state.lease) ? state : { ...state, lease: withoutAge(state.lease) };
+    if (this.leaseAge) return state;
+    const lease = state.lease && "ageMs" in state.lease ? withoutAge(state.lease) : state.lease;
+    const flow = state.flow && { ...state.flow, holders: state.flow.holders.map((h) => ({ ...h, lease: withoutAge(h.lease) })) };
+    return { ...state, lease, ...(flow ? { flow } : {}) };
   }
 
   #open(call: string): void {

@@ -8,12 +8,15 @@
  */
 
 import { LeaseLostError } from "../base/errors.js";
+import { ENDED_STATUSES } from "./types.js";
 import type {
   AttemptEnd,
   AttemptRow,
   ClaimDecision,
   ClaimJudge,
   EventRow,
+  FlowFacts,
+  FlowQuery,
   RunFilter,
   RunListing,
   RunPatch,
@@ -53,11 +56,11 @@ export function listed(run: RunRow, filter: RunFilter): boolean {
   return true;
 }
 
-/** Newest first; a listing of due runs goes oldest wake time first (so none is starved); ties by id. */
+/** Newest first; a listing of due runs goes highest priority first, then oldest wake time first (so none is starved); ties by id. */
 export function byListingOrder(filter: RunFilter): (a: RunListing, b: RunListing) => number {
   const byId = (a: RunListing, b: RunListing) => (a.run.id < b.run.id ? -1 : a.run.id > b.run.id ? 1 : 0);
   return filter.dueBy !== undefined
-    ? (a, b) => (a.run.wakeAt ?? 0) - (b.run.wakeAt ?? 0) || byId(a, b)
+    ? (a, b) => (b.run.priority ?? 0) - (a.run.priority ?? 0) || (a.run.wakeAt ?? 0) - (b.run.wakeAt ?? 0) || byId(a, b)
     : (a, b) => b.run.createdAt - a.run.createdAt || byId(a, b);
 }
 
@@ -86,6 +89,44 @@ export class RunStates {
 
   get(runId: string): StoredRun | undefined {
     return this.runs.get(runId);
+  }
+
+  /** The run that takes a new run's place: the one with its id, or an active one with its dedupe key. */
+  taken(run: RunRow): RunRow | undefined {
+    const same = this.runs.get(run.id)?.run;
+    if (same) return same;
+    if (run.dedupeKey == null) return undefined;
+    for (const other of this.runs.values()) {
+      if (other.run.dedupeKey === run.dedupeKey && !ENDED_STATUSES.includes(other.run.status)) return other.run;
+    }
+    return undefined;
+  }
+
+  /** What a claim's FlowQuery asks of the other runs. */
+  flowFacts(runId: string, query: FlowQuery): FlowFacts {
+    const facts: FlowFacts = { holders: [], started: 0 };
+    for (const other of this.runs.values()) {
+      const { run, lease } = other;
+      if (query.concurrencyKey !== undefined && run.id !== runId && run.concurrencyKey === query.concurrencyKey && lease && lease.attempt !== null) {
+        const attempt = other.attempts.find((a) => a.number === lease.attempt);
+        if (attempt) facts.holders.push(structuredClone({ lease, attempt }));
+      }
+      if (query.rate && run.rateKey === query.rate.key) facts.started += other.attempts.filter((a) => a.startedAt >= query.rate!.since).length;
+    }
+    return facts;
+  }
+
+  /** A run queued for its turn: no attempt yet, a free lease row at epoch 0. */
+  enqueue(run: RunRow, now: number): Error | undefined {
+    if (this.runs.has(run.id)) return invariant(`run ${run.id} exists already`);
+    this.runs.set(run.id, {
+      run: { ...run, parent: run.parent ?? null },
+      attempts: [],
+      steps: [],
+      events: [],
+      lease: { runId: run.id, epoch: 0, attempt: null, expiresAt: 0, heartbeatAt: now },
+    });
+    return undefined;
   }
 
   create(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Error | undefined {

@@ -26,6 +26,9 @@ export type RunStatus =
   | "dead-lettered"
   | "compensated";
 
+/** The statuses of a run that has ended (no attempt runs, none is owed): a dedupe key is free again, a parent takes a child's as its answer. */
+export const ENDED_STATUSES: readonly RunStatus[] = ["completed", "failed", "stopped", "timed-out", "cancelled", "dead-lettered", "compensated"];
+
 export type AttemptEnding = "completed" | "failed" | "stopped" | "timed-out" | "cancelled" | "waiting" | "escalated" | "compensated";
 
 export type StepStatus = "intended" | "succeeded" | "failed" | "stopped" | "escalated" | "compensated";
@@ -53,6 +56,16 @@ export interface RunRow {
   wakeAt: number | null;
   /** The run that started this one as a child run (ctx.child, ctx.startChild); null for a run started otherwise. Read as null from records written before child runs existed. */
   parent: string | null;
+  /**
+   * Flow control (absent or null: none). `concurrencyKey`: at most a limit of runs with this key
+   * hold a lease at once; `rateKey`: at most a limit of attempts start per period among runs with
+   * this key; `priority`: due runs are listed highest first (default 0); `dedupeKey`: a new run
+   * with this key is not created while a run that has it has not ended (ENDED_STATUSES).
+   */
+  concurrencyKey?: string | null;
+  rateKey?: string | null;
+  priority?: number;
+  dedupeKey?: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -161,6 +174,23 @@ export interface StoredRun {
   lease: LeaseRow | null;
   /** In order of arrival. */
   events: EventRow[];
+  /** What a claim asked with a FlowQuery learns of the other runs, read in the claim's transaction. */
+  flow?: FlowFacts;
+}
+
+/** What a claim asks the store about other runs, to hold flow-control limits (claimRun's `flow`). */
+export interface FlowQuery {
+  /** The other runs with this concurrency key whose lease is held (an attempt that has not ended, or whose owner died). */
+  concurrencyKey?: string;
+  /** How many attempts started at or after `since` among the runs with this rate key (this one's included). */
+  rate?: { key: string; since: number };
+}
+
+export interface FlowFacts {
+  /** Each other run with the concurrency key whose lease is held: the lease and its holding attempt, to judge whether its owner is gone. */
+  holders: Array<{ lease: LeaseRow; attempt: AttemptRow }>;
+  /** Attempts started in the rate window (0 without a rate query). */
+  started: number;
 }
 
 export interface Fence {
@@ -262,7 +292,7 @@ export interface AttemptEnd {
 export interface RunFilter {
   status?: RunStatus[];
   workflow?: string;
-  /** Only runs whose wakeAt is set and at or before this time; such a listing is ordered by wakeAt, oldest first. */
+  /** Only runs whose wakeAt is set and at or before this time; such a listing is ordered by priority (highest first), then wakeAt, oldest first. */
   dueBy?: number;
   /** Only the child runs of this run (their `parent`). */
   parent?: string;
@@ -297,15 +327,27 @@ export interface Store {
    */
   storageId?(): Promise<string> | string;
 
-  /** Insert a run with its first attempt and lease (epoch 1). Resolves `{ exists }` (writing nothing) when the id is taken. */
+  /**
+   * Insert a run with its first attempt and lease (epoch 1). Resolves `{ exists }` (writing
+   * nothing) when the id is taken, or when `run.dedupeKey` is set and a run with that key has not
+   * ended (that run), checked in the same transaction.
+   */
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }>;
+  /**
+   * Optional (flow control needs it): insert a run with no attempt yet, to be claimed when its
+   * turn comes (it is `waiting` and due), with a free lease row (epoch 0). `{ exists }` as for
+   * createRun.
+   */
+  enqueueRun?(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }>;
   /**
    * Read the run and apply `decide`'s verdict in the same transaction: take the lease (new
    * attempt row, epoch + 1, run patched) or refuse (run patched, then the error thrown).
    * A store with no such run (or no file yet) resolves `missing` and creates nothing. `decide`
    * is pure and may be asked more than once (ClaimJudge); the store never judges a holder itself.
+   * With `flow`, `current.flow` carries what it asks, read in the transaction so that no other
+   * claim of a run with the same keys commits in between (the limits hold across processes).
    */
-  claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult>;
+  claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult>;
   /** Read and update one run atomically, outside any attempt (recover, resolve, …). */
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined>;
   loadRun(runId: string): Promise<StoredRun | undefined>;

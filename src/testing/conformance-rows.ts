@@ -27,6 +27,10 @@ export function runRow(id: string, patch: Partial<RunRow> = {}): RunRow {
     waitingFor: null,
     wakeAt: null,
     parent: null,
+    concurrencyKey: null,
+    rateKey: null,
+    priority: 0,
+    dedupeKey: null,
     createdAt: NOW,
     updatedAt: NOW,
     ...patch,
@@ -75,8 +79,8 @@ export function stepRow(runId: string, seq: number, key: string, patch: Partial<
 }
 
 /** A run created with runRow(id, patch) and its first attempt; its lease. */
-export async function created(store: Store, id: string, patch: Partial<RunRow> = {}): Promise<Lease> {
-  const lease = await store.createRun(runRow(id, patch), attemptRow(id, 1), { expiresAt: NOW + 30_000, now: NOW });
+export async function created(store: Store, id: string, patch: Partial<RunRow> = {}, attempt: Partial<AttemptRow> = {}): Promise<Lease> {
+  const lease = await store.createRun(runRow(id, patch), attemptRow(id, 1, attempt), { expiresAt: NOW + 30_000, now: NOW });
   assert.ok(!("exists" in lease), `createRun(${id}) found an existing run`);
   return lease as Lease;
 }

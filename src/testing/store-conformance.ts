@@ -15,6 +15,7 @@ import type { StoreConformanceOptions, SuiteCases, TestBody, TestFunctions } fro
 import { updateAndListCases, writeAndClaimCases } from "./conformance-basic.js";
 import { fencingCases } from "./conformance-fencing.js";
 import { durabilityCases } from "./conformance-durability.js";
+import { flowCases } from "./conformance-flow.js";
 
 export { attemptRow, runRow, stepRow } from "./conformance-rows.js";
 export type { AdditionalTests, StoreConformanceOptions, TestFunctions } from "./conformance-types.js";
@@ -58,6 +59,7 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
     fencingCases(suite);
     updateAndListCases(suite);
     durabilityCases(suite);
+    flowCases(suite);
 
     options.additionalTests?.({ it: runner.it, withStore, runRow, attemptRow, stepRow, now: NOW });
 

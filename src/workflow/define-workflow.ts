@@ -9,8 +9,15 @@ import { checkName } from "./names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./schema.js";
 import { makeSchedule, type Schedule, type ScheduleDefinition } from "./schedule.js";
+import { makeFlowControl, type ConcurrencyDefinition, type FlowControl, type RateLimitDefinition } from "./flow-control.js";
 
 export const DEFAULT_MAX_ATTEMPTS = 10;
+
+/**
+ * The args a flow-control key function gets: the schema's output, or (without a schema) what
+ * the caller declares, as `run`'s own parameter may be declared.
+ */
+type KeyArgs<A> = A extends StandardSchemaV1 ? InferOutput<A> : any;
 
 export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
   /** A run belongs to this name, not to a file: continue from a moved or copied file. */
@@ -48,6 +55,15 @@ export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
    * See docs/schedules.md.
    */
   schedule?: ScheduleDefinition<A extends StandardSchemaV1 ? InferInput<A> : unknown>;
+  /**
+   * At most `limit` attempts of this workflow's runs with one key run at once, across every
+   * worker and process on the store; the others wait for their turn (docs/waiting.md#flow-control).
+   */
+  concurrency?: ConcurrencyDefinition<KeyArgs<A>>;
+  /** At most `limit` attempts start per `periodMs` among runs with one key; the others wait for their turn. */
+  rateLimit?: RateLimitDefinition<KeyArgs<A>>;
+  /** Among runs that are due, higher runs first (a worker's order). A number, or a function of the args. Default 0. */
+  priority?: number | ((args: KeyArgs<A>) => number);
   run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
 }
 
@@ -63,6 +79,8 @@ export interface Workflow<Args = unknown, R = unknown> {
   readonly onOrderChange: "warn" | "stop";
   /** Its schedule, checked, when it has one: workers start a run on each tick. */
   readonly schedule: Schedule | undefined;
+  /** Its concurrency and rate limits and priority, checked. */
+  readonly flow: FlowControl;
   readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
   /** Type-only: the args `start` takes. */
   readonly __args?: Args;
@@ -81,6 +99,9 @@ const DEFINITION_KEYS: KnownKeys<WorkflowDefinition<undefined, unknown>> = {
   timeoutMs: true,
   onOrderChange: true,
   schedule: true,
+  concurrency: true,
+  rateLimit: true,
+  priority: true,
   run: true,
 };
 
@@ -111,6 +132,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: run must be a function (ctx, args) => Promise<result>.`);
   }
   const schedule = makeSchedule(definition.name, definition.schedule, definition.args);
+  const flow = makeFlowControl(definition.name, definition);
   return {
     kind: "steplog.workflow",
     name: definition.name,
@@ -122,6 +144,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     timeoutMs: definition.timeoutMs,
     onOrderChange: definition.onOrderChange ?? "warn",
     schedule,
+    flow,
     run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
   };
 }

@@ -14,8 +14,8 @@
 export type ResolutionPolicy = "query" | "redrive" | "compensate" | "escalate" | "supplied";
 
 export interface WaitingFor {
-  kind: "event" | "sleep" | "approval" | "child";
-  /** The step key of the wait (or of the step that needs approval). */
+  kind: "event" | "sleep" | "approval" | "child" | "turn";
+  /** The step key of the wait (or of the step that needs approval); "" for a run waiting for its turn (kind "turn": flow control, before its first step). */
   step: string;
   event?: string;
   /** The child run's id (kind "child": ctx.child, a child handle's result()), recorded before the child is started. */

@@ -23,3 +23,27 @@ describe("examples/schedules/every-second.mjs", () => {
     expect(a.stdout).toMatch(/next tick: every-second@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/);
   });
 });
+
+describe("examples/flow/per-user.mjs", () => {
+  it("one attempt per user at a time, the urgent run first among those waiting, a webhook twice is one run", async () => {
+    const db = tmpDb();
+    const out = await spawnNode("examples/flow/per-user.mjs", [db], { cwd: repoRoot }).done;
+    expect(out.code, out.stderr).toBe(0);
+    const lines = out.stdout.trim().split("\n");
+    const started = lines.find((l) => l.startsWith("started: "))!;
+    // One of ana's three ran at once, the other two waited for their turn; bo's ran beside it.
+    const anaStatuses = [...started.matchAll(/(ana-\S+) (\w+)/g)].map((m) => m[2]);
+    expect(anaStatuses.sort()).toEqual(["completed", "waiting", "waiting"]);
+    expect(started).toContain("bo-1 completed");
+    expect(started).toMatch(/cy-hook completed, cy-hook completed$/);
+    const ana = lines.filter((l) => /^(start|end) +ana/.test(l)).map((l) => l.replace(/ +/g, " "));
+    // Never two of ana's at once: each start follows the previous end.
+    expect(ana.map((l) => l.split(" ")[0])).toEqual(["start", "end", "start", "end", "start", "end"]);
+    for (let i = 0; i < ana.length; i += 2) expect(ana[i + 1]).toBe(ana[i]!.replace("start", "end"));
+    // Among those that waited, the urgent one went first.
+    const waited = ana.filter((l, i) => i >= 2 && l.startsWith("start")).map((l) => l.split(" ")[1]);
+    if (waited.includes("ana-urgent")) expect(waited[0]).toBe("ana-urgent");
+    expect(lines.filter((l) => l.startsWith("start cy"))).toHaveLength(1);
+    expect(lines.at(-1)).toBe("all done");
+  });
+});

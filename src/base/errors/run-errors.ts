@@ -167,3 +167,27 @@ export class WorkflowNotRegisteredError extends SteplogError {
     );
   }
 }
+
+export class FlowLimitedError extends SteplogError {
+  override name = "FlowLimitedError";
+  /** Which limit: "concurrency" (attempts running with the key) or "rate" (attempts started in the period). */
+  readonly limit: "concurrency" | "rate";
+  readonly key: string;
+  constructor(
+    runId: string,
+    limit: { kind: "concurrency"; key: string; running: string[]; max: number } | { kind: "rate"; key: string; started: number; max: number; periodMs: number },
+  ) {
+    const id = q(runId);
+    const why =
+      limit.kind === "concurrency"
+        ? `key ${q(limit.key)} has ${limit.running.length} of ${limit.max} attempt${limit.max === 1 ? "" : "s"} running (${limit.running.map(q).slice(0, 5).join(", ")})`
+        : `${limit.started} attempt${limit.started === 1 ? "" : "s"} of key ${q(limit.key)} started in the last ${limit.periodMs} ms (at most ${limit.max})`;
+    super(
+      "FLOW_LIMITED",
+      `Run ${id} waits for its turn: ${why}. Nothing was started or counted. A worker (engine.work(), steplog work) takes it when its turn comes; or continue it then: engine.continue(${id}).`,
+      { runId },
+    );
+    this.limit = limit.kind;
+    this.key = limit.key;
+  }
+}

@@ -8,6 +8,7 @@ export const ERROR_CODES = [
   "RUN_NOT_FOUND",
   "RUN_EXISTS",
   "RUN_BUSY",
+  "FLOW_LIMITED",
   "RUN_COMPLETED",
   "RUN_ESCALATED",
   "DEAD_LETTERED",

@@ -86,7 +86,9 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
           ? `the timer of step ${safe(w.step)}`
           : w.kind === "child"
             ? `child run ${safe(w.child ?? "?")} (step ${safe(w.step)})`
-            : `approval of step ${safe(w.step)}`;
+            : w.kind === "turn"
+              ? `its turn (the workflow's concurrency or rate limit)`
+              : `approval of step ${safe(w.step)}`;
     facts.push(["  waiting", `for ${what}${until}`]);
   }
   if (t.parent !== null) facts.push(["  parent", `${safe(t.parent)} ${gray(`(steplog show ${safe(t.parent)})`)}`]);

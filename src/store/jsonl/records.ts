@@ -20,6 +20,8 @@ export type { StepPatch };
 
 export type JournalRecord =
   | { op: "create"; run: string; row: RunRow; attempt: AttemptRow; expiresAt: number; now: number }
+  /** A run queued for its turn (flow control): no attempt yet. */
+  | { op: "enqueue"; run: string; row: RunRow; now: number }
   | { op: "claim"; run: string; epoch: number; attempt: AttemptRow; patch: RunPatch; expiresAt: number; now: number }
   | {
       op: "update";
@@ -48,7 +50,7 @@ export type JournalRecord =
 
 export type JournalState = Map<string, StoredRun>;
 
-const OPS = new Set(["create", "claim", "update", "intent", "outcome", "renew", "end"]);
+const OPS = new Set(["create", "enqueue", "claim", "update", "intent", "outcome", "renew", "end"]);
 
 export type Header = { version: number };
 
@@ -80,6 +82,8 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
   switch (record.op) {
     case "create":
       return runs.create(record.row, record.attempt, { expiresAt: record.expiresAt, now: record.now });
+    case "enqueue":
+      return runs.enqueue(record.row, record.now);
     case "claim":
       return runs.claim(record.run, record.epoch, record.attempt, record.patch, record.expiresAt, record.now);
     case "update": {

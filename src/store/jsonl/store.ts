@@ -16,6 +16,7 @@ import type {
   ClaimJudge,
   ClaimResult,
   Fence,
+  FlowQuery,
   Lease,
   RunFilter,
   RunListing,
@@ -102,8 +103,8 @@ class JsonlStoreImpl implements JsonlStore {
 
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
     return this.#queue.enqueue("the new run", run.id, true, (state) => {
-      const existing = state.get(run.id);
-      if (existing) return { ok: { exists: structuredClone(existing.run) } };
+      const existing = new RunStates(state).taken(run);
+      if (existing) return { ok: { exists: structuredClone(existing) } };
       return {
         record: { op: "create", run: run.id, row: run, attempt, expiresAt: lease.expiresAt, now: lease.now },
         settle: () => ({ ok: { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt } }),
@@ -111,11 +112,20 @@ class JsonlStoreImpl implements JsonlStore {
     });
   }
 
-  claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
+  enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
+    return this.#queue.enqueue("the new run", run.id, true, (state) => {
+      const existing = new RunStates(state).taken(run);
+      if (existing) return { ok: { exists: structuredClone(existing) } };
+      return { record: { op: "enqueue", run: run.id, row: run, now }, settle: () => ({ ok: { queued: true as const } }) };
+    });
+  }
+
+  claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
     return this.#queue.enqueue("the new attempt", runId, false, (state) => {
       const current = state.get(runId);
       if (!current) return { ok: { kind: "missing" } };
-      const decision = claimVerdict(decide, structuredClone(current));
+      const facts = flow ? new RunStates(state).flowFacts(runId, flow) : undefined;
+      const decision = claimVerdict(decide, { ...structuredClone(current), ...(facts ? { flow: facts } : {}) });
       if (decision.kind === "refuse") {
         // The refusal's own patch (say, dead-lettering) is committed, then the error thrown.
         if (!hasFields(decision.run)) return { error: decision.error };

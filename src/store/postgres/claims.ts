@@ -17,8 +17,8 @@
 
 import { taken as takenResult } from "../claim-result.js";
 import { claimVerdict } from "../state-machine.js";
-import type { AttemptRow, ClaimJudge, ClaimResult, Lease, LeaseRow, RunRow, RunUpdate, StoredRun } from "../types.js";
-import type { TxState } from "./connection.js";
+import type { AttemptRow, ClaimJudge, ClaimResult, FlowQuery, Lease, LeaseRow, RunRow, RunUpdate, StoredRun } from "../types.js";
+import type { PgClient, TxState } from "./connection.js";
 import type { Database, Refused } from "./database.js";
 import { newRunStatement } from "./one-trip.js";
 import { num } from "./sql.js";
@@ -44,30 +44,9 @@ export async function createRun(
       }
     }
     await conn.begin(client);
-    const inserted = await client.query(
-      `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
-      [
-        run.id,
-        run.workflow,
-        run.version,
-        run.args,
-        run.status,
-        run.attempts,
-        run.budgetUsed,
-        run.source,
-        run.deadline,
-        run.value,
-        run.error,
-        run.waitingFor,
-        run.wakeAt,
-        run.parent ?? null,
-        run.createdAt,
-        run.updatedAt,
-      ],
-    );
-    if (inserted.rowCount === 0) {
-      const existing = (await db.sql.loadRun(client, run.id))!;
+    const taken = await insertRunRow(db, client, run);
+    if (taken) {
+      const existing = (await db.sql.loadRun(client, taken.id))!;
       await conn.rollback(client);
       // Our own first try committed and only its reply was lost: the run is ours.
       if (tx.maybeCommitted && isOurCreation(existing, run, attempt)) return ours;
@@ -85,7 +64,67 @@ export async function createRun(
   }))!;
 }
 
-export async function claimRun(db: Database, runId: string, decide: ClaimJudge): Promise<ClaimResult> {
+/**
+ * Insert the run row, unless a run takes its place (its id, or its dedupe key on a run that has
+ * not ended, looked up under the key's lock): then that run, and nothing inserted.
+ */
+async function insertRunRow(db: Database, client: PgClient, run: RunRow): Promise<RunRow | undefined> {
+  const s = db.sql.s;
+  if (run.dedupeKey != null) {
+    await db.sql.lockKey(client, "dedupe", run.dedupeKey);
+    const active = await db.sql.taken(client, run);
+    if (active) return active;
+  }
+  const inserted = await client.query(
+    `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
+       concurrency_key, rate_key, priority, dedupe_key, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) ON CONFLICT (id) DO NOTHING`,
+    [
+      run.id,
+      run.workflow,
+      run.version,
+      run.args,
+      run.status,
+      run.attempts,
+      run.budgetUsed,
+      run.source,
+      run.deadline,
+      run.value,
+      run.error,
+      run.waitingFor,
+      run.wakeAt,
+      run.parent ?? null,
+      run.concurrencyKey ?? null,
+      run.rateKey ?? null,
+      run.priority ?? 0,
+      run.dedupeKey ?? null,
+      run.createdAt,
+      run.updatedAt,
+    ],
+  );
+  return inserted.rowCount === 0 ? await db.sql.taken(client, run) : undefined;
+}
+
+/** A run queued for its turn (flow control): its row and a free lease row (epoch 0), no attempt. */
+export async function enqueueRun(db: Database, run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
+  const s = db.sql.s;
+  return (await db.transact(true, "the new run", run.id, "retry", true, async (client, tx) => {
+    const { conn } = await db.connect();
+    await conn.begin(client);
+    const taken = await insertRunRow(db, client, run);
+    if (taken) {
+      await conn.rollback(client);
+      // Our own first try committed and only its reply was lost: the run is ours.
+      const ours = tx.maybeCommitted && taken.id === run.id && taken.createdAt === run.createdAt && taken.args === run.args && taken.attempts === 0;
+      return ours ? { queued: true as const } : { exists: taken };
+    }
+    await client.query(`INSERT INTO ${s}.leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES ($1, 0, NULL, 0, $2)`, [run.id, now]);
+    await conn.commit(client, tx);
+    return { queued: true as const };
+  }))!;
+}
+
+export async function claimRun(db: Database, runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
   let taken: { attempt: AttemptRow; expiresAt: number } | undefined;
   /** A retry after a lost COMMIT reply: if our attempt holds the lease, the claim went through. */
   const ours = (tx: TxState, state: StoredRun): ClaimResult | undefined => {
@@ -128,6 +167,8 @@ export async function claimRun(db: Database, runId: string, decide: ClaimJudge):
       await conn.rollback(client);
       return mineAlready;
     }
+    // Under the keys' locks until this transaction ends: no other claim with a key counts in between.
+    if (flow) current.flow = await db.sql.flowFacts(client, runId, flow);
     const decision = claimVerdict(decide, current);
     if (decision.kind === "refuse") {
       if (decision.run) {

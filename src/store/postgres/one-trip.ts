@@ -167,6 +167,8 @@ function runSets(patch: RunPatch): string[] | undefined {
  * taken). Undefined when a value cannot be a literal.
  */
 export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): string | undefined {
+  // A dedupe key is looked up under a lock first: the usual way does that.
+  if (run.dedupeKey != null) return undefined;
   const r = sqlValues([
     [run.id, "text"],
     [run.workflow, "text"],
@@ -182,6 +184,9 @@ export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lea
     [run.waitingFor, "text"],
     [run.wakeAt, "bigint"],
     [run.parent ?? null, "text"],
+    [run.concurrencyKey ?? null, "text"],
+    [run.rateKey ?? null, "text"],
+    [run.priority ?? 0, "integer"],
     [run.createdAt, "bigint"],
     [run.updatedAt, "bigint"],
   ]);
@@ -205,7 +210,8 @@ export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lea
   ]);
   if (r === undefined || a === undefined || l === undefined || attempt.runId !== run.id) return undefined;
   return `WITH r AS (
-      INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent, created_at, updated_at)
+      INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
+        concurrency_key, rate_key, priority, created_at, updated_at)
       VALUES (${r.join(", ")}) ON CONFLICT (id) DO NOTHING RETURNING id),
     a AS (
       INSERT INTO ${s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, epoch, replaced_expires_at)

@@ -131,6 +131,18 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   ALTER TABLE ${s}.runs ADD COLUMN parent text COLLATE "C";
   CREATE INDEX runs_by_parent ON ${s}.runs (parent) WHERE parent IS NOT NULL;
   `,
+  // 6: flow control: each run's concurrency key, rate key, priority and dedupe key; attempts by
+  // start time (a rate limit counts the attempts started in its window)
+  (s) => `
+  ALTER TABLE ${s}.runs ADD COLUMN concurrency_key text COLLATE "C";
+  ALTER TABLE ${s}.runs ADD COLUMN rate_key text COLLATE "C";
+  ALTER TABLE ${s}.runs ADD COLUMN priority integer NOT NULL DEFAULT 0;
+  ALTER TABLE ${s}.runs ADD COLUMN dedupe_key text COLLATE "C";
+  CREATE INDEX runs_by_concurrency_key ON ${s}.runs (concurrency_key) WHERE concurrency_key IS NOT NULL;
+  CREATE INDEX runs_by_rate_key ON ${s}.runs (rate_key) WHERE rate_key IS NOT NULL;
+  CREATE INDEX runs_by_dedupe_key ON ${s}.runs (dedupe_key) WHERE dedupe_key IS NOT NULL;
+  CREATE INDEX attempts_by_start ON ${s}.attempts (started_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

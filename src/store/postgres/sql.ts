@@ -3,11 +3,22 @@
  * statement (JSON aggregates), so what it returns is one consistent snapshot even without a lock.
  */
 
-import type { AttemptRow, LeaseRow, RunPatch, RunRow, StepRow, StoredRun } from "../types.js";
+import {
+  ENDED_STATUSES,
+  type AttemptRow,
+  type FlowFacts,
+  type FlowQuery,
+  type LeaseRow,
+  type RunPatch,
+  type RunRow,
+  type StepRow,
+  type StoredRun,
+} from "../types.js";
 import type { PgClient } from "./connection.js";
 
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS "budgetUsed", source, deadline, value, error,
-  waiting_for AS "waitingFor", wake_at AS "wakeAt", parent, created_at AS "createdAt", updated_at AS "updatedAt"`;
+  waiting_for AS "waitingFor", wake_at AS "wakeAt", parent, concurrency_key AS "concurrencyKey", rate_key AS "rateKey", priority,
+  dedupe_key AS "dedupeKey", created_at AS "createdAt", updated_at AS "updatedAt"`;
 const ATTEMPT_COLUMNS = `run_id AS "runId", number, host, boot_id AS "bootId", pid, process_start AS "processStart",
   started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error, reused, consent`;
 /** An attempt row as JSON; `reused` is absent (not null) until an ending records it, `consent` unless one was given. */
@@ -77,6 +88,52 @@ export class Sql {
     this.lockLeaseSkipLocked = `${this.lockLease} SKIP LOCKED`;
   }
 
+  /** The run of this id, or with this dedupe key and not ended: what takes a new run's place. */
+  async taken(client: PgClient, run: RunRow): Promise<RunRow | undefined> {
+    const same = await client.query(`SELECT ${RUN_COLUMNS} FROM ${this.s}.runs WHERE id = $1`, [run.id]);
+    if (same.rows.length > 0 || run.dedupeKey == null) return same.rows[0] as RunRow | undefined;
+    const active = await client.query(`SELECT ${RUN_COLUMNS} FROM ${this.s}.runs WHERE dedupe_key = $1 AND NOT (status = ANY($2::text[])) LIMIT 1`, [
+      run.dedupeKey,
+      ENDED_STATUSES,
+    ]);
+    return active.rows[0] as RunRow | undefined;
+  }
+
+  /**
+   * Serialise, until this transaction ends, with every other transaction that locks the same
+   * key (a dedupe key, a concurrency or rate key) in this schema: a transaction-scoped advisory
+   * lock, so two processes cannot both find a key free and both take it.
+   */
+  async lockKey(client: PgClient, kind: "dedupe" | "flow", key: string): Promise<void> {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`steplog:${this.s}:${kind}:${key}`]);
+  }
+
+  /** What a claim's FlowQuery asks of the other runs; the keys locked first (lockKey), in order. */
+  async flowFacts(client: PgClient, runId: string, query: FlowQuery): Promise<FlowFacts> {
+    const keys = [...new Set([query.concurrencyKey, query.rate?.key].filter((k): k is string => k !== undefined))].sort();
+    for (const key of keys) await this.lockKey(client, "flow", key);
+    let holders: FlowFacts["holders"] = [];
+    if (query.concurrencyKey !== undefined) {
+      const { rows } = await client.query(
+        `SELECT (SELECT row_to_json(x) FROM (SELECT ${LEASE_COLUMNS} FROM ${this.s}.leases WHERE run_id = r.id) x) AS lease,
+           (SELECT ${attemptJson("a")} FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${this.s}.attempts WHERE run_id = r.id AND number = l.attempt) a) AS attempt
+         FROM ${this.s}.runs r JOIN ${this.s}.leases l ON l.run_id = r.id
+         WHERE r.concurrency_key = $1 AND r.id <> $2 AND l.attempt IS NOT NULL`,
+        [query.concurrencyKey, runId],
+      );
+      holders = (rows as FlowFacts["holders"]).filter((h) => h.lease !== null && h.attempt !== null);
+    }
+    let started = 0;
+    if (query.rate) {
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM ${this.s}.attempts WHERE started_at >= $1 AND run_id IN (SELECT id FROM ${this.s}.runs WHERE rate_key = $2)`,
+        [query.rate.since, query.rate.key],
+      );
+      started = (rows[0] as { n: number }).n;
+    }
+    return { holders, started };
+  }
+
   async loadRun(client: PgClient, runId: string): Promise<StoredRun | undefined> {
     const row = (await client.query(this.load, [runId])).rows[0] as {
       run: RunRow | null;
@@ -89,10 +146,10 @@ export class Sql {
     return { run: row.run, attempts: row.attempts, steps: row.steps, lease: row.lease, events: row.events };
   }
 
-  /** Newest first; a due listing (`byWake`) oldest wake time first, which the partial index on wake_at serves. `limit`: whole, as listLimit makes it. */
+  /** Newest first; a due listing (`byWake`) highest priority first, then oldest wake time first. `limit`: whole, as listLimit makes it. */
   listing(where: string[], limit: number | undefined, byWake: boolean): string {
     const s = this.s;
-    const [inner, outer] = byWake ? ["wake_at, id", `r."wakeAt", r.id`] : ["created_at DESC, id", `r."createdAt" DESC, r.id`];
+    const [inner, outer] = byWake ? ["priority DESC, wake_at, id", `r.priority DESC, r."wakeAt", r.id`] : ["created_at DESC, id", `r."createdAt" DESC, r.id`];
     return `SELECT row_to_json(r) AS run,
         (SELECT ${attemptJson("a")} FROM (SELECT ${ATTEMPT_COLUMNS} FROM ${s}.attempts WHERE run_id = r.id ORDER BY number DESC LIMIT 1) a) AS "lastAttempt",
         (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = r.id) l) AS lease

@@ -13,6 +13,7 @@ import type {
   AttemptEnd,
   AttemptRow,
   ClaimJudge,
+  FlowQuery,
   ClaimResult,
   Fence,
   Lease,
@@ -85,8 +86,12 @@ class PostgresStoreImpl implements PostgresStore {
     return claims.createRun(this.#db, run, attempt, lease);
   }
 
-  claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
-    return claims.claimRun(this.#db, runId, decide);
+  enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
+    return claims.enqueueRun(this.#db, run, now);
+  }
+
+  claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
+    return claims.claimRun(this.#db, runId, decide, flow);
   }
 
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {

@@ -6,9 +6,9 @@
  */
 
 import type Database from "better-sqlite3";
-import type { EventRow, LeaseRow, RunFilter, RunListing, RunRow, StepRow, StoredRun } from "../types.js";
+import type { EventRow, FlowFacts, FlowQuery, LeaseRow, RunFilter, RunListing, RunRow, StepRow, StoredRun } from "../types.js";
 import { listLimit } from "../state-machine.js";
-import { attemptFromDb, RUN_COLUMNS, type Statements, type StoredAttempt } from "./sql.js";
+import { attemptFromDb, keyHolderFromDb, RUN_COLUMNS, type KeyHolderRow, type Statements, type StoredAttempt } from "./sql.js";
 
 /** A run's records; `forClaim` leaves out the attempts' reused lists, which only views show. */
 export function loadRun(s: Statements, runId: string, forClaim = false): StoredRun | undefined {
@@ -43,8 +43,8 @@ export function listRuns(db: Database.Database, s: Statements, filter: RunFilter
   const sql =
     `SELECT ${RUN_COLUMNS} FROM runs` +
     (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
-    // Newest first; a listing of due runs goes oldest due first, so none is starved.
-    (filter.dueBy !== undefined ? ` ORDER BY wake_at, id` : ` ORDER BY created_at DESC, id`) +
+    // Newest first; a listing of due runs goes highest priority first, then oldest due first, so none is starved.
+    (filter.dueBy !== undefined ? ` ORDER BY priority DESC, wake_at, id` : ` ORDER BY created_at DESC, id`) +
     (listLimit(filter.limit) === undefined ? "" : ` LIMIT ${listLimit(filter.limit)}`);
   const runs = db.prepare(sql).all(...params) as RunRow[];
   return runs.map((run) => {
@@ -55,4 +55,11 @@ export function listRuns(db: Database.Database, s: Statements, filter: RunFilter
       lease: (s.getLease.get(run.id) as LeaseRow | undefined) ?? null,
     };
   });
+}
+
+/** What a claim's FlowQuery asks of the other runs (read in the claim's transaction). */
+export function flowFacts(s: Statements, runId: string, query: FlowQuery): FlowFacts {
+  const holders = query.concurrencyKey === undefined ? [] : (s.getKeyHolders.all(query.concurrencyKey, runId) as KeyHolderRow[]).map(keyHolderFromDb);
+  const started = query.rate ? (s.countStartedSince.get(query.rate.since, query.rate.key) as { n: number }).n : 0;
+  return { holders, started };
 }

@@ -168,6 +168,18 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE runs ADD COLUMN parent TEXT;
   CREATE INDEX runs_by_parent ON runs (parent) WHERE parent IS NOT NULL;
   `,
+  // 8: flow control: each run's concurrency key, rate key, priority and dedupe key; attempts by
+  // start time (a rate limit counts the attempts started in its window)
+  `
+  ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
+  ALTER TABLE runs ADD COLUMN rate_key TEXT;
+  ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE runs ADD COLUMN dedupe_key TEXT;
+  CREATE INDEX runs_by_concurrency_key ON runs (concurrency_key) WHERE concurrency_key IS NOT NULL;
+  CREATE INDEX runs_by_rate_key ON runs (rate_key) WHERE rate_key IS NOT NULL;
+  CREATE INDEX runs_by_dedupe_key ON runs (dedupe_key) WHERE dedupe_key IS NOT NULL;
+  CREATE INDEX attempts_by_start ON attempts (started_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

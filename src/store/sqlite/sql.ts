@@ -5,10 +5,11 @@
  */
 
 import type Database from "better-sqlite3";
-import type { AttemptRow, Consent } from "../types.js";
+import { ENDED_STATUSES, type AttemptRow, type Consent, type LeaseRow } from "../types.js";
 
 export const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
-  waiting_for AS waitingFor, wake_at AS wakeAt, parent, created_at AS createdAt, updated_at AS updatedAt`;
+  waiting_for AS waitingFor, wake_at AS wakeAt, parent, concurrency_key AS concurrencyKey, rate_key AS rateKey, priority, dedupe_key AS dedupeKey,
+  created_at AS createdAt, updated_at AS updatedAt`;
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy, key`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
   started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, consent, reused`;
@@ -34,6 +35,12 @@ export interface Statements {
   wakeOnEvent: Stmt;
   consumeEvent: Stmt;
   insertRun: Stmt;
+  /** A run with this dedupe key that has not ended. */
+  getActiveByDedupeKey: Stmt;
+  /** Flow control: the other runs with a concurrency key whose lease is held, with the holding attempt. */
+  getKeyHolders: Stmt;
+  /** Flow control: attempts started since a time by the runs with a rate key. */
+  countStartedSince: Stmt;
   insertAttempt: Stmt;
   upsertLease: Stmt;
   renewLease: Stmt;
@@ -64,10 +71,23 @@ export function prepare(db: Database.Database): Statements {
     ),
     consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
-      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent, created_at, updated_at, num)
-       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @parent, @createdAt, @updatedAt,
+      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
+         concurrency_key, rate_key, priority, dedupe_key, created_at, updated_at, num)
+       VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @parent,
+         @concurrencyKey, @rateKey, @priority, @dedupeKey, @createdAt, @updatedAt,
                (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
     ),
+    getActiveByDedupeKey: db.prepare(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE dedupe_key = ? AND status NOT IN (${ENDED_STATUSES.map((s) => `'${s}'`).join(", ")}) LIMIT 1`,
+    ),
+    getKeyHolders: db.prepare(
+      `SELECT l.epoch, l.expires_at AS expiresAt, l.heartbeat_at AS heartbeatAt,
+         a.run_id AS runId, a.number, a.host, a.boot_id AS bootId, a.pid, a.process_start AS processStart, a.started_at AS startedAt,
+         a.ended_at AS endedAt, a.ending, a.from_step AS fromStep, a.forced, a.error, a.consent, NULL AS reused
+       FROM runs r JOIN leases l ON l.run_id = r.id JOIN attempts a ON a.run_id = l.run_id AND a.number = l.attempt
+       WHERE r.concurrency_key = ? AND r.id <> ? AND l.attempt IS NOT NULL`,
+    ),
+    countStartedSince: db.prepare(`SELECT count(*) AS n FROM attempts WHERE started_at >= ? AND run_id IN (SELECT id FROM runs WHERE rate_key = ?)`),
     insertAttempt: db.prepare(
       `INSERT INTO attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, consent)
        VALUES (@runId, @number, @host, @bootId, @pid, @processStart, @startedAt, @endedAt, @ending, @fromStep, @forced, @error, @reused, @consent)`,
@@ -108,4 +128,13 @@ export function attemptFromDb(row: StoredAttempt): AttemptRow {
   if (reused !== null) attempt.reused = JSON.parse(reused) as string[];
   if (consent !== null) attempt.consent = JSON.parse(consent) as Consent;
   return attempt;
+}
+
+/** A row of getKeyHolders: the lease's columns and its holding attempt's. */
+export type KeyHolderRow = StoredAttempt & { epoch: number; expiresAt: number; heartbeatAt: number };
+
+/** A getKeyHolders row as the lease and the attempt that holds it. */
+export function keyHolderFromDb(row: KeyHolderRow): { lease: LeaseRow; attempt: AttemptRow } {
+  const { epoch, expiresAt, heartbeatAt, ...attempt } = row;
+  return { lease: { runId: row.runId, epoch, attempt: row.number, expiresAt, heartbeatAt }, attempt: attemptFromDb(attempt) };
 }

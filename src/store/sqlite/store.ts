@@ -21,6 +21,7 @@ import type {
   ClaimJudge,
   ClaimResult,
   Fence,
+  FlowQuery,
   Lease,
   LeaseRow,
   RunFilter,
@@ -38,7 +39,7 @@ import { WriteQueue } from "./write-queue.js";
 import { NEW_RUN, reading, writeFailed } from "./errors.js";
 import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
-import { listRuns, loadRun } from "./reads.js";
+import { flowFacts, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
 import { SqliteWrites } from "./writes.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
@@ -167,11 +168,30 @@ class SqliteStoreImpl implements SqliteStore {
     });
   }
 
-  async claimRun(runId: string, decide: ClaimJudge): Promise<ClaimResult> {
+  enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
+    try {
+      this.#writable(this.#open(true)!, run.id);
+      this.#stillThere(run.id);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#queue!.enqueue(NEW_RUN, run.id, (): { queued: true } | { exists: RunRow } => {
+      try {
+        return this.#writes!.insertQueuedRun(run, now);
+      } catch (error) {
+        if (!this.#db!.inTransaction) throw error;
+        throw writeFailed(this.location, error, NEW_RUN, run.id);
+      }
+    });
+  }
+
+  async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
     let refusal: Error | undefined;
     const result = this.#transact(false, "the new attempt", runId, (): ClaimResult => {
       const current = loadRun(this.#stmts!, runId, true);
       if (!current) return { kind: "missing" };
+      // In the claim's write transaction: no other claim commits between this count and the lease taken.
+      if (flow) current.flow = flowFacts(this.#stmts!, runId, flow);
       const decision = claimVerdict(decide, current);
       if (decision.kind === "refuse") {
         if (decision.run) this.#writes!.patchRun(runId, decision.run);

@@ -32,19 +32,35 @@ export class SqliteWrites {
   readonly fencesChecked = new Map<string, number>();
   /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
   readonly insertNewRun: (run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow };
+  /** A run queued for its turn (flow control): the run row and a free lease row (epoch 0), no attempt. */
+  readonly insertQueuedRun: (run: RunRow, now: number) => { queued: true } | { exists: RunRow };
 
   constructor(db: Db, stmts: Statements) {
     this.#db = db;
     this.#s = stmts;
     this.insertNewRun = db.transaction((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Lease | { exists: RunRow } => {
       const s = this.#s;
-      const existing = s.getRun.get(run.id) as RunRow | undefined;
+      const existing = this.#taken(run);
       if (existing) return { exists: existing };
-      s.insertRun.run({ ...run, parent: run.parent ?? null });
+      s.insertRun.run(runParams(run));
       this.insertAttempt(attempt);
       s.upsertLease.run({ runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now });
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     });
+    this.insertQueuedRun = db.transaction((run: RunRow, now: number): { queued: true } | { exists: RunRow } => {
+      const existing = this.#taken(run);
+      if (existing) return { exists: existing };
+      this.#s.insertRun.run(runParams(run));
+      this.#s.upsertLease.run({ runId: run.id, epoch: 0, attempt: null, expiresAt: 0, heartbeatAt: now });
+      return { queued: true };
+    });
+  }
+
+  /** The run that takes a new run's place: the one with its id, or one with its dedupe key that has not ended. */
+  #taken(run: RunRow): RunRow | undefined {
+    const same = this.#s.getRun.get(run.id) as RunRow | undefined;
+    if (same || run.dedupeKey == null) return same;
+    return this.#s.getActiveByDedupeKey.get(run.dedupeKey) as RunRow | undefined;
   }
 
   patchRun(runId: string, patch: RunPatch): void {
@@ -105,4 +121,16 @@ export class SqliteWrites {
     }
     return num;
   }
+}
+
+/** A run row's insert parameters: the columns a row from an older caller may lack, as their defaults. */
+function runParams(run: RunRow): Record<string, unknown> {
+  return {
+    ...run,
+    parent: run.parent ?? null,
+    concurrencyKey: run.concurrencyKey ?? null,
+    rateKey: run.rateKey ?? null,
+    priority: run.priority ?? 0,
+    dedupeKey: run.dedupeKey ?? null,
+  };
 }
