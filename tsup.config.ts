@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { defineConfig } from "tsup";
 
 // One entry per package export; test/package/exports.test.ts checks the two agree.
@@ -29,4 +30,9 @@ export default defineConfig({
   target: "node20",
   platform: "node",
   external: ["better-sqlite3", "pg", "proper-lockfile"],
+  // The command is an ES module (package.json's bin): its CommonJS twin, made because the
+  // entries need both formats, is never run, so it is not shipped.
+  onSuccess: async () => {
+    for (const file of ["dist/cli.cjs", "dist/cli.cjs.map"]) fs.rmSync(file, { force: true });
+  },
 });

@@ -1,9 +1,11 @@
 // `npm run bench`: steplog (from dist/, imported as an app would) against raw baselines timed
-// in the same process and run. Prints a table and writes bench/results.json.
+// in the same process and run. Prints a table and writes bench/results.local.json (ignored by
+// git); with --save, bench/results.json (the figures docs/performance.md cites).
 //
 //   node --expose-gc bench/run.mjs            every case
 //   node --expose-gc bench/run.mjs 1 3        only cases 1 and 3
 //   node --expose-gc bench/run.mjs --strict   exit 1 when a target does not hold
+//   node --expose-gc bench/run.mjs --save     write bench/results.json (tracked) instead
 //
 // Each figure is the median of 5 samples (BENCH_REPS to change); baseline and steplog samples alternate. Figures
 // drift 5-25 % between runs on a shared machine: compare the ratios of one run only.
@@ -40,6 +42,7 @@ const SIZES = {
 
 const args = process.argv.slice(2);
 const strict = args.includes("--strict");
+const save = args.includes("--save");
 const only = new Set(args.filter((a) => /^\d$/.test(a)).map(Number));
 const want = (n) => only.size === 0 || only.has(n);
 
@@ -302,7 +305,7 @@ console.log(
   `\n${passed} targets hold, ${failed} do not. ${fix(elapsed)} s. Load average at start ${results.machine.loadavg.join(" ")}, at end ${loadEnd.join(" ")} (${results.machine.cpus} CPUs).`,
 );
 
-const out = fileURLToPath(new URL("./results.json", import.meta.url));
+const out = fileURLToPath(new URL(save ? "./results.json" : "./results.local.json", import.meta.url));
 fs.writeFileSync(out, JSON.stringify(results, null, 2) + "\n");
 console.log(`Wrote ${out}`);
 if (strict && (failed > 0 || Object.keys(results.cases).some((k) => k.startsWith("error")))) process.exitCode = 1;

@@ -5,7 +5,7 @@
  */
 
 import type { ErrorInfo } from "../base/errors.js";
-import { formatDuration } from "./format.js";
+import { command, formatDuration } from "./format.js";
 import type { TimelineAttempt, TimelineEntry } from "./timeline.js";
 
 export type Tone = "ok" | "bad" | "warn" | "reused" | "wait" | "muted" | "comp";
@@ -22,7 +22,38 @@ export interface EntryWords {
 export function errorText(error: ErrorInfo | undefined): string {
   if (!error) return "";
   const code = error.code ? `${error.code}: ` : error.name && error.name !== "Error" ? `${error.name}: ` : "";
-  return code + error.message;
+  return code + asCommands(error.message);
+}
+
+const QUOTED = String.raw`"((?:[^"\\]|\\.)*)"`;
+const ENGINE_CALL = new RegExp(String.raw`engine\.(resolve|continue|compensate|get)\(${QUOTED}(?:, ${QUOTED})?(?:, \{ ([^}]*) \})?\)`, "g");
+
+/**
+ * A recorded message with the engine calls it suggests (steplog's errors are written for the
+ * API: `engine.resolve("212", "charge", { redo: true })`) as the steplog commands that do the
+ * same (`steplog resolve 212 charge --redo`), for the command's own views. A call it does not
+ * know is left as it is.
+ */
+export function asCommands(message: string): string {
+  return message.replace(ENGINE_CALL, (call: string, method: string, first: string, second: string | undefined, options: string | undefined) => {
+    const id = JSON.parse(`"${first}"`) as string;
+    const step = second === undefined ? undefined : (JSON.parse(`"${second}"`) as string);
+    const opts = options?.trim();
+    if (method === "resolve" && step !== undefined) {
+      if (opts === "value") return command("steplog", "resolve", id, step, "--value", "<json>");
+      if (opts === "redo: true") return command("steplog", "resolve", id, step, "--redo");
+      return call;
+    }
+    if (step !== undefined) return call;
+    if (method === "get" && opts === undefined) return command("steplog", "show", id);
+    if (method === "compensate" && opts === undefined) return command("steplog", "compensate", id);
+    if (method !== "continue") return call;
+    if (opts === undefined) return command("steplog", "run", "--continue", "--id", id);
+    if (opts === "force: true") return command("steplog", "run", "--continue", "--id", id, "--force");
+    const from = new RegExp(`^fromStep: ${QUOTED}$`).exec(opts);
+    if (from) return command("steplog", "run", "--continue", "--id", id, "--from-step", JSON.parse(`"${from[1]}"`) as string);
+    return call;
+  });
 }
 
 export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): EntryWords {
@@ -35,6 +66,9 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
       label: "reused",
       note: `recorded by attempt ${e.recordedBy}${e.durationMs !== null ? `, which took ${formatDuration(e.durationMs)}` : ""}`,
     };
+  }
+  if (e.kind === "resolved") {
+    return { glyph: "✓", tone: "ok", label: "resolved", note: `handed back: a person said it happened${personOf(e.resolution ?? {})}; not run` };
   }
   if (e.kind === "compensation") {
     const done = e.status === "compensated";

@@ -94,7 +94,7 @@ ${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("\n")}
 
 function renderAttempt(a: TimelineAttempt, longest: number): string {
   const e = escapeHtml;
-  const span = Math.max(1, a.durationMs ?? 0, ...a.entries.filter((x) => x.kind !== "reused").map((x) => (x.endedAt ?? x.startedAt) - a.startedAt));
+  const span = Math.max(1, a.durationMs ?? 0, ...a.entries.filter((x) => x.kind !== "reused" && x.kind !== "resolved").map((x) => (x.endedAt ?? x.startedAt) - a.startedAt));
   const meta = [
     a.durationMs === null ? "" : formatDuration(a.durationMs),
     `pid ${a.pid} on ${a.host}`,
@@ -121,8 +121,8 @@ function renderEntry(entry: TimelineEntry, a: TimelineAttempt, span: number): st
   const e = escapeHtml;
   const words = describeEntry(entry, a);
   let bar: string;
-  if (entry.kind === "reused") {
-    bar = `<span class="bar ${toneClass("reused")} marker" title="${e(`reused: ${words.note}`)}"></span>`;
+  if (entry.kind === "reused" || entry.kind === "resolved") {
+    bar = `<span class="bar ${toneClass(words.tone)} marker" title="${e(`${words.label}: ${words.note}`)}"></span>`;
   } else {
     const left = ((entry.startedAt - a.startedAt) / span) * 100;
     const duration = entry.durationMs ?? Math.max(0, (a.endedAt ?? a.startedAt + span) - entry.startedAt);
@@ -130,7 +130,12 @@ function renderEntry(entry: TimelineEntry, a: TimelineAttempt, span: number): st
     const open = entry.endedAt === null ? " open" : "";
     bar = `<span class="bar ${toneClass(words.tone)}${open}" style="left:${pct(left)};width:${pct(Math.min(width, 100 - Math.min(99.4, Math.max(0, left))))}" title="${e(`${entry.key}: ${words.label}${words.note ? ` — ${words.note}` : ""}`)}"></span>`;
   }
-  const time = entry.kind === "reused" ? `saved ${formatDuration(entry.durationMs ?? 0)}` : entry.durationMs === null ? "" : formatDuration(entry.durationMs);
+  const time =
+    entry.kind === "reused"
+      ? `saved ${formatDuration(entry.durationMs ?? 0)}`
+      : entry.kind === "resolved" || entry.durationMs === null
+        ? ""
+        : formatDuration(entry.durationMs);
   const usage = formatUsage(entry.usage);
   const info = [time, usage].filter(Boolean).join(" · ");
   const note = words.note ? `<span class="note">${e(truncate(words.note, 300))}</span>` : "";

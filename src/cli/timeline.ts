@@ -10,7 +10,11 @@ import type { AttemptView, RunView, StepView } from "../commands/views.js";
 import type { WaitingFor } from "../steps/waits.js";
 import { addUsage, command } from "./format.js";
 
-export type EntryKind = "ran" | "reused" | "compensation";
+/**
+ * "reused": a record handed back (the function not called); "resolved": handed back too, but a
+ * record a person settled (an escalation resolved with a value), which no reuse saved anything on.
+ */
+export type EntryKind = "ran" | "reused" | "resolved" | "compensation";
 
 export interface TimelineEntry {
   kind: EntryKind;
@@ -125,9 +129,13 @@ export function buildTimeline(run: RunView, escalations: Escalation[], now: numb
   let attemptsMs = 0;
   for (const a of attempts) attemptsMs += a.durationMs ?? 0;
   const saved = { steps: 0, ms: 0, usage: {} as Record<string, number> };
+  // Each record counted once, however many attempts handed it back: what reuse saved never
+  // exceeds what the reused steps cost.
+  const counted = new Set<number>();
   for (const a of attempts) {
     for (const e of a.entries) {
-      if (e.kind !== "reused") continue;
+      if (e.kind !== "reused" || counted.has(e.seq)) continue;
+      counted.add(e.seq);
       saved.steps++;
       // Time spent waiting for an event or a timer is not work that reuse saved.
       if (!e.wait) saved.ms += e.durationMs ?? 0;
@@ -175,7 +183,8 @@ function attemptOf(a: AttemptView, rows: StepView[], now: number): TimelineAttem
       .reverse()
       .find((r) => r.key === key && (r.status === "succeeded" || r.handled) && (r.attempt < a.number || r.seq < firstSeqOfThis));
     if (!original) continue;
-    entries.push({ ...entryOf(original, now, a.ending === null), kind: "reused" });
+    const byPerson = original.resolution?.policy === "escalate";
+    entries.push({ ...entryOf(original, now, a.ending === null), kind: byPerson ? "resolved" : "reused" });
   }
   for (const row of rows) if (row.attempt === a.number) entries.push(entryOf(row, now, a.ending === null));
   const attempt: TimelineAttempt = {
@@ -197,7 +206,7 @@ function attemptOf(a: AttemptView, rows: StepView[], now: number): TimelineAttem
 /** An interrupted attempt has no end: its length is up to the last thing it recorded. */
 function lastTime(entries: TimelineEntry[], startedAt: number): number {
   let last = startedAt;
-  for (const e of entries) if (e.kind !== "reused") last = Math.max(last, e.endedAt ?? e.startedAt);
+  for (const e of entries) if (e.kind !== "reused" && e.kind !== "resolved") last = Math.max(last, e.endedAt ?? e.startedAt);
   return last - startedAt;
 }
 

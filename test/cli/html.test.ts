@@ -98,6 +98,39 @@ const HOSTILE = {
 };
 
 describe("steplog show --html", () => {
+  it("speaks in commands, draws a record a person settled as resolved (not reused), and counts what reuse saved once", async () => {
+    const cwd = dirs.make();
+    await cli(["run", example("charge.mjs"), "--id", "pc"], { cwd }); // dies inside charge
+    await cli(["run", "--continue", "--id", "pc"], { cwd }); // escalated
+    const escalated = path.join(cwd, "escalated.html");
+    await cli(["show", "pc", "--html", escalated], { cwd });
+    const before = fs.readFileSync(escalated, "utf8");
+    expect(before).toContain("steplog resolve pc charge --value &#39;&lt;json&gt;&#39;");
+    expect(before).toContain("steplog resolve pc charge --redo");
+    expect(before).not.toContain("engine.resolve");
+    await cli(["resolve", "pc", "charge", "--value", '{"id":"ch_by_hand"}', "--by", "ana"], { cwd });
+    await cli(["run", "--continue", "--id", "pc"], { cwd }); // completes: cart and charge handed back
+    await cli(["run", "--continue", "--id", "pc", "--from-step", "receipt"], { cwd }); // cart and charge handed back again
+    const json = (await cli(["show", "pc", "--json"], { cwd })).json();
+    const last = json.attempts.at(-1);
+    expect(last.entries.map((e: { key: string; kind: string }) => [e.key, e.kind])).toEqual([
+      ["cart", "reused"],
+      ["charge", "resolved"],
+      ["receipt", "ran"],
+    ]);
+    // cart's record was handed back by two attempts but saved its cost once; charge saved nothing.
+    expect(json.saved.steps).toBe(1);
+    const cart = json.attempts[0].entries.find((e: { key: string }) => e.key === "cart");
+    expect(json.saved.ms).toBe(cart.durationMs);
+    const page = path.join(cwd, "done.html");
+    await cli(["show", "pc", "--html", page], { cwd });
+    const html = fs.readFileSync(page, "utf8");
+    expect(html).toContain("a person said it happened (ana); not run");
+    checkMarkup(html);
+    const text = (await cli(["show", "pc"], { cwd })).stdout;
+    expect(text).toMatch(/✓ charge +resolved +handed back: a person said it happened \(ana\); not run/);
+  });
+
   it("writes one self-contained page: inline CSS, no script, no external asset, a CSP that allows neither", async () => {
     const cwd = dirs.make();
     await cli(["run", example("hello.mjs"), "--id", "h1", "--", '{"topic":"x","failFirst":"publish"}'], { cwd });

@@ -85,6 +85,8 @@ async function node(file: string): Promise<any> {
 let work = "";
 let project = "";
 let tarballFiles: string[] = [];
+/** The tarball's size and its files' total, in bytes, as npm pack --json reports them. */
+let packedSize = { size: 0, unpackedSize: 0 };
 let sqliteUsable = false;
 
 // ---------------------------------------------------------------------------------------------
@@ -282,8 +284,11 @@ beforeAll(async () => {
   // Pack without lifecycle scripts: dist is already built, and a build here would race others.
   const packed = JSON.parse(await run("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", packDir], ROOT)) as Array<{
     filename: string;
+    size: number;
+    unpackedSize: number;
     files: Array<{ path: string }>;
   }>;
+  packedSize = { size: packed[0]!.size, unpackedSize: packed[0]!.unpackedSize };
   const tarball = path.join(packDir, packed[0]!.filename);
   tarballFiles = packed[0]!.files.map((file) => file.path);
 
@@ -346,6 +351,32 @@ describe("npm pack", () => {
     );
     for (const file of named) expect(tarballFiles, file).toContain(file.replace(/^\.\//, ""));
     expect(tarballFiles.filter((file) => /^(src|test|bench|examples|node_modules)\//.test(file))).toEqual([]);
+    // The command is the ES module package.json's bin names; its CommonJS twin is not shipped.
+    expect(tarballFiles).toContain("dist/cli.js");
+    expect(tarballFiles.filter((file) => file.startsWith("dist/cli.cjs"))).toEqual([]);
+  });
+
+  it("stays small: under 1.5 MB packed and 5 MB unpacked (sources maps included)", () => {
+    console.log(
+      `steplog package: ${(packedSize.size / 1e6).toFixed(2)} MB packed, ${(packedSize.unpackedSize / 1e6).toFixed(2)} MB unpacked, ${tarballFiles.length} files`,
+    );
+    expect(packedSize.size).toBeGreaterThan(0);
+    expect(packedSize.size).toBeLessThan(1_500_000);
+    expect(packedSize.unpackedSize).toBeLessThan(5_000_000);
+  });
+
+  it("the prepack build prints nothing on stdout, so npm pack --json prints JSON alone", async () => {
+    const scripts = (readJson(path.join(ROOT, "package.json")) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.prepack).toBe("tsup --silent");
+    // The same build, into a scratch folder (dist/ is what the other tests use).
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "steplog-prepack-"));
+    try {
+      const stdout = await run(path.join(ROOT, "node_modules", ".bin", "tsup"), ["--silent", "--out-dir", out, "--no-dts"], ROOT, 120_000);
+      expect(stdout).toBe("");
+      expect(fs.existsSync(path.join(out, "index.js"))).toBe(true);
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
   });
 });
 

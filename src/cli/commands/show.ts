@@ -109,7 +109,7 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
     const rows: string[][] = [];
     for (const e of a.entries) {
       const words = describeEntry(e, a);
-      const time = e.kind === "reused" ? "" : e.durationMs === null ? "" : formatDuration(e.durationMs);
+      const time = e.kind === "reused" || e.kind === "resolved" || e.durationMs === null ? "" : formatDuration(e.durationMs);
       const usage = formatUsage(e.usage);
       const note =
         e.kind === "reused" && e.handled
