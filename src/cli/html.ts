@@ -94,7 +94,11 @@ ${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("\n")}
 
 function renderAttempt(a: TimelineAttempt, longest: number): string {
   const e = escapeHtml;
-  const span = Math.max(1, a.durationMs ?? 0, ...a.entries.filter((x) => x.kind !== "reused" && x.kind !== "resolved").map((x) => (x.endedAt ?? x.startedAt) - a.startedAt));
+  const span = Math.max(
+    1,
+    a.durationMs ?? 0,
+    ...a.entries.filter((x) => x.kind !== "reused" && x.kind !== "resolved").map((x) => (x.endedAt ?? x.startedAt) - a.startedAt),
+  );
   const meta = [
     a.durationMs === null ? "" : formatDuration(a.durationMs),
     `pid ${a.pid} on ${a.host}`,
