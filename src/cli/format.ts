@@ -140,6 +140,20 @@ export function command(...words: string[]): string {
   return [...head, ...(positionals.length ? ["--", ...positionals] : [])].join(" ");
 }
 
+/** A value as indented JSON (BigInt, Map and Set shown as JSON can), for a value shown whole. */
+export function prettyJson(value: unknown): string {
+  try {
+    const text = JSON.stringify(
+      value,
+      (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v instanceof Map ? Object.fromEntries(v) : v instanceof Set ? [...v] : v),
+      2,
+    );
+    return text === undefined ? "undefined" : text;
+  } catch {
+    return String(value);
+  }
+}
+
 /** A value in one line of JSON, cut to `max` characters. */
 export function oneLineJson(value: unknown, max = 200): string {
   let text: string;

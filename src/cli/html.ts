@@ -9,7 +9,7 @@
  */
 
 import { attemptLabel, attemptTone, describeEntry, errorText, type Tone } from "./describe.js";
-import { formatAge, formatDuration, formatUsage, oneLineJson, safe, truncate } from "./format.js";
+import { formatAge, formatDuration, formatUsage, oneLineJson, prettyJson, safe, truncate } from "./format.js";
 import type { Timeline, TimelineAttempt, TimelineEntry } from "./timeline.js";
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
@@ -73,7 +73,7 @@ ${facts.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("\n")}
 </header>
 <main>`);
   if (t.error) parts.push(`<section class="box t-bad"><h2>Error</h2><pre>${e(errorText(t.error), true)}</pre></section>`);
-  if ("value" in t) parts.push(`<section class="box t-ok"><h2>Value</h2><pre>${e(truncate(pretty(t.value), 4000), true)}</pre></section>`);
+  if ("value" in t) parts.push(`<section class="box t-ok"><h2>Value</h2><pre>${e(truncate(prettyJson(t.value), 4000), true)}</pre></section>`);
   if (t.escalations.length) {
     parts.push(
       `<section class="box t-warn"><h2>Waits for a person</h2><ul>${t.escalations
@@ -143,7 +143,13 @@ function renderEntry(entry: TimelineEntry, a: TimelineAttempt, span: number): st
   const usage = formatUsage(entry.usage);
   const info = [time, usage].filter(Boolean).join(" · ");
   const note = words.note ? `<span class="note">${e(truncate(words.note, 300))}</span>` : "";
-  return `<li class="row ${toneClass(words.tone)}"><span class="label"><span class="glyph">${e(words.glyph)}</span> <span class="key">${e(entry.key)}</span> <span class="muted small">${e(words.label)}</span>${note}</span><span class="track">${bar}</span><span class="info">${e(info)}</span></li>`;
+  // What it returned, and each failed call's error: as text, like every recorded value.
+  const value = "value" in entry ? `<span class="value"><code>= ${e(oneLineJson(entry.value, 300))}</code></span>` : "";
+  const calls = (entry.callErrors ?? [])
+    .filter(() => (entry.callErrors?.length ?? 0) > 1 || entry.calls > 1)
+    .map((c) => `<span class="call">call ${c.call} ✗ ${e(truncate(errorText(c.error), 300))}</span>`)
+    .join("");
+  return `<li class="row ${toneClass(words.tone)}"><span class="label"><span class="glyph">${e(words.glyph)}</span> <span class="key">${e(entry.key)}</span> <span class="muted small">${e(words.label)}</span>${note}${value}${calls}</span><span class="track">${bar}</span><span class="info">${e(info)}</span></li>`;
 }
 
 function waitText(t: Timeline): string {
@@ -162,19 +168,6 @@ function runTone(status: string): Tone {
   if (status === "waiting" || status === "running" || status === "ready") return "wait";
   if (status === "escalated" || status === "stopped") return "warn";
   return "bad";
-}
-
-function pretty(value: unknown): string {
-  try {
-    const text = JSON.stringify(
-      value,
-      (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v instanceof Map ? Object.fromEntries(v) : v instanceof Set ? [...v] : v),
-      2,
-    );
-    return text === undefined ? "undefined" : text;
-  } catch {
-    return oneLineJson(value);
-  }
 }
 
 const CSS = `
@@ -201,6 +194,8 @@ pre{margin:4px 0;white-space:pre-wrap;word-break:break-word;background:#f1f3f6;p
 .row:first-child{border-top:none}
 .label{overflow:hidden;text-overflow:ellipsis;word-break:break-all}
 .label .note{display:block;font-size:12px;color:var(--muted)}
+.label .value,.label .call{display:block;font-size:12px;color:var(--muted);overflow-wrap:anywhere}
+.label .call{color:var(--bad)}
 .glyph{display:inline-block;width:1.2em;text-align:center;font-weight:700}
 .t-ok .glyph{color:var(--ok)}.t-bad .glyph{color:var(--bad)}.t-warn .glyph{color:var(--warn)}.t-reused .glyph{color:var(--reused)}.t-wait .glyph{color:var(--wait)}.t-comp .glyph{color:var(--comp)}
 .track{position:relative;height:18px;background:#f1f3f6;border-radius:3px}

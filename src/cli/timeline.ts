@@ -41,6 +41,10 @@ export interface TimelineEntry {
   resolution?: StepView["resolution"] & { by?: string };
   /** A wait row: what it waits (or waited) for. */
   wait?: WaitingFor;
+  /** What the step returned (as recorded, redacted like the rest of the view); absent when it recorded none. */
+  value?: unknown;
+  /** The error of each call that failed (a retried step's earlier calls too). */
+  callErrors?: Array<{ call: number; error: ErrorInfo }>;
   /** A failure the workflow caught and went on from: a continue throws it again (as a reused entry: thrown again). */
   handled?: true;
 }
@@ -244,6 +248,8 @@ function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
   }
   if (row.usage) entry.usage = row.usage;
   if (row.error) entry.error = row.error;
+  if ("value" in row) entry.value = row.value;
+  if (row.callErrors) entry.callErrors = row.callErrors;
   if (row.handled) entry.handled = true;
   if (resolution) {
     const { wait, ...rest } = resolution;

@@ -11,7 +11,7 @@ import type { Payloads } from "../payloads/payloads.js";
 import { findHandledFailures } from "../steps/handled-failures.js";
 import { redact, type RedactRule } from "../payloads/redact.js";
 import type { WaitingFor } from "../steps/waits.js";
-import { shownResolution, type StepResolution } from "../workflow/step-resolution.js";
+import { parseResolution, shownResolution, type StepResolution } from "../workflow/step-resolution.js";
 
 export interface AttemptView {
   number: number;
@@ -44,6 +44,8 @@ export interface StepView {
   endedAt: string | null;
   /** Calls of the function for this row (retries included). */
   calls: number;
+  /** The error of each call that failed, by call number (a retried step's earlier calls too); absent when none did. */
+  callErrors?: Array<{ call: number; error: ErrorInfo }>;
   /** What the step reported with info.usage(), summed over its calls. */
   usage?: Record<string, number>;
   /**
@@ -52,7 +54,7 @@ export interface StepView {
    */
   handled?: true;
   /** How the row was settled other than by its function: query, redrive, compensate, escalate, supplied. */
-  resolution?: Omit<StepResolution, "thrown">;
+  resolution?: Omit<StepResolution, "thrown" | "callErrors">;
   version: string | null;
   /** Where the step was entered in its attempt's call order, from 0; null for rows of an older steplog. */
   position: number | null;
@@ -179,6 +181,9 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
         // A failure's mark of having been thrown into the code is the engine's (see `handled`), not a resolution.
         const resolution = shownResolution(s.resolution);
         if (resolution) step.resolution = resolution;
+        const callErrors = parseResolution(s.resolution).callErrors;
+        if (callErrors?.length)
+          step.callErrors = await Promise.all(callErrors.map(async (c) => ({ call: c.call, error: await payloads.decodeError(c.error) })));
         if (handled.has(s.key) && current.get(s.key) === s.seq) step.handled = true;
         return step;
       }),
@@ -209,6 +214,7 @@ export function redactView(view: RunView, rule: RedactRule | undefined): RunView
   const steps = view.steps.map((s) => {
     const out: StepView = "value" in s ? { ...s, value: redact(s.value, rule) } : { ...s };
     if (s.error) out.error = redactError(s.error, rule);
+    if (s.callErrors) out.callErrors = s.callErrors.map((c) => ({ call: c.call, error: redactError(c.error, rule) }));
     return out;
   });
   const attempts = view.attempts.map((a) => (a.error ? { ...a, error: redactError(a.error, rule) } : a));

@@ -9,7 +9,7 @@ import type { ErrorInfo } from "../base/errors.js";
 import type { StepOutcome, StepRow } from "../store/types.js";
 import type { Thrown } from "./handled-failures.js";
 import type { AttemptState, StepCall } from "./state.js";
-import { formatResolution } from "../workflow/step-resolution.js";
+import { MAX_CALL_ERRORS, parseResolution, withResolution } from "../workflow/step-resolution.js";
 
 /** A new row for the key, intended, at the next seq. */
 export function newRow(state: AttemptState, key: string, call: StepCall, idempotencyKey: string, now: number): StepRow {
@@ -92,10 +92,24 @@ export function thrownNow(state: AttemptState): Thrown {
  * when its own error is thrown into the workflow's code (the code may handle it and go on).
  */
 export async function settle(state: AttemptState, key: string, row: StepRow, status: "failed" | "stopped", error: ErrorInfo, thrown?: Thrown): Promise<void> {
-  if (thrown) row.resolution = formatResolution({ thrown });
+  if (thrown) row.resolution = withResolution(row.resolution, { thrown });
   row.error = await state.settings.payloads.encodeError(error);
   row.status = status;
   row.endedAt = state.settings.clock.now();
   state.emit({ type: "step-failed", runId: state.runId, step: key, error });
   await writeOutcome(state, row);
+}
+
+/**
+ * Keep a failed call's error on the row (written with its outcome): short (name, code, message
+ * up to 1,000 characters, no stack), encoded as the codec stores errors, at most
+ * MAX_CALL_ERRORS a row (the first, then the latest).
+ */
+export async function noteCallError(state: AttemptState, row: StepRow, error: ErrorInfo): Promise<void> {
+  const short: ErrorInfo = { name: error.name, message: error.message.length > 1000 ? `${error.message.slice(0, 1000)}…` : error.message };
+  if (error.code !== undefined) short.code = error.code;
+  const calls = parseResolution(row.resolution).callErrors ?? [];
+  calls.push({ call: row.calls, error: await state.settings.payloads.encodeError(short) });
+  if (calls.length > MAX_CALL_ERRORS) calls.splice(1, 1);
+  row.resolution = withResolution(row.resolution, { callErrors: calls });
 }

@@ -22,7 +22,7 @@ import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
 import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
 import { planStep } from "./plan.js";
 import { handBack, supply } from "./hand-back.js";
-import { newRow, settle, thrownNow, writeIntent, writeOutcome, writeOutcomeLater } from "./step-log.js";
+import { newRow, noteCallError, settle, thrownNow, writeIntent, writeOutcome, writeOutcomeLater } from "./step-log.js";
 import { markFailedStep, StopRequest, type AttemptState, type Identity, type StepCall } from "./state.js";
 
 export type { StepCall, Identity };
@@ -186,6 +186,8 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
         break;
       }
       const error = result.error;
+      // Every failed call's error is kept on the row, the ones a retry follows too.
+      if (!(error instanceof StopRequest)) await noteCallError(state, row, toErrorInfo(error, key));
       if (error instanceof StopRequest) {
         await settle(state, key, row, "stopped", toErrorInfo(state.endReason?.error ?? error, key));
         throw error;

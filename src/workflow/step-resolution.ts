@@ -43,7 +43,16 @@ export interface StepResolution {
   resolvedAt?: string;
   wait?: WaitingFor;
   thrown?: Thrown;
+  /**
+   * The error of each call of the step that failed (a retried step's earlier calls, and its last
+   * if it failed), by call number: each as the codec stores an error (so sealed with it), kept
+   * short (name, code, message), at most MAX_CALL_ERRORS (the first, then the latest).
+   */
+  callErrors?: Array<{ call: number; error: string }>;
 }
+
+/** Call errors kept on one row, at most. */
+export const MAX_CALL_ERRORS = 10;
 
 /** What a parked run waits for, from its run row's `waitingFor` text; undefined for none (or text that is not an object). */
 export function parseWaitingFor(text: string | null): WaitingFor | undefined {
@@ -78,8 +87,8 @@ export function isCompensation(row: { resolution: string | null }): boolean {
   return parseResolution(row.resolution).compensation === true;
 }
 
-/** The resolution as a run's view shows it: a failure's `thrown` mark is the engine's (the view says `handled`), left out; undefined when nothing is left. */
-export function shownResolution(text: string | null): Omit<StepResolution, "thrown"> | undefined {
-  const { thrown: _thrown, ...shown } = parseResolution(text);
+/** The resolution as a run's view shows it: a failure's `thrown` mark is the engine's (the view says `handled`) and the call errors are shown decoded, so both are left out; undefined when nothing is left. */
+export function shownResolution(text: string | null): Omit<StepResolution, "thrown" | "callErrors"> | undefined {
+  const { thrown: _thrown, callErrors: _calls, ...shown } = parseResolution(text);
   return Object.keys(shown).length > 0 ? shown : undefined;
 }

@@ -2,25 +2,26 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { stringOption } from "../args.js";
+import { booleanOption, stringOption } from "../args.js";
 import type { Command } from "../command.js";
 import { attemptLabel, attemptTone, describeEntry, errorText, type Tone } from "../describe.js";
 import { CliError, EXIT } from "../exit.js";
-import { columns, formatAge, formatDuration, formatUsage, oneLineJson, safe, type Paint, type Style } from "../format.js";
+import { columns, formatAge, formatDuration, formatUsage, oneLineJson, prettyJson, safe, truncate, type Paint, type Style } from "../format.js";
 import { renderHtml } from "../html.js";
-import { buildTimeline, timelineJson, type Timeline } from "../timeline.js";
+import { buildTimeline, timelineJson, type Timeline, type TimelineEntry } from "../timeline.js";
 
 export const show: Command = {
   help: {
     name: "show",
     summary: "a run's timeline: every attempt, every step, time, cost, what reuse saved, what to type next",
-    usage: ["steplog show <id> [--json] [--html FILE]"],
+    usage: ["steplog show <id> [--full] [--json] [--html FILE]"],
     description: [
-      "Prints the run attempt by attempt: each step it reused (↺, with the attempt that recorded it) or ran (✓ ✗ ■ ⚠), how long it took, its error, its usage; escalations waiting for a person; the totals of time and recorded cost; what reuse saved (the time and cost of the original rows of the reused steps); and the commands that move the run on.",
+      "Prints the run attempt by attempt: each step it reused (↺, with the attempt that recorded it) or ran (✓ ✗ ■ ⚠), how long it took, its error, its usage, what it returned (= …, cut to a line; --full for all of it) and the error of each call that failed (a retried step's too); escalations waiting for a person; the totals of time and recorded cost; what reuse saved (the time and cost of the original rows of the reused steps); and the commands that move the run on. --json carries the same, with every value and the run's args.",
       "--html FILE writes, instead, a self-contained page (no script, no network) with the timeline drawn as bars per attempt and step.",
     ],
     options: {
       html: { type: "string", value: "FILE", description: "Write the timeline as a self-contained HTML page to FILE (instead of printing it)." },
+      full: { type: "boolean", description: "Print each step's value whole (pretty JSON), not cut to a line." },
     },
     positionals: { min: 1, max: 1, names: ["<id>"] },
     examples: ["steplog show 212", "steplog show 212 --json | jq .totals", "steplog show 212 --html run-212.html"],
@@ -46,14 +47,14 @@ export const show: Command = {
     }
     if (session.json) session.printJson({ ...(timelineJson(timeline) as object), ...(written ? { html: written } : {}) });
     else if (written) session.out(`HTML timeline of run ${safe(id)} written to ${safe(written)}`);
-    else session.lines(renderTimeline(timeline, session.paint, session.now()));
+    else session.lines(renderTimeline(timeline, session.paint, session.now(), { full: booleanOption(parsed, "full") }));
     return EXIT.ok;
   },
 };
 
 const TONE_STYLE: Record<Tone, Style> = { ok: "green", bad: "red", warn: "yellow", reused: "cyan", wait: "magenta", muted: "gray", comp: "magenta" };
 
-export function renderTimeline(t: Timeline, paint: Paint, now: number): string[] {
+export function renderTimeline(t: Timeline, paint: Paint, now: number, options: { full?: boolean } = {}): string[] {
   const out: string[] = [];
   const gray = (s: string) => paint("gray", s);
   const statusStyle =
@@ -107,7 +108,10 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
       .join(" · ");
     out.push(`${paint("bold", `Attempt ${a.number}`)} ${paint(style, attemptLabel(a))} ${gray(`· ${meta}`)}`);
     const rows: string[][] = [];
+    /** Lines under each row: its value, each failed call's error. */
+    const under: string[][] = [];
     for (const e of a.entries) {
+      under.push(detailLines(e, paint, options.full === true));
       const words = describeEntry(e, a);
       const time = e.kind === "reused" || e.kind === "resolved" || e.durationMs === null ? "" : formatDuration(e.durationMs);
       const usage = formatUsage(e.usage);
@@ -125,7 +129,7 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
       ]);
     }
     if (rows.length === 0) out.push(gray("  (no steps)"));
-    out.push(...columns(rows));
+    columns(rows).forEach((line, i) => out.push(line, ...under[i]!));
     if (a.error && a.ending !== "completed") out.push(`  ${gray("ended:")} ${safe(errorText(a.error).split("\n")[0] ?? "")}`);
   }
   out.push("");
@@ -149,4 +153,23 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number): string[]
     for (const c of t.next) out.push(`  ${paint("cyan", c)}`);
   }
   return out;
+}
+
+/**
+ * The lines under a step's row: what it returned (`= …`, one line cut to fit, or with `full`
+ * the whole value as pretty JSON) and, when a call failed, each failed call's error.
+ */
+function detailLines(e: TimelineEntry, paint: Paint, full: boolean): string[] {
+  const lines: string[] = [];
+  const indent = "      ";
+  if ("value" in e) {
+    if (full) {
+      const text = prettyJson(e.value).split("\n");
+      lines.push(...text.map((line, i) => paint("gray", `${indent}${i === 0 ? "= " : "  "}${safe(line)}`)));
+    } else lines.push(paint("gray", `${indent}= ${oneLineJson(e.value, 100)}`));
+  }
+  if (e.callErrors && (e.callErrors.length > 1 || e.calls > 1)) {
+    for (const c of e.callErrors) lines.push(paint("gray", `${indent}call ${c.call} ✗ ${truncate(safe(errorText(c.error)).split("\n")[0] ?? "", 120)}`));
+  }
+  return lines;
 }
