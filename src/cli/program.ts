@@ -19,6 +19,7 @@ import { resolve } from "./commands/resolve.js";
 import { run } from "./commands/run.js";
 import { runs } from "./commands/runs.js";
 import { schedules } from "./commands/schedules.js";
+import { ui } from "./commands/ui.js";
 import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
 import { work } from "./commands/work.js";
@@ -41,6 +42,7 @@ export const COMMANDS: Record<string, Command> = {
   cancel,
   work,
   schedules,
+  ui,
 };
 
 export function mainHelp(): string {

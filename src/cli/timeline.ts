@@ -23,6 +23,7 @@ export interface TimelineEntry {
   /** The row's status (for reused: the status of the reused row, succeeded). */
   status: string;
   effect: string;
+  idempotencyKey: string;
   /** The attempt that wrote the row (for reused: the attempt that recorded the value). */
   recordedBy: number;
   seq: number;
@@ -234,6 +235,7 @@ function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
     name: row.name,
     status: row.status,
     effect: row.effect,
+    idempotencyKey: row.idempotencyKey,
     recordedBy: row.attempt,
     seq: row.seq,
     startedAt,
