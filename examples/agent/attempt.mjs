@@ -1,7 +1,9 @@
 // One attempt of an example agent, in a process of its own (the example and its crash test run
 // it as a child process, so that it can really be killed):
 //
-//   node examples/agent/attempt.mjs <ai-sdk|plain> <run id> <start|continue> [ticket]
+//   node examples/agent/attempt.mjs <agent> <run id> <start|continue> [ticket]
+//
+// <agent>: ai-sdk, plain, openai-agents, anthropic or langchain.
 //
 // Environment:
 //   STEPLOG_AGENT_DIR    the store is <dir>/steplog.db; default .steplog/steplog.db
@@ -9,19 +11,29 @@
 //   STEPLOG_AGENT_QUERY  "1": sendEmail has a query (the mail provider can look an email up by key)
 //   STEPLOG_AGENT_CRASH  "in-effect": SIGKILL inside sendEmail, after the email left, before its
 //                        outcome is recorded; "after-outcome": SIGKILL right after the outcome is durable
+//   STEPLOG_FAULT        steplog's own fault points (src/base/faults.ts), e.g. after-fn@model#2: SIGKILL
+//                        once the second model turn answered, before its outcome is recorded
 //
 // Prints one line per step, then one JSON line: {"result": …} or {"refused": …}.
 
 import { createEngine } from "../../dist/index.js";
 import { sqliteStore } from "../../dist/sqlite.js";
-import { aiSdkAgent } from "./ai-sdk-agent.mjs";
 import { progressLine } from "./lines.mjs";
-import { plainLoopAgent } from "./plain-loop.mjs";
 import { openWorld, say, storePath } from "./world.mjs";
+
+/** Each agent's workflow factory, loaded on demand so that an attempt loads only its own SDK. */
+const AGENTS = {
+  "ai-sdk": async () => (await import("./ai-sdk-agent.mjs")).aiSdkAgent,
+  plain: async () => (await import("./plain-loop.mjs")).plainLoopAgent,
+  "openai-agents": async () => (await import("./openai-agents.mjs")).openAIAgentsAgent,
+  anthropic: async () => (await import("./anthropic.mjs")).anthropicAgent,
+  langchain: async () => (await import("./langchain.mjs")).langChainAgent,
+};
 
 const [agent, runId, mode, ticket = "Customer c-7 asks: where is my order o-17?"] = process.argv.slice(2);
 const crash = process.env.STEPLOG_AGENT_CRASH ?? "";
 if (!process.env.STEPLOG_AGENT_WORLD) throw new Error("attempt.mjs: set STEPLOG_AGENT_WORLD");
+if (!Object.hasOwn(AGENTS, agent)) throw new Error(`attempt.mjs: unknown agent ${JSON.stringify(agent)}; one of ${Object.keys(AGENTS).join(", ")}`);
 
 function die(why) {
   say(`! ${why}; now process.kill(${process.pid}, "SIGKILL")`);
@@ -34,7 +46,7 @@ const world = openWorld(process.env.STEPLOG_AGENT_WORLD, {
   },
 });
 const options = { sendEmailQuery: process.env.STEPLOG_AGENT_QUERY === "1" };
-const workflow = agent === "plain" ? plainLoopAgent(world, options) : aiSdkAgent(world, options);
+const workflow = (await AGENTS[agent]())(world, options);
 
 const engine = createEngine({
   workflows: [workflow],

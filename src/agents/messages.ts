@@ -145,6 +145,31 @@ export function readTurn(value: unknown): Turn | undefined {
     }
     return turn;
   }
+  // OpenAI Agents SDK ModelResponse (durableAgentModel), or its recorded stream (the response_done event's response).
+  if (Array.isArray(v.events)) return readTurn(v.events.find((e: { type?: unknown }) => e?.type === "response_done")?.response);
+  if (Array.isArray(v.output) && v.object === undefined) {
+    const turn: Turn = { text: "", toolCalls: [] };
+    for (const item of v.output) {
+      if (item?.type === "message" && Array.isArray(item.content)) {
+        for (const c of item.content) if (c?.type === "output_text") turn.text += String(c.text ?? "");
+      } else if (item?.type === "function_call") {
+        const found = call(item.callId, item.name, item.arguments);
+        if (found) turn.toolCalls.push(found);
+      }
+    }
+    return turn;
+  }
+  // LangChain AI message (durableChatModel): content (a string or blocks), tool_calls { id, name, args }.
+  if (v.type === "ai" && (typeof v.content === "string" || Array.isArray(v.content))) {
+    const turn: Turn = { text: "", toolCalls: [] };
+    if (typeof v.content === "string") turn.text = v.content;
+    else for (const part of v.content) if (part?.type === "text") turn.text += String(part.text ?? "");
+    for (const c of Array.isArray(v.tool_calls) ? v.tool_calls : []) {
+      const found = call(c?.id, c?.name, c?.args);
+      if (found) turn.toolCalls.push(found);
+    }
+    return turn;
+  }
   // AI SDK generate result (durableModel), AI SDK assistant ModelMessage, Anthropic message.
   if (Array.isArray(v.content)) {
     const turn: Turn = { text: "", toolCalls: [] };

@@ -59,7 +59,10 @@ export interface DurableToolsOptions<Names extends string = string> {
   timeoutMs?: Partial<Record<Names, number>>;
 }
 
-/** What a durable tool passes its tool, besides the framework's own options. */
+/**
+ * What a durable tool passes its tool, besides the framework's own options. See
+ * DurableToolCallFields for declaring these fields on a framework's own options type.
+ */
 export interface DurableToolCallOptions {
   /** The call id the framework gave, or the counter used in its place. */
   toolCallId: string;
@@ -72,6 +75,19 @@ export interface DurableToolCallOptions {
   /** Aborted when the attempt ends or the framework aborts the call. */
   abortSignal: AbortSignal;
 }
+
+/**
+ * The fields durableTools adds to a tool's options, all optional (a tool may also be called
+ * without steplog), for typing a framework's own options with them. With the Vercel AI SDK,
+ * annotate a tool's options, or declare them once on the SDK's type (docs/agents.md):
+ *
+ *   execute: async (input, options: ToolExecutionOptions & DurableToolCallFields) => send(input, options.idempotencyKey)
+ *
+ *   declare module "ai" {
+ *     interface ToolExecutionOptions extends DurableToolCallFields {}
+ *   }
+ */
+export type DurableToolCallFields = Partial<Pick<DurableToolCallOptions, "idempotencyKey" | "step" | "previous">>;
 
 type ToolFunction = (input: any, ...rest: any[]) => unknown;
 interface ExecutableTool {
@@ -158,25 +174,17 @@ export function durableTools<T extends Record<string, unknown>>(
   options: DurableToolsOptions<Extract<keyof T, string>> = {},
 ): DurableToolSet<T> {
   if (typeof tools !== "object" || tools === null) throw new InvalidOptionError("durableTools(ctx, tools): tools must be an object of name → tool.");
-  for (const kind of ["effects", "query", "compensate", "onUnknown", "retry", "timeoutMs"] as const) {
-    for (const name of Object.keys(options[kind] ?? {})) {
-      if (!Object.hasOwn(tools, name)) {
-        throw new InvalidOptionError(
-          `durableTools: options.${kind} names ${JSON.stringify(name)}, which is not one of the tools (${Object.keys(tools).join(", ")}).`,
-        );
-      }
-    }
-  }
+  checkToolOptions("durableTools", options, Object.keys(tools));
   const out: Record<string, unknown> = {};
   for (const [name, tool] of Object.entries(tools)) {
     if (typeof tool === "function") {
       const fn = tool as ToolFunction;
-      out[name] = (input: unknown, callOptions?: unknown) => callTool(ctx, name, input, callOptions, options, (i, o) => fn(i, o));
+      out[name] = (input: unknown, callOptions?: unknown) => durableCall(ctx, name, input, callOptions, options, (i, o) => fn(i, o));
     } else if (typeof tool === "object" && tool !== null && typeof (tool as Partial<ExecutableTool>).execute === "function") {
       const original = tool as ExecutableTool;
       const wrapped = Object.assign(Object.create(Object.getPrototypeOf(tool) as object | null) as object, tool) as ExecutableTool;
       wrapped.execute = (input: unknown, callOptions: unknown) =>
-        callTool(ctx, name, input, callOptions, options, (i, o) => original.execute.call(original, i, o));
+        durableCall(ctx, name, input, callOptions, options, (i, o) => original.execute.call(original, i, o));
       out[name] = wrapped;
     } else {
       out[name] = tool;
@@ -185,13 +193,30 @@ export function durableTools<T extends Record<string, unknown>>(
   return out as DurableToolSet<T>;
 }
 
-async function callTool(
+/** Refuse options that name a tool that is not there: a typo would leave a sending tool at the default. */
+export function checkToolOptions(where: string, options: DurableToolsOptions, names: string[]): void {
+  for (const kind of ["effects", "query", "compensate", "onUnknown", "retry", "timeoutMs"] as const) {
+    for (const name of Object.keys(options[kind] ?? {})) {
+      if (!names.includes(name)) {
+        throw new InvalidOptionError(`${where}: options.${kind} names ${JSON.stringify(name)}, which is not one of the tools (${names.join(", ")}).`);
+      }
+    }
+  }
+}
+
+/**
+ * One call of one tool as the step `tool:<name>:<call id>`, for durableTools and the framework
+ * adapters. `callOptions.toolCallId` names the call (else a counter per tool name) and
+ * `callOptions.abortSignal` is combined with the step's; `run` gets the caller's options plus
+ * the DurableToolCallOptions. A tool's own error is the call's recorded outcome, thrown again.
+ */
+export async function durableCall(
   ctx: WorkflowContext,
   toolName: string,
   input: unknown,
   callOptions: unknown,
   options: DurableToolsOptions,
-  run: (input: unknown, options: unknown) => unknown,
+  run: (input: unknown, options: Record<string, unknown> & DurableToolCallOptions) => unknown,
 ): Promise<unknown> {
   throwIfFatal(ctx);
   const given = typeof callOptions === "object" && callOptions !== null ? (callOptions as Record<string, unknown>) : {};

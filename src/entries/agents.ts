@@ -2,7 +2,8 @@
  * steplog/agents: durable agents in the frameworks people already use. Tool calls and model
  * turns become steps; the conversation is derived from the step log. No framework is imported:
  * the helpers work on the shapes (tools with `execute(input, { toolCallId })`, plain functions,
- * AI SDK language models, OpenAI/Anthropic answers). See docs/agents.md.
+ * AI SDK language models, the OpenAI Agents SDK's agents and models, Anthropic clients,
+ * LangChain tools and chat models, OpenAI/Anthropic answers). See docs/agents.md.
  */
 
 export { durableTools, isRecordedToolError } from "../agents/tools.js";
@@ -11,6 +12,7 @@ export type {
   ToolCallOptionsIn,
   DurableToolsOptions,
   DurableToolCallOptions,
+  DurableToolCallFields,
   ToolCallInfo,
   ToolQuery,
   ToolCompensate,
@@ -33,3 +35,17 @@ export type {
   TurnToolCall,
 } from "../agents/messages.js";
 export { toolStepName, parseToolStepName, modelStepName } from "../agents/step-names.js";
+export { durableAgent, durableAgentModel, durableModelProvider } from "../agents/openai-agents.js";
+export type {
+  DurableAgentOptions,
+  DurableAgentModelOptions,
+  DurableAgentToolDetails,
+  AgentLike,
+  AgentModelLike,
+  AgentModelProviderLike,
+  RecordedAgentStream,
+} from "../agents/openai-agents.js";
+export { durableAnthropic } from "../agents/anthropic.js";
+export type { DurableAnthropicOptions } from "../agents/anthropic.js";
+export { durableLangChainTools, durableChatModel } from "../agents/langchain.js";
+export type { DurableChatModelOptions, LangChainToolLike, RecordedAIMessage } from "../agents/langchain.js";

@@ -1,10 +1,10 @@
 // The Vercel AI SDK integration, against the real `ai` package (generateText / streamText with
 // tools and its MockLanguageModelV3): durableModel makes each turn of the SDK's own tool loop a
 // step, durableTools each tool call; a continue answers recorded turns and calls from the log.
-import { generateText, stepCountIs, streamText, tool } from "ai";
+import { generateText, stepCountIs, streamText, tool, type ToolExecutionOptions } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { durableModel, durableTools, messagesFromSteps, ModelTurnFailedError, pendingToolCalls } from "../../src/entries/agents.js";
+import { durableModel, durableTools, messagesFromSteps, ModelTurnFailedError, pendingToolCalls, type DurableToolCallFields } from "../../src/entries/agents.js";
 import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/entries/index.js";
 import { memoryStore } from "../../src/entries/memory.js";
 import { testWorkflow } from "../../src/entries/testing.js";
@@ -49,10 +49,11 @@ function makeTools(world: World) {
     sendEmail: tool({
       description: "Send a saved draft",
       inputSchema: z.object({ to: z.string(), draftId: z.string() }),
-      execute: async ({ to }, options) => {
+      // The options typed with steplog's fields: the idempotency key reads without a cast.
+      execute: async ({ to }, options: ToolExecutionOptions & DurableToolCallFields) => {
         world.calls.push("sendEmail");
         world.options.sendEmail = options;
-        const key = (options as unknown as { idempotencyKey: string }).idempotencyKey;
+        const key = options.idempotencyKey!;
         world.outbox.push({ key, to });
         return { messageId: `m-${world.outbox.length}` };
       },

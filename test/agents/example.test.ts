@@ -59,3 +59,32 @@ describe("npm run example:agent", () => {
     }
   });
 });
+
+describe.each([
+  ["openai-agents.mjs", "openai-agents"],
+  ["anthropic.mjs", "anthropic"],
+  ["langchain.mjs", "langchain"],
+])("node examples/agent/%s", (file, agent) => {
+  it("tells its crash story to the end and passes its own checks: one email, each recorded turn and call made once", async () => {
+    const dir = tmpDir(`steplog-${agent}-example-`);
+    const { code, signal, stdout, stderr } = await spawnNode(`examples/agent/${file}`, [], { cwd: repoRoot, env: { STEPLOG_AGENT_DIR: dir, NO_COLOR: "1" } })
+      .done;
+    const output = `--- stdout\n${stdout}\n--- stderr\n${stderr}`;
+    expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+    expect(stdout.match(/killed by SIGKILL/g), output).toHaveLength(2);
+    expect(stdout, output).toMatch(/→ query: done/);
+    expect(stdout, output).toMatch(/escalated in attempt 2/);
+    expect(
+      stdout.match(/model asked 4× \(turns 1, 2, 3, 4\); tools ran: lookupOrder 1×, saveDraft 1×, sendEmail 1×; emails in the outbox: 1/g),
+      output,
+    ).toHaveLength(2);
+    expect(stdout, output).toContain("All checks passed.");
+    for (const n of [1, 2]) {
+      const outbox = fs
+        .readFileSync(path.join(dir, `${agent}-world-${n}`, "outbox.jsonl"), "utf8")
+        .trim()
+        .split("\n");
+      expect(outbox, `world ${n}`).toHaveLength(1);
+    }
+  });
+});
