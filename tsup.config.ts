@@ -29,6 +29,8 @@ export default defineConfig({
   clean: true,
   target: "node20",
   platform: "node",
+  // import.meta.url in the CommonJS twin too (engine/tracing.ts resolves an optional peer from it).
+  shims: true,
   external: ["better-sqlite3", "pg", "proper-lockfile"],
   // The command is an ES module (package.json's bin): its CommonJS twin, made because the
   // entries need both formats, is never run, so it is not shipped.

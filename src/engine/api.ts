@@ -32,6 +32,7 @@ export const ENGINE_KEYS: KnownKeys<EngineOptions> = {
   codec: true,
   redact: true,
   handleSignals: true,
+  tracing: true,
 };
 export const START_KEYS: KnownKeys<StartOptions> = {
   id: true,
@@ -89,7 +90,23 @@ export interface EngineOptions {
    * second SIGINT before they have ended exits at once (a crash: the run reads interrupted).
    */
   handleSignals?: boolean;
+  /**
+   * OpenTelemetry spans for attempts and steps (docs/observability.md). Default: on when
+   * `@opentelemetry/api` is installed, sent to the globally registered TracerProvider (none
+   * registered: nothing recorded); without the package nothing is loaded and nothing changes.
+   * `false`: off, the package not even loaded. `true`: as the default, plus a process warning if
+   * the package cannot be loaded. `{ tracer }`: spans from this Tracer instead of the global one.
+   */
+  tracing?: boolean | { tracer: TracerLike };
   [TEST_HOOKS]?: TestHooks;
+}
+
+/**
+ * An OpenTelemetry `Tracer`, as `trace.getTracer(name)` of `@opentelemetry/api` returns it; typed
+ * loosely so that steplog's types need no OpenTelemetry package installed.
+ */
+export interface TracerLike {
+  startSpan(name: string, options?: object, context?: object): object;
 }
 
 export interface StartOptions {

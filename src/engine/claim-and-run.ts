@@ -18,6 +18,8 @@ import type { Workflow } from "../workflow/define-workflow.js";
 import { consentOf } from "./continue-options.js";
 import type { ContinueOptions } from "./api.js";
 import { checkArgs, unopenable } from "./run-checks.js";
+import { attemptLabels } from "./tracing.js";
+import type { AttemptTrace } from "../steps/tracing.js";
 
 /** The longest a continue waits to see a lease go unrenewed (a longer lease is refused at once: RUN_BUSY says why). */
 const MAX_CLAIM_WAIT_MS = 120_000;
@@ -70,6 +72,10 @@ export async function claimAndRun(
   let live: LiveToken | undefined;
   const where = await ctx.where();
   const flowLimits = flowLimitsOf(before, workflow, where);
+  // Traced: the caller's context, read here (a store may ask `decide` from another one).
+  const tracing = ctx.settings.tracing;
+  const caller = tracing?.active();
+  let trace: AttemptTrace | undefined;
   const decide = (current: StoredRun, seen?: { whileWriting: true }) => {
     if (seen?.whileWriting) return decideWhileWriting(current);
     statusBefore = current.run.status;
@@ -98,7 +104,15 @@ export async function claimAndRun(
     });
     // Marked live inside the claim's transaction: between its commit and the attempt's start,
     // another claim in this process must already see the run held.
-    if (decision.kind === "take") live = markLive(where, id);
+    if (decision.kind !== "take") return decision;
+    live = markLive(where, id);
+    if (!tracing) return decision;
+    // The span begins as the lease is taken, in the run's trace if it has one (asked again, the
+    // span begun before is dropped unended). A run without one records this attempt's, in the
+    // claim's own write: no write of its own.
+    const stored = current.run.traceContext;
+    trace = tracing.beginAttempt(attemptLabels(workflow, id, decision.attempt.number, mode, options.fromStep), stored, caller!);
+    if (stored == null && trace.traceparent !== null) return { ...decision, run: { ...decision.run, traceContext: trace.traceparent } };
     return decision;
   };
   let claimed: Awaited<ReturnType<Store["claimRun"]>>;
@@ -141,7 +155,7 @@ export async function claimAndRun(
     signal: options.signal,
     ...(statusBefore === undefined ? {} : { statusBefore }),
   };
-  return ctx.runAttempt(new Attempt(ctx.settings, workflow, claimed.state, claimed.lease, plan, live!), (args as { value: unknown }).value);
+  return ctx.runAttempt(new Attempt(ctx.settings, workflow, claimed.state, claimed.lease, plan, live!, trace), (args as { value: unknown }).value);
 }
 
 /** What the claim asks the store about the runs sharing this run's flow-control keys (none without limits). */

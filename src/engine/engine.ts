@@ -48,10 +48,11 @@ import { queuedRow, startRows } from "./start-rows.js";
 import { checkIfExists, checkSameRun, storedResult } from "./attach.js";
 import { flowColumns, queues } from "../workflow/flow-control.js";
 import { ChildRuns } from "./children.js";
+import { attemptLabels } from "./tracing.js";
 import { ENDED_STATUSES } from "../store/types.js";
 
 export { TEST_HOOKS } from "./api.js";
-export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, CancelOptions } from "./api.js";
+export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, CancelOptions, TracerLike } from "./api.js";
 
 export function createEngine(options: EngineOptions = {}): Engine {
   return new SteplogEngine(options);
@@ -230,11 +231,19 @@ class SteplogEngine implements Engine {
     const checked = await checkArgs(workflow, args);
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
     const { plain: argsPlain, stored: argsText } = await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id });
+    const tracing = this.#settings.tracing;
     const now = this.#settings.clock.now();
     const flow = flowColumns(workflow.name, workflow.flow, checked.value, { priority: options.priority });
     const dedupeKey = options.dedupeKey === undefined ? null : `${workflow.name}:${options.dedupeKey}`;
-    const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, parent: options.parent, now, flow, dedupeKey });
-    if (queues(workflow.flow)) {
+    const waitsForTurn = queues(workflow.flow);
+    // Traced: the first attempt's span begins before the insert, which records its context with
+    // the run (a later attempt anywhere continues its trace); a queued run has no attempt yet and
+    // records the caller's span, if any. An insert that creates nothing drops the span unended.
+    const caller = tracing?.active();
+    const trace = tracing && !waitsForTurn ? tracing.beginAttempt(attemptLabels(workflow, id, 1, "run", undefined), null, caller!) : undefined;
+    const traceContext = trace ? trace.traceparent : tracing ? tracing.callerTraceparent(caller!) : null;
+    const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, parent: options.parent, now, flow, dedupeKey, traceContext });
+    if (waitsForTurn) {
       // A run with limits waits for its turn: queued, then claimed like any due run, now if there is room.
       const queued = await this.#store.enqueueRun(queuedRow(run, now), now);
       if ("exists" in queued) return { exists: queued.exists, argsPlain };
@@ -266,7 +275,7 @@ class SteplogEngine implements Engine {
       deadline,
       signal: options.signal,
     };
-    return { done: this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live), checked.value) };
+    return { done: this.#runAttempt(new Attempt(this.#settings, workflow, stored, created, plan, live, trace), checked.value) };
   }
 
   /** A queued run's first claim: its first attempt now if the limits leave room, else it waits for its turn (a worker takes it). */

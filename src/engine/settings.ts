@@ -14,6 +14,7 @@ import { runtimeStore, type RuntimeStore } from "../store/runtime.js";
 import { sqliteStore } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { ENGINE_KEYS, TEST_HOOKS, type EngineOptions } from "./api.js";
+import { loadTracing } from "./tracing.js";
 
 /** What createEngine's options configure: the store as given, its runtime wrapper, and the settings. */
 export interface EngineSetup {
@@ -36,6 +37,8 @@ export function engineSetup(options: EngineOptions): EngineSetup {
   if (!(leaseMs >= 30)) throw new InvalidOptionError(`createEngine: leaseMs must be at least 30 ms, got ${String(options.leaseMs)}.`);
   const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
   if (!(maxValueBytes > 0)) throw new InvalidOptionError(`createEngine: maxValueBytes must be > 0, got ${String(options.maxValueBytes)}.`);
+  // Checked (and the API loaded) before a default store is made.
+  const tracing = loadTracing(options.tracing);
   const store = options.store ?? sqliteStore();
   // The engine uses the store through its runtime wrapper: defaults, one closed guard (store/runtime.ts).
   const runtime = runtimeStore(store);
@@ -48,5 +51,6 @@ export function engineSetup(options: EngineOptions): EngineSetup {
     onProgress: options.onProgress,
     hooks: options[TEST_HOOKS],
   };
+  if (tracing) settings.tracing = tracing;
   return { store, runtime, settings };
 }

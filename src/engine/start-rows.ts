@@ -23,10 +23,15 @@ export interface NewRun {
   flow?: { concurrencyKey: string | null; rateKey: string | null; priority: number };
   /** start's dedupeKey, as stored (`<workflow>:<key>`). */
   dedupeKey?: string | null;
+  /** The W3C traceparent the run's attempts hang from (tracing on), else null. */
+  traceContext?: string | null;
 }
 
 /** The run row and first attempt row of a run started now. */
-export function startRows({ id, workflow, argsText, source, deadline, parent, now, flow, dedupeKey }: NewRun): { run: RunRow; first: AttemptRow } {
+export function startRows({ id, workflow, argsText, source, deadline, parent, now, flow, dedupeKey, traceContext }: NewRun): {
+  run: RunRow;
+  first: AttemptRow;
+} {
   const run: RunRow = {
     id,
     workflow: workflow.name,
@@ -46,6 +51,7 @@ export function startRows({ id, workflow, argsText, source, deadline, parent, no
     rateKey: flow?.rateKey ?? null,
     priority: flow?.priority ?? 0,
     dedupeKey: dedupeKey ?? null,
+    traceContext: traceContext ?? null,
     createdAt: now,
     updatedAt: now,
   };

@@ -14,6 +14,7 @@ export type {
   ContinueOptions,
   ListFilter,
   CancelOptions,
+  TracerLike,
   RunResult,
   RecoveredRun,
   Escalation,

@@ -28,6 +28,7 @@ import { AttemptState, failedStepOf, type AttemptPlan, type EndReason, type Wait
 import type { AttemptEnding, Lease, RunStatus, StoredRun } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
 import { ENDED_STATUSES } from "../store/types.js";
+import type { AttemptTrace } from "./tracing.js";
 
 export type { AttemptPlan };
 
@@ -60,8 +61,11 @@ export class Attempt {
     plan: AttemptPlan,
     /** This attempt's registration as live in this process, made when its lease was taken. */
     private readonly live: LiveToken,
+    /** Its span, begun when its lease was taken (tracing.ts); undefined when the engine does not trace. */
+    trace?: AttemptTrace,
   ) {
     this.state = new AttemptState(settings, workflow, stored, lease, plan);
+    this.state.trace = trace;
     this.#keeper = new LeaseKeeper(settings, lease, (error) => this.state.endWith("lease-lost", error));
   }
 
@@ -87,7 +91,24 @@ export class Attempt {
     this.state.endWith(ending, error);
   }
 
-  async run(args: unknown): Promise<RunResult> {
+  /** Run the attempt to its ending; its span, when traced, ends with it. */
+  run(args: unknown): Promise<RunResult> {
+    const trace = this.state.trace;
+    if (!trace) return this.#run(args);
+    return this.#run(args).then(
+      (result) => {
+        const { ran, reused, resolved } = this.state;
+        trace.end({ ...result, ran: ran.length, reused: reused.length, resolved: resolved.length });
+        return result;
+      },
+      (error: unknown) => {
+        trace.fail(error);
+        throw error;
+      },
+    );
+  }
+
+  async #run(args: unknown): Promise<RunResult> {
     const state = this.state;
     const previous = state.stored.attempts.filter((a) => a.number < state.number).at(-1);
     if (previous?.ending === "stopped" && previous.error) {
@@ -118,7 +139,10 @@ export class Attempt {
 
   async #runCode(args: unknown): Promise<{ kind: "returned"; value: unknown } | { kind: "threw"; error: unknown }> {
     try {
-      const value = await this.state.workflow.run(contextFor(this.state), args as never);
+      const ctx = contextFor(this.state);
+      const trace = this.state.trace;
+      // Traced: the workflow's code runs with the attempt's span active, so the app's own spans hang from it.
+      const value = await (trace ? trace.activate(() => this.state.workflow.run(ctx, args as never)) : this.state.workflow.run(ctx, args as never));
       return { kind: "returned", value };
     } catch (error) {
       return { kind: "threw", error };

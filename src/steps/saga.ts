@@ -69,47 +69,62 @@ export function unreachable(state: AttemptState): string[] {
 
 /** Compensate newest first; skip what a previous saga already compensated. */
 export async function runSaga(state: AttemptState): Promise<void> {
-  const clock = state.settings.clock;
   for (const entry of [...state.saga].reverse()) {
     const rows = state.stored.steps.filter((row) => row.key === entry.key);
-    const latest = rows.at(-1)!;
     if (!needsCompensation(rows)) continue;
-    let row: StepRow;
-    if (isCompensation(latest) && latest.status === "intended") {
-      row = latest; // a compensation cut off by a crash: run it again
-      await state.confirmLease();
-    } else {
-      row = newRow(state, entry.key, entry.call, latest.idempotencyKey, clock.now());
-      row.resolution = formatResolution({ policy: "compensate", found: "saga", attempt: state.number, compensation: true });
-      await writeIntent(state, row);
-    }
-    state.settings.hooks?.onCall?.(entry.key, "compensate");
+    // Traced: each compensation is a step span of the saga's attempt.
+    const span = state.trace?.step(entry.key, entry.call.name, "compensatable", "compensated");
+    let done: StepRow;
     try {
-      await entry.call.options.compensate!(entry.value, { idempotencyKey: row.idempotencyKey, runId: state.runId, step: entry.key });
+      done = await compensateOne(state, entry, rows);
     } catch (error) {
-      // Left intended: the next compensate(id) runs it again.
-      throw error instanceof SteplogError ? error : Object.assign(error instanceof Error ? error : new Error(String(error)), { step: entry.key });
+      span?.end(error, undefined);
+      throw error;
     }
-    const done: StepRow = { ...row, status: "compensated", endedAt: clock.now(), calls: row.calls + 1 };
-    await writeOutcome(state, done);
-    // A step that was cut off inside its effect is settled too: what it did was undone.
-    const cutOff = rows.filter((r) => r.status === "intended" && !isCompensation(r)).at(-1);
-    if (cutOff) {
-      const settled: StepRow = {
-        ...cutOff,
-        status: "failed",
-        error: await state.settings.payloads.encodeError(
-          toErrorInfo(
-            Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }),
-            entry.key,
-          ),
-        ),
-        endedAt: clock.now(),
-        resolution: formatResolution({ policy: "compensate", found: "unknown", attempt: state.number }),
-      };
-      await writeOutcome(state, settled);
-    }
-    state.addCompensation(entry.key);
-    state.emit({ type: "step-resolved", runId: state.runId, step: entry.key, policy: "compensate", found: "saga" });
+    span?.end(undefined, done);
   }
+}
+
+/** One step's compensation, recorded as a row of its own under the step's key; that row, compensated. */
+async function compensateOne(state: AttemptState, entry: SagaEntry, rows: StepRow[]): Promise<StepRow> {
+  const clock = state.settings.clock;
+  const latest = rows.at(-1)!;
+  let row: StepRow;
+  if (isCompensation(latest) && latest.status === "intended") {
+    row = latest; // a compensation cut off by a crash: run it again
+    await state.confirmLease();
+  } else {
+    row = newRow(state, entry.key, entry.call, latest.idempotencyKey, clock.now());
+    row.resolution = formatResolution({ policy: "compensate", found: "saga", attempt: state.number, compensation: true });
+    await writeIntent(state, row);
+  }
+  state.settings.hooks?.onCall?.(entry.key, "compensate");
+  try {
+    await entry.call.options.compensate!(entry.value, { idempotencyKey: row.idempotencyKey, runId: state.runId, step: entry.key });
+  } catch (error) {
+    // Left intended: the next compensate(id) runs it again.
+    throw error instanceof SteplogError ? error : Object.assign(error instanceof Error ? error : new Error(String(error)), { step: entry.key });
+  }
+  const done: StepRow = { ...row, status: "compensated", endedAt: clock.now(), calls: row.calls + 1 };
+  await writeOutcome(state, done);
+  // A step that was cut off inside its effect is settled too: what it did was undone.
+  const cutOff = rows.filter((r) => r.status === "intended" && !isCompensation(r)).at(-1);
+  if (cutOff) {
+    const settled: StepRow = {
+      ...cutOff,
+      status: "failed",
+      error: await state.settings.payloads.encodeError(
+        toErrorInfo(
+          Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }),
+          entry.key,
+        ),
+      ),
+      endedAt: clock.now(),
+      resolution: formatResolution({ policy: "compensate", found: "unknown", attempt: state.number }),
+    };
+    await writeOutcome(state, settled);
+  }
+  state.addCompensation(entry.key);
+  state.emit({ type: "step-resolved", runId: state.runId, step: entry.key, policy: "compensate", found: "saga" });
+  return done;
 }

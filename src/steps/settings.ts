@@ -5,6 +5,7 @@ import type { Payloads } from "../payloads/payloads.js";
 import type { AttemptEnding, RunStatus, Store } from "../store/types.js";
 import type { Clock } from "../base/clock.js";
 import type { Workflow } from "../workflow/define-workflow.js";
+import type { Tracing } from "./tracing.js";
 
 export type { Clock };
 
@@ -77,4 +78,6 @@ export interface EngineSettings {
   hooks: TestHooks | undefined;
   /** Child runs (ctx.child, ctx.startChild): the engine's, absent where there is none. */
   children?: ChildHost;
+  /** OpenTelemetry spans (tracing.ts): absent when tracing is off or `@opentelemetry/api` is not installed. Read where an attempt begins, never on a step's path. */
+  tracing?: Tracing;
 }

@@ -11,6 +11,7 @@ import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "../sto
 import type { StepFunction, StepInfo, StepOptions } from "../workflow/context.js";
 import type { EngineSettings, ProgressEvent } from "./settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
+import type { AttemptTrace, StepSpan } from "./tracing.js";
 
 /** One ctx.step call as the protocol carries it. */
 export interface StepCall {
@@ -19,6 +20,8 @@ export interface StepCall {
   fn: StepFunction<unknown>;
   /** Where it was entered in this attempt's call order (steps and waits, reused ones included). */
   position?: number;
+  /** Its OpenTelemetry span, when the attempt is traced (tracing.ts). */
+  span?: StepSpan;
 }
 
 /** The idempotency key a call is made with, and what it is told of a cut-off call it re-drives. */
@@ -112,6 +115,8 @@ export class AttemptState {
   /** Steps and waits entered so far: the next one's position in this attempt's call order. */
   entered = 0;
   endReason: EndReason | undefined;
+  /** The attempt's OpenTelemetry span (tracing.ts); undefined when the engine does not trace. */
+  trace: AttemptTrace | undefined;
   #settleEarly!: () => void;
   /** Settles once the attempt has ended early and nothing is in flight any more. */
   readonly endedEarly = new Promise<void>((resolve) => (this.#settleEarly = resolve));

@@ -20,7 +20,8 @@ import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
 import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
 import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
-import { planStep } from "./plan.js";
+import { planStep, type Plan, type StepDecision } from "./plan.js";
+import type { StepOutcomeName } from "./tracing.js";
 import { handBack, supply } from "./hand-back.js";
 import { newRow, noteCallError, settle, thrownNow, writeIntent, writeOutcome, writeOutcomeLater } from "./step-log.js";
 import { markFailedStep, StopRequest, type AttemptState, type Identity, type StepCall } from "./state.js";
@@ -76,6 +77,36 @@ function route(state: AttemptState, call: StepCall): Promise<unknown> {
   );
   state.started = started;
   if (siblings === "close") state.siblingsOf = undefined;
+  const span = state.trace?.step(key, call.name, call.options.effect, OUTCOMES[decision.kind]);
+  if (span === undefined) return act(state, key, call, record, decision, siblings);
+  call.span = span;
+  let done: Promise<unknown>;
+  try {
+    done = act(state, key, call, record, decision, siblings);
+  } catch (error) {
+    done = Promise.reject(error);
+  }
+  return span.follow(done, () => state.latest.get(key));
+}
+
+/** The outcome a step span starts with, by the plan's decision (a resolution that re-drives the step makes it "ran"). */
+const OUTCOMES: Record<StepDecision["kind"], StepOutcomeName> = {
+  "hand-back": "reused",
+  supply: "supplied",
+  stop: "stopped",
+  resolve: "resolved",
+  run: "ran",
+};
+
+/** Carry out the plan's decision for the step entered. */
+function act(
+  state: AttemptState,
+  key: string,
+  call: StepCall,
+  record: StepRow | undefined,
+  decision: StepDecision,
+  siblings: Plan["siblings"],
+): Promise<unknown> {
   let done: Promise<unknown>;
   switch (decision.kind) {
     case "hand-back":
@@ -113,6 +144,11 @@ async function resolveThenRun(state: AttemptState, key: string, record: StepRow,
   state.inFlight.add(key);
   try {
     const resolved = await resolveUnknownOutcome(state, key, record, call);
+    if (call.span) {
+      const { options } = call;
+      call.span.policy = options.onUnknown ?? defaultPolicy(options.effect ?? "idempotent", options.query !== undefined, options.compensate !== undefined);
+      if (resolved.kind === "run") call.span.outcome = "ran";
+    }
     return resolved.kind === "found" ? resolved.value : await execute(state, key, call, resolved.identity);
   } finally {
     state.inFlight.delete(key);
@@ -187,7 +223,11 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
       }
       const error = result.error;
       // Every failed call's error is kept on the row, the ones a retry follows too.
-      if (!(error instanceof StopRequest)) await noteCallError(state, row, toErrorInfo(error, key));
+      if (!(error instanceof StopRequest)) {
+        const info = toErrorInfo(error, key);
+        call.span?.callFailed(row.calls, info);
+        await noteCallError(state, row, info);
+      }
       if (error instanceof StopRequest) {
         await settle(state, key, row, "stopped", toErrorInfo(state.endReason?.error ?? error, key));
         throw error;
@@ -347,7 +387,8 @@ async function callOnce(state: AttemptState, key: string, call: StepCall, identi
     state.settings.hooks?.onCall?.(key, "function");
     const fn = (state.settings.hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
     // A value that arrives after the timeout fired is still the call's result: the effect happened.
-    const value = await fn(info);
+    // Traced: the function runs with its step's span active, so the app's own spans in it hang from the step.
+    const value = await (call.span ? call.span.within(() => fn(info)) : fn(info));
     return { ok: true, value };
   } catch (error) {
     return { ok: false, error: timedOut && !(error instanceof StopRequest) ? timedOut : error };

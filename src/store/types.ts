@@ -66,6 +66,13 @@ export interface RunRow {
   rateKey?: string | null;
   priority?: number;
   dedupeKey?: string | null;
+  /**
+   * The W3C traceparent (`00-<trace id>-<span id>-<flags>`) of the span the run's attempts hang
+   * from when OpenTelemetry tracing is on: its first traced attempt's span (or, for a run queued
+   * for its turn, the span that started it). Written with the run, or by the claim of its first
+   * traced attempt; absent or null: none (tracing off, or a run written before tracing existed).
+   */
+  traceContext?: string | null;
   createdAt: number;
   updatedAt: number;
 }

@@ -130,6 +130,32 @@ export function writeAndClaimCases({ it, withStore }: SuiteCases): void {
       assert.equal("consent" in attempts[0]!, false, "an attempt with no consent has no consent field");
     }),
   );
+
+  it(
+    "a run's trace context is kept as created, and a claim's patch can set it later",
+    withStore(async (store) => {
+      const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+      await created(store, "traced", { traceContext: traceparent });
+      assert.equal((await store.loadRun("traced"))!.run.traceContext, traceparent);
+      const listed = (await store.listRuns({})).find((l) => l.run.id === "traced");
+      assert.equal(listed?.run.traceContext, traceparent);
+      // A run created without one (tracing off) gets its first traced attempt's, in the claim.
+      const first = await created(store, "later");
+      assert.equal((await store.loadRun("later"))!.run.traceContext, null);
+      await store.endAttempt(first, { attempt: 1, ending: "failed", endedAt: NOW + 1, error: null, run: { status: "failed" } });
+      const later = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+      const taken = await store.claimRun("later", (current) => {
+        const decision = takeIfFree("later")(current);
+        return decision.kind === "take" ? { ...decision, run: { ...decision.run, traceContext: later } } : decision;
+      });
+      assert.equal(taken.kind, "taken");
+      assert.equal((await store.loadRun("later"))!.run.traceContext, later);
+      if (store.enqueueRun) {
+        await store.enqueueRun(runRow("queued", { status: "waiting", attempts: 0, budgetUsed: 0, wakeAt: NOW, traceContext: traceparent }), NOW);
+        assert.equal((await store.loadRun("queued"))!.run.traceContext, traceparent);
+      }
+    }),
+  );
 }
 
 /** updateRun's atomicity, events, listRuns' filters, order and limits. */

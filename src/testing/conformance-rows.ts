@@ -31,6 +31,7 @@ export function runRow(id: string, patch: Partial<RunRow> = {}): RunRow {
     rateKey: null,
     priority: 0,
     dedupeKey: null,
+    traceContext: null,
     createdAt: NOW,
     updatedAt: NOW,
     ...patch,

@@ -77,8 +77,8 @@ async function insertRunRow(db: Database, client: PgClient, run: RunRow): Promis
   }
   const inserted = await client.query(
     `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
-       concurrency_key, rate_key, priority, dedupe_key, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) ON CONFLICT (id) DO NOTHING`,
+       concurrency_key, rate_key, priority, dedupe_key, trace_context, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) ON CONFLICT (id) DO NOTHING`,
     [
       run.id,
       run.workflow,
@@ -98,6 +98,7 @@ async function insertRunRow(db: Database, client: PgClient, run: RunRow): Promis
       run.rateKey ?? null,
       run.priority ?? 0,
       run.dedupeKey ?? null,
+      run.traceContext ?? null,
       run.createdAt,
       run.updatedAt,
     ],

@@ -187,6 +187,7 @@ export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lea
     [run.concurrencyKey ?? null, "text"],
     [run.rateKey ?? null, "text"],
     [run.priority ?? 0, "integer"],
+    [run.traceContext ?? null, "text"],
     [run.createdAt, "bigint"],
     [run.updatedAt, "bigint"],
   ]);
@@ -211,7 +212,7 @@ export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lea
   if (r === undefined || a === undefined || l === undefined || attempt.runId !== run.id) return undefined;
   return `WITH r AS (
       INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
-        concurrency_key, rate_key, priority, created_at, updated_at)
+        concurrency_key, rate_key, priority, trace_context, created_at, updated_at)
       VALUES (${r.join(", ")}) ON CONFLICT (id) DO NOTHING RETURNING id),
     a AS (
       INSERT INTO ${s}.attempts (run_id, number, host, boot_id, pid, process_start, started_at, ended_at, ending, from_step, forced, error, reused, epoch, replaced_expires_at)

@@ -143,6 +143,9 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   CREATE INDEX runs_by_dedupe_key ON ${s}.runs (dedupe_key) WHERE dedupe_key IS NOT NULL;
   CREATE INDEX attempts_by_start ON ${s}.attempts (started_at);
   `,
+  // 7: tracing: the W3C traceparent of the span a run's attempts hang from (its first traced
+  // attempt's), so a continue in another process joins the same trace
+  (s) => `ALTER TABLE ${s}.runs ADD COLUMN trace_context text;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

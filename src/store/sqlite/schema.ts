@@ -180,6 +180,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX runs_by_dedupe_key ON runs (dedupe_key) WHERE dedupe_key IS NOT NULL;
   CREATE INDEX attempts_by_start ON attempts (started_at);
   `,
+  // 9: tracing: the W3C traceparent of the span a run's attempts hang from (its first traced
+  // attempt's), so a continue in another process joins the same trace
+  `
+  ALTER TABLE runs ADD COLUMN trace_context TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

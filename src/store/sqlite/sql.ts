@@ -9,7 +9,7 @@ import { ENDED_STATUSES, type AttemptRow, type Consent, type LeaseRow } from "..
 
 export const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
   waiting_for AS waitingFor, wake_at AS wakeAt, parent, concurrency_key AS concurrencyKey, rate_key AS rateKey, priority, dedupe_key AS dedupeKey,
-  created_at AS createdAt, updated_at AS updatedAt`;
+  trace_context AS traceContext, created_at AS createdAt, updated_at AS updatedAt`;
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy, key`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
   started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, consent, reused`;
@@ -72,9 +72,9 @@ export function prepare(db: Database.Database): Statements {
     consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
       `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
-         concurrency_key, rate_key, priority, dedupe_key, created_at, updated_at, num)
+         concurrency_key, rate_key, priority, dedupe_key, trace_context, created_at, updated_at, num)
        VALUES (@id, @workflow, @version, @args, @status, @attempts, @budgetUsed, @source, @deadline, @value, @error, @waitingFor, @wakeAt, @parent,
-         @concurrencyKey, @rateKey, @priority, @dedupeKey, @createdAt, @updatedAt,
+         @concurrencyKey, @rateKey, @priority, @dedupeKey, @traceContext, @createdAt, @updatedAt,
                (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
     ),
     getActiveByDedupeKey: db.prepare(

@@ -132,5 +132,6 @@ function runParams(run: RunRow): Record<string, unknown> {
     rateKey: run.rateKey ?? null,
     priority: run.priority ?? 0,
     dedupeKey: run.dedupeKey ?? null,
+    traceContext: run.traceContext ?? null,
   };
 }
