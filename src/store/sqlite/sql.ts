@@ -49,7 +49,11 @@ export interface Statements {
   insertStep: Stmt;
   getRunNum: Stmt;
   insertStepAt: Stmt;
+  /** insertStepAt for the common intent (nothing recorded yet): 12 values bound instead of 18. */
+  insertIntentAt: Stmt;
   outcome: Stmt;
+  /** outcome for the common success (no error, resolution or usage to record): 5 values bound instead of 9. */
+  outcomeSucceeded: Stmt;
   endAttempt: Stmt;
 }
 
@@ -109,9 +113,18 @@ export function prepare(db: Database.Database): Statements {
       `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
+    insertIntentAt: db.prepare(
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES (?, ?, ?, ?, ?, ?, 'intended', ?, ?, NULL, NULL, ?, ?, NULL, 0, ?, NULL, ?)`,
+    ),
     outcome: db.prepare(
       `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
        WHERE run_num = ? AND seq = ? AND status = 'intended'`,
+    ),
+    // The intent row's error, resolution and usage are what the outcome carries when they are null
+    // (the engine writes one row object, adding to it): they need no binding.
+    outcomeSucceeded: db.prepare(
+      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE run_num = ? AND seq = ? AND status = 'intended'`,
     ),
     endAttempt: db.prepare(
       `UPDATE attempts SET ending = @ending, ended_at = @endedAt, error = @error, reused = @reused WHERE run_id = @runId AND number = @number`,

@@ -273,6 +273,23 @@ class SqliteStoreImpl implements SqliteStore {
       () => {
         this.#writes!.fence(fence, "intent");
         const s = step;
+        if (s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null) {
+          this.#stmts!.insertIntentAt.run(
+            this.#writes!.runNum(fence.runId),
+            fence.runId,
+            s.seq,
+            s.attempt,
+            s.key,
+            s.name,
+            s.effect,
+            s.idempotencyKey,
+            s.version,
+            s.intendedAt,
+            s.resolution,
+            s.position,
+          );
+          return;
+        }
         this.#stmts!.insertStepAt.run(
           this.#writes!.runNum(fence.runId),
           fence.runId,
@@ -307,16 +324,10 @@ class SqliteStoreImpl implements SqliteStore {
         const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
         if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
       }
-      const changed = this.#stmts!.outcome.run(
-        o.status,
-        o.value,
-        o.error,
-        o.endedAt,
-        o.calls,
-        o.resolution,
-        o.usage,
-        this.#writes!.runNum(fence.runId),
-        o.seq,
+      const changed = (
+        o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null
+          ? this.#stmts!.outcomeSucceeded.run(o.value, o.endedAt, o.calls, this.#writes!.runNum(fence.runId), o.seq)
+          : this.#stmts!.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, this.#writes!.runNum(fence.runId), o.seq)
       ).changes;
       if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
     });
