@@ -1,0 +1,69 @@
+// Case 8, the scale-out path: 1, 2 and 4 worker processes on one Postgres, each running 50 runs
+// of 100 steps at once, against raw `pg` writing the same rows with the same number of
+// connections and the same batching (bench/pg-scale-child.mjs). Steps per second for all the
+// workers of a size together (all steps / the slowest worker's time, every worker started at
+// one wall-clock instant), and the ratio to raw at each size.
+
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const CHILD = fileURLToPath(new URL("../pg-scale-child.mjs", import.meta.url));
+export const SCALE_WORKERS = [1, 2, 4];
+
+async function size(kind, schema, workers, runs, steps) {
+  const startAt = Date.now() + 1500; // time for every worker to load and warm up
+  const outs = await Promise.all(
+    Array.from({ length: workers }, (_, w) =>
+      run(process.execPath, [CHILD, kind, schema, String(runs), String(steps), `${kind}${workers}w${w}-${Date.now()}`], {
+        env: { ...process.env, START_AT: String(startAt) },
+        timeout: 300_000,
+        maxBuffer: 4 * 1024 * 1024,
+      }),
+    ),
+  );
+  const reports = outs.map((o) => JSON.parse(o.stdout.trim().split("\n").at(-1)));
+  const slowest = Math.max(...reports.map((r) => r.ms));
+  const steps_ = reports.reduce((sum, r) => sum + r.steps, 0);
+  return { workers, ms: reports.map((r) => r.ms), stepsPerSec: (steps_ * 1000) / slowest };
+}
+
+export async function scaleOutCase(runs = 50, steps = 100) {
+  const url = process.env.STEPLOG_PG_URL;
+  if (!url) return { skipped: "set STEPLOG_PG_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run it" };
+  const pg = (await import("pg")).default;
+  const { postgresStore } = await import("../../dist/postgres.js");
+  const { createEngine, seqWorkflow } = await import("../lib.mjs");
+  const schema = `steplog_bench8_${process.pid}`;
+  const raw = `${schema}_raw`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    // steplog's schema in both: the store's own, and a copy for raw (the store refuses foreign tables in its schema).
+    for (const s of [schema, raw]) {
+      // A first write creates and migrates the schema.
+      const engine = createEngine({ store: postgresStore({ connectionString: url, schema: s }), workflows: [seqWorkflow], tracing: false });
+      await engine.start(seqWorkflow, 1, { id: "schema" });
+      await engine.close();
+    }
+    const out = { runsPerWorker: runs, stepsPerRun: steps, sizes: [] };
+    for (const workers of SCALE_WORKERS) {
+      const r = await size("raw", raw, workers, runs, steps);
+      const s = await size("steplog", schema, workers, runs, steps);
+      out.sizes.push({
+        workers,
+        rawStepsPerSec: r.stepsPerSec,
+        steplogStepsPerSec: s.stepsPerSec,
+        ratio: s.stepsPerSec / r.stepsPerSec,
+        rawMs: r.ms,
+        steplogMs: s.ms,
+      });
+    }
+    return out;
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    await admin.query(`DROP SCHEMA IF EXISTS ${raw} CASCADE`).catch(() => {});
+    await admin.end();
+  }
+}
