@@ -3,43 +3,14 @@
 // parent's wake-up. Each continue finds the same child; no succeeded step is called again. On
 // SQLite and, with STEPLOG_PG_URL, on Postgres (each process a separate client).
 import { spawnSync } from "node:child_process";
-import crypto from "node:crypto";
 import fs from "node:fs";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
-import { PG_URL } from "../helpers/pg.js";
+import { describe, expect, it } from "vitest";
+import { STORE_PLACES } from "../helpers/stores.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 const FIXTURE = new URL("./fixtures/children.mjs", import.meta.url).pathname;
 
-const schemas: string[] = [];
-afterAll(async () => {
-  if (!PG_URL || schemas.length === 0) return;
-  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 });
-  try {
-    for (const schema of schemas.splice(0)) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await admin.end();
-  }
-});
-
-const places: Array<[string, () => string]> = [
-  ["sqlite", () => tmpDb()],
-  ...(PG_URL
-    ? ([
-        [
-          "postgres",
-          () => {
-            const schema = `steplog_children_${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
-            schemas.push(schema);
-            return `pg:${schema}`;
-          },
-        ],
-      ] as Array<[string, () => string]>)
-    : []),
-];
-
-describe.each(places)("child runs under SIGKILL (%s)", (_name, place) => {
+describe.each(STORE_PLACES)("child runs under SIGKILL (%s)", (_name, place) => {
   function setup() {
     const where = place();
     const ledger = `${tmpDb("ledger.jsonl")}`;

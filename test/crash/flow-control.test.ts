@@ -2,47 +2,19 @@
 // share a concurrency limit of 2 per key; one worker is SIGKILLed mid-way. The limit is never
 // exceeded (each step's start and end, from a ledger every process appends to; a killed
 // worker's open steps end when it was killed), and every run completes.
-import crypto from "node:crypto";
 import fs from "node:fs";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/entries/index.js";
 import { postgresStore } from "../../src/entries/postgres.js";
 import { sqliteStore } from "../../src/store/sqlite/store.js";
 import { spawnNode } from "../helpers/child.js";
 import { PG_URL } from "../helpers/pg.js";
+import { STORE_PLACES } from "../helpers/stores.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 const FIXTURE = new URL("./fixtures/flow-worker.mjs", import.meta.url).pathname;
 const RUNS = 24;
 const LIMIT = 2;
-
-const schemas: string[] = [];
-afterAll(async () => {
-  if (!PG_URL || schemas.length === 0) return;
-  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 });
-  try {
-    for (const schema of schemas.splice(0)) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await admin.end();
-  }
-});
-
-const places: Array<[string, () => string]> = [
-  ["sqlite", () => tmpDb()],
-  ...(PG_URL
-    ? ([
-        [
-          "postgres",
-          () => {
-            const schema = `steplog_flowx_${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
-            schemas.push(schema);
-            return `pg:${schema}`;
-          },
-        ],
-      ] as Array<[string, () => string]>)
-    : []),
-];
 
 interface Entry {
   event: "start" | "end";
@@ -86,7 +58,7 @@ function maxOverlap(entries: Entry[], killed: Map<number, number>): Map<string, 
   return most;
 }
 
-describe.each(places)("flow control across processes (%s)", (name, place) => {
+describe.each(STORE_PLACES)("flow control across processes (%s)", (name, place) => {
   it(`3 workers and a starter, ${RUNS} runs over 3 keys at most ${LIMIT} at once each, one worker SIGKILLed: never over the limit, every run completes`, async () => {
     const where = place();
     const ledger = tmpDb("ledger.jsonl");

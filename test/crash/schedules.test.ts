@@ -4,50 +4,22 @@
 // one run, created by one process, whose step ran once in that first attempt; the runs the killed
 // worker was in the middle of are taken up by the others (autoResume) and complete.
 // (The fixture imports dist/: run `npm run build` first when calling vitest directly.)
-import crypto from "node:crypto";
 import fs from "node:fs";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/entries/index.js";
 import { postgresStore } from "../../src/entries/postgres.js";
 import { sqliteStore } from "../../src/store/sqlite/store.js";
 import { spawnNode } from "../helpers/child.js";
 import { inspectDb } from "../helpers/inspect.js";
 import { PG_URL } from "../helpers/pg.js";
+import { STORE_PLACES } from "../helpers/stores.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { distBuilt } from "../helpers/worker.js";
 
 const WORKER = fileURLToPath(new URL("./fixtures/schedule-worker.mjs", import.meta.url));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const tickId = (ms: number) => `every-second@${new Date(ms).toISOString().slice(0, 19)}Z`;
-
-const schemas: string[] = [];
-afterAll(async () => {
-  if (!PG_URL || schemas.length === 0) return;
-  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 });
-  try {
-    for (const schema of schemas.splice(0)) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await admin.end();
-  }
-});
-
-const places: Array<[string, () => string]> = [
-  ["one SQLite file", () => tmpDb()],
-  ...(PG_URL
-    ? ([
-        [
-          "one Postgres schema",
-          () => {
-            const schema = `steplog_schedx_${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
-            schemas.push(schema);
-            return `pg:${schema}`;
-          },
-        ],
-      ] as Array<[string, () => string]>)
-    : []),
-];
 
 /** Every run of the schedule with its attempts (number, pid, ending as engine.get shows it), read through the engine. */
 async function readRuns(where: string) {
@@ -65,7 +37,7 @@ async function readRuns(where: string) {
   }
 }
 
-describe.runIf(distBuilt()).each(places)("a schedule, three worker processes, %s", (_name, place) => {
+describe.runIf(distBuilt()).each(STORE_PLACES)("a schedule, three worker processes, one %s store", (_name, place) => {
   it("each tick in the window has exactly one run, even with a worker SIGKILLed mid-way", async () => {
     const where = place();
     const file = where.startsWith("pg:") ? tmpDb("ledger") : where;

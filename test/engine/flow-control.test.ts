@@ -1,54 +1,9 @@
 // Flow control: per-key concurrency, rate limits, priority among due runs and deduplicated
 // starts, held by the store (so by every engine sharing it), on every store.
-import crypto from "node:crypto";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, type Engine } from "../../src/entries/index.js";
-import { jsonlStore } from "../../src/entries/jsonl.js";
-import { postgresStore } from "../../src/entries/postgres.js";
 import { fakeClock } from "../../src/entries/testing.js";
-import { sqliteStore } from "../../src/store/sqlite/store.js";
-import type { Store } from "../../src/store/types.js";
-import { PG_URL } from "../helpers/pg.js";
-import { EVERY_STORE } from "../helpers/stores.js";
-import { tmpDb } from "../helpers/tmp.js";
-
-const schemas: string[] = [];
-afterAll(async () => {
-  if (!PG_URL || schemas.length === 0) return;
-  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 });
-  try {
-    for (const schema of schemas.splice(0)) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await admin.end();
-  }
-});
-
-/** Store objects on the same data (separate objects where the store can share its data). */
-function sameData(name: string, make: () => Store): () => Store {
-  if (name === "sqlite") {
-    const path = tmpDb();
-    return () => sqliteStore({ path });
-  }
-  if (name === "jsonl") {
-    const path = tmpDb("steplog.jsonl");
-    return () => jsonlStore({ path });
-  }
-  if (name === "postgres") {
-    const schema = `steplog_flow_${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
-    schemas.push(schema);
-    return () => postgresStore({ connectionString: PG_URL!, schema });
-  }
-  const one = make();
-  return () =>
-    new Proxy(one, {
-      get: (target, key) => {
-        if (key === "close") return async () => {};
-        const value = Reflect.get(target, key);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-}
+import { EVERY_STORE, sameDataStores } from "../helpers/stores.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -151,7 +106,7 @@ describe.each(EVERY_STORE)("flow control (%s)", (name, makeStore) => {
         });
       },
     });
-    const make = sameData(name, makeStore);
+    const make = sameDataStores(name, makeStore);
     const engines = [0, 1, 2].map(() => createEngine({ store: make(), workflows: [pair] }));
     const workers = engines.map((e) => work(e, 4));
     const started = await Promise.all(Array.from({ length: 9 }, (_, i) => engines[i % 3]!.start(pair, undefined, { id: `p${i}` })));

@@ -2,60 +2,14 @@
 // from the tick; ticks missed while no worker ran are caught up by catchUp. On every store, with
 // several engines (and, for the stores that have them, several store objects on the same data)
 // and a fake clock moved by hand.
-import crypto from "node:crypto";
-import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createEngine, defineWorkflow, type Engine, type WorkSummary } from "../../src/entries/index.js";
-import { jsonlStore } from "../../src/entries/jsonl.js";
-import { postgresStore } from "../../src/entries/postgres.js";
 import { fakeClock } from "../../src/entries/testing.js";
-import { sqliteStore } from "../../src/store/sqlite/store.js";
 import type { Store } from "../../src/store/types.js";
-import { PG_URL } from "../helpers/pg.js";
-import { EVERY_STORE } from "../helpers/stores.js";
-import { tmpDb } from "../helpers/tmp.js";
+import { EVERY_STORE, sameDataStores } from "../helpers/stores.js";
 
 const at = (hour: number, minute = 0, second = 0) => Date.UTC(2030, 0, 1, hour, minute, second);
-
-const schemas: string[] = [];
-afterAll(async () => {
-  if (!PG_URL || schemas.length === 0) return;
-  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 });
-  try {
-    for (const schema of schemas.splice(0)) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await admin.end();
-  }
-});
-
-/** A maker of store objects that all read and write the same data: separate objects where the store can share its data, else the one object. */
-function sameData(name: string, make: () => Store): () => Store {
-  if (name === "sqlite") {
-    const path = tmpDb();
-    return () => sqliteStore({ path });
-  }
-  if (name === "jsonl") {
-    const path = tmpDb("steplog.jsonl");
-    return () => jsonlStore({ path });
-  }
-  if (name === "postgres") {
-    const schema = `steplog_sched_${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
-    schemas.push(schema);
-    return () => postgresStore({ connectionString: PG_URL!, schema });
-  }
-  // The memory store's data is its object's: a view of it per engine, so that closing one engine
-  // does not close it under the others.
-  const one = make();
-  return () =>
-    new Proxy(one, {
-      get: (target, key) => {
-        const value = Reflect.get(target, key);
-        if (key === "close") return async () => {};
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -161,7 +115,7 @@ describe.each(EVERY_STORE)("schedules (%s)", (name, make) => {
 
   it("three engines, each with a worker, on one store's data: each tick has exactly one run, its step called once, after a gap too", async () => {
     const clock = fakeClock(at(0, 30));
-    const handle = sameData(name, make);
+    const handle = sameDataStores(name, make);
     const calls = new Map<string, number>();
     // One definition per engine, as separate processes would have.
     const definition = () =>
@@ -284,7 +238,7 @@ describe.each(EVERY_STORE)("schedules (%s)", (name, make) => {
 
   it("a worker stopped and started again (a new engine, a new store object) does not start a tick twice", async () => {
     const clock = fakeClock(at(0, 59, 59));
-    const handle = sameData(name, make);
+    const handle = sameDataStores(name, make);
     let calls = 0;
     const definition = () =>
       defineWorkflow({

@@ -13,9 +13,14 @@ const tag = `steplog_h${process.pid}_${crypto.randomBytes(3).toString("hex")}`;
 const made: string[] = [];
 
 export function pgStore(): Store {
+  return postgresStore({ connectionString: PG_URL!, schema: pgSchema() });
+}
+
+/** A fresh schema name on the test server, dropped after the file: for stores a child process opens, or several store objects share. */
+export function pgSchema(): string {
   const schema = `${tag}_${made.length}`;
   made.push(schema);
-  return postgresStore({ connectionString: PG_URL!, schema });
+  return schema;
 }
 
 afterAll(async () => {
