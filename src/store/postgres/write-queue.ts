@@ -80,6 +80,10 @@ export class WriteQueue {
         this.#pending = [];
         this.#current = this.#commit(batch);
         await this.#current;
+        // The writers the batch just released issue their next writes a few promise hops later:
+        // one turn of the event loop lets all of them join the next batch, instead of the first
+        // few going alone (with 50 runs at once, 2.5 commits a round instead of one).
+        if (this.#pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } finally {
       this.#running = undefined;
