@@ -26,7 +26,7 @@ import { LeaseLostError, SteplogError } from "../../base/errors.js";
 import type { StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
-import { oneTripStatements } from "./one-trip.js";
+import { oneTripStatements, setIntentStatement, setOutcomeStatement } from "./one-trip.js";
 import { num, type Sql } from "./sql.js";
 
 interface Pending {
@@ -164,6 +164,72 @@ export class WriteQueue {
    * rolled back; the usual way finds which write it was).
    */
   async #oneTrip(client: PgClient, batch: Pending[], state: TxState): Promise<Array<unknown | undefined> | undefined> {
+    // Set-based: every intent in one statement, every outcome in another, then the renewals and
+    // endings one by one. Not when an ending comes before a step write of its own run (the set
+    // statements run first, so that write would no longer find the lease released).
+    const ended = new Set<string>();
+    let reordered = false;
+    for (const p of batch) {
+      if (p.write.kind === "end") ended.add(p.write.fence.runId);
+      else if ((p.write.kind === "intent" || p.write.kind === "outcome") && ended.has(p.write.fence.runId)) reordered = true;
+    }
+    const intents = batch.filter((p): p is Pending & { write: { kind: "intent" } } => p.write.kind === "intent");
+    const outcomes = batch.filter((p): p is Pending & { write: { kind: "outcome" } } => p.write.kind === "outcome");
+    if (reordered || intents.length + outcomes.length < 2) return this.#oneTripEach(client, batch, state);
+    const statements: string[] = [];
+    const setIntents = intents.length
+      ? setIntentStatement(
+          this.sql.s,
+          intents.map((p) => p.write as Extract<AttemptWrite, { kind: "intent" }>),
+        )
+      : "";
+    const setOutcomes = outcomes.length
+      ? setOutcomeStatement(
+          this.sql.s,
+          outcomes.map((p) => p.write as Extract<AttemptWrite, { kind: "outcome" }>),
+        )
+      : "";
+    if (setIntents === undefined || setOutcomes === undefined) return this.#oneTripEach(client, batch, state);
+    // Statement 0 is the lease lock; the set statements follow it.
+    const intentAt = setIntents ? (statements.push(setIntents), statements.length) : -1;
+    const outcomeAt = setOutcomes ? (statements.push(setOutcomes), statements.length) : -1;
+    const decisive = new Map<Pending, number>();
+    for (const p of batch) {
+      if (p.write.kind === "intent" || p.write.kind === "outcome") continue;
+      const its = oneTripStatements(this.sql.s, p.write);
+      if (its === undefined) return undefined;
+      statements.push(...its);
+      decisive.set(p, statements.length);
+    }
+    const results = await this.conn.transactOnce(client, `${this.#lockText(batch)}; ${statements.join("; ")}`, state);
+    if (results === undefined) return undefined;
+    if (results.length !== statements.length + 1) throw new Error(`steplog internal: ${results.length} results for ${statements.length + 1} statements`);
+    const leases = leaseMap(results[0]!.rows);
+    const rowsOf = (at: number) =>
+      new Set(at < 0 ? [] : (results[at]!.rows as Array<{ run_id: string; seq: number }>).map((r) => `${r.run_id}\0${num(r.seq)}`));
+    const inserted = rowsOf(intentAt);
+    const updated = rowsOf(outcomeAt);
+    const outcomesOf: Array<unknown | undefined> = [];
+    for (const p of batch) {
+      const w = p.write;
+      const applied =
+        w.kind === "intent"
+          ? inserted.has(`${w.fence.runId}\0${w.step.seq}`)
+          : w.kind === "outcome"
+            ? updated.has(`${w.fence.runId}\0${w.outcome.seq}`)
+            : results[decisive.get(p)!]!.rowCount === 1;
+      if (!applied) {
+        outcomesOf.push(await this.#notApplied(client, w, leases));
+        continue;
+      }
+      outcomesOf.push(undefined);
+      if (w.kind === "end") leases.get(w.fence.runId)!.attempt = null;
+    }
+    return outcomesOf;
+  }
+
+  /** #oneTrip with each write as statements of its own (a batch whose order the set statements would change). */
+  async #oneTripEach(client: PgClient, batch: Pending[], state: TxState): Promise<Array<unknown | undefined> | undefined> {
     const statements: string[] = [];
     /** Per write, the index of its last statement: the one that tells whether it applied. */
     const decisive: number[] = [];
