@@ -35,6 +35,57 @@ export function fencingCases({ it, withStore, options }: SuiteCases): void {
   );
 
   it(
+    "intents and outcomes issued together, no ending among them: the stale ones are refused alone; the rest commit",
+    withStore(async (store) => {
+      const a = await created(store, "a");
+      const b = await created(store, "b");
+      const stale = await created(store, "stale");
+      await store.writeIntent(a, stepRow("a", 1, "one"));
+      await store.writeIntent(stale, stepRow("stale", 1, "one"));
+      await store.updateRun("stale", () => ({ fenceOut: { now: NOW }, result: true }));
+      const outcome = (seq: number) => ({
+        seq,
+        status: "succeeded" as const,
+        value: '"v"',
+        error: null,
+        endedAt: NOW + 1,
+        calls: 1,
+        resolution: null,
+        usage: null,
+      });
+      const results = await Promise.allSettled([
+        store.writeOutcome(a, outcome(1)),
+        store.writeIntent(a, stepRow("a", 2, "two")),
+        store.writeOutcome(stale, outcome(1)),
+        store.writeIntent(stale, stepRow("stale", 2, "two")),
+        store.writeIntent(b, stepRow("b", 1, "one")),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ["fulfilled", "fulfilled", "rejected", "rejected", "fulfilled"],
+      );
+      for (const i of [2, 3])
+        assert.ok(isSteplogError((results[i] as PromiseRejectedResult).reason, "LEASE_LOST"), `write ${i} must be refused with LEASE_LOST`);
+      const runA = (await store.loadRun("a"))!.steps;
+      assert.deepEqual(
+        runA.map((s) => [s.key, s.status]),
+        [
+          ["one", "succeeded"],
+          ["two", "intended"],
+        ],
+      );
+      assert.deepEqual(
+        (await store.loadRun("stale"))!.steps.map((s) => [s.key, s.status]),
+        [["one", "intended"]],
+      );
+      assert.deepEqual(
+        (await store.loadRun("b"))!.steps.map((s) => s.key),
+        ["one"],
+      );
+    }),
+  );
+
+  it(
     "writes issued together: a stale fence and a write after its own attempt's ending are refused alone; the rest commit",
     withStore(async (store) => {
       const live = await created(store, "live");
