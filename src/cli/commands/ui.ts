@@ -1,5 +1,6 @@
 /** steplog ui: a live local web UI over the store (src/cli/ui/). */
 
+import type { Engine } from "../../engine/engine.js";
 import { booleanOption, durationOption, integerOption, stringOption } from "../args.js";
 import type { Command } from "../command.js";
 import { EXIT, UsageError } from "../exit.js";
@@ -35,6 +36,8 @@ export const ui: Command = {
     const pollMs = durationOption(parsed, "poll", "ui") ?? 1000;
     const engine = await session.engine({ readonly: readOnly && session.storeSpec.kind === "sqlite" });
     session.requireStore();
+    /** The engines that run continues, one per workflow file (its workflows registered), made when first needed. */
+    const runners = new Map<string, Promise<Engine>>();
     const ctx: UiContext = {
       engine,
       readOnly,
@@ -51,7 +54,8 @@ export const ui: Command = {
           );
         }
         const loaded = await loadWorkflowFile(view.source, session.io.cwd, view.workflow);
-        const runner = await session.engine({ workflows: loaded.all });
+        if (!runners.has(loaded.file)) runners.set(loaded.file, session.engine({ workflows: loaded.all }));
+        const runner = await runners.get(loaded.file)!;
         const done = runner.continue(id, options.force ? { force: true } : {});
         // A refusal comes at the claim, at once: said on the page. The attempt itself runs on, the page following it.
         const early = await Promise.race([done.then(() => "ended" as const), new Promise<"running">((resolve) => setTimeout(() => resolve("running"), 300))]);
