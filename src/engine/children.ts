@@ -122,7 +122,7 @@ export class ChildRuns implements ChildHost {
    */
   async wakeParentsOfEnded(workflows: string[]): Promise<void> {
     for (const workflow of workflows) {
-      for (const listing of await this.ctx.store.listRuns({ status: ["waiting"], workflow })) {
+      for (const listing of await this.ctx.store.listRuns({ status: ["waiting"], workflow, waitingKind: "child" })) {
         const waiting = parseWaitingFor(listing.run.waitingFor);
         if (waiting?.kind !== "child" || waiting.child === undefined) continue;
         if (listing.run.wakeAt !== null && listing.run.wakeAt <= this.ctx.now()) continue; // due already

@@ -53,7 +53,19 @@ export function listed(run: RunRow, filter: RunFilter): boolean {
   if (filter.workflow !== undefined && run.workflow !== filter.workflow) return false;
   if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) return false;
   if (filter.parent !== undefined && run.parent !== filter.parent) return false;
+  if (filter.waitingKind !== undefined && waitingKindOf(run.waitingFor) !== filter.waitingKind) return false;
   return true;
+}
+
+/** The `kind` of a run's waitingFor text, or undefined (none, or not JSON). */
+function waitingKindOf(text: string | null): string | undefined {
+  if (text === null) return undefined;
+  try {
+    const kind = (JSON.parse(text) as { kind?: unknown }).kind;
+    return typeof kind === "string" ? kind : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Newest first; a listing of due runs goes highest priority first, then oldest wake time first (so none is starved); ties by id. */

@@ -303,6 +303,8 @@ export interface RunFilter {
   dueBy?: number;
   /** Only the child runs of this run (their `parent`). */
   parent?: string;
+  /** Only runs whose `waitingFor` is of this kind ("child": parked on a child run). */
+  waitingKind?: string;
   limit?: number;
 }
 

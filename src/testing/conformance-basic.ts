@@ -161,6 +161,24 @@ export function writeAndClaimCases({ it, withStore }: SuiteCases): void {
 /** updateRun's atomicity, events, listRuns' filters, order and limits. */
 export function updateAndListCases({ it, withStore }: SuiteCases): void {
   it(
+    "listRuns by the kind of what a run waits for (waitingKind), and by parent",
+    withStore(async (store) => {
+      await created(store, "on-child", { status: "waiting", waitingFor: '{"kind":"child","step":"c","child":"kid"}', parent: null });
+      await created(store, "on-event", { status: "waiting", waitingFor: '{"kind":"event","step":"e","event":"go"}' });
+      await created(store, "kid", { parent: "on-child" });
+      await created(store, "odd", { status: "waiting", waitingFor: "not json" });
+      assert.deepEqual(
+        (await store.listRuns({ status: ["waiting"], waitingKind: "child" })).map((l) => l.run.id),
+        ["on-child"],
+      );
+      assert.deepEqual(
+        (await store.listRuns({ parent: "on-child" })).map((l) => l.run.id),
+        ["kid"],
+      );
+    }),
+  );
+
+  it(
     "updateRun reads and writes one run atomically; an error writes nothing",
     withStore(async (store) => {
       await created(store, "r");

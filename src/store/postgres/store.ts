@@ -122,6 +122,11 @@ class PostgresStoreImpl implements PostgresStore {
         values.push(filter.parent);
         where.push(`parent = $${values.length}`);
       }
+      if (filter.waitingKind !== undefined) {
+        values.push(filter.waitingKind);
+        // Read as text: a waitingFor that is not JSON (a store written by hand) matches nothing rather than failing the listing.
+        where.push(`substring(waiting_for from '"kind":"([^"]*)"') = $${values.length}`);
+      }
       const { rows } = await client.query(this.#db.sql.listing(where, listLimit(filter.limit), filter.dueBy !== undefined), values);
       return rows as RunListing[];
     });

@@ -40,6 +40,11 @@ export function listRuns(db: Database.Database, s: Statements, filter: RunFilter
     where.push("parent = ?");
     params.push(filter.parent);
   }
+  if (filter.waitingKind !== undefined) {
+    // A waitingFor that is not JSON (a store written by hand) matches nothing rather than failing the listing.
+    where.push("(CASE WHEN json_valid(waiting_for) THEN json_extract(waiting_for, '$.kind') END) = ?");
+    params.push(filter.waitingKind);
+  }
   const sql =
     `SELECT ${RUN_COLUMNS} FROM runs` +
     (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
