@@ -181,6 +181,37 @@ export function fencingCases({ it, withStore, options }: SuiteCases): void {
   );
 
   it(
+    "a fence that held for earlier writes is refused once another handle has taken the run",
+    withStore(async (store) => {
+      const other = options.another ? await options.another(store) : store;
+      try {
+        const old = await created(store, "r");
+        // Several writes of the old attempt commit first: a store may remember that its fence held.
+        await store.writeIntent(old, stepRow("r", 1, "a"));
+        await store.writeOutcome(old, { seq: 1, status: "succeeded", value: "1", error: null, endedAt: NOW, calls: 1, resolution: null, usage: null });
+        await store.writeIntent(old, stepRow("r", 2, "b"));
+        await other.updateRun("r", () => ({ fenceOut: { now: NOW }, result: true }));
+        const claim = await other.claimRun("r", takeIfFree("r"));
+        assert.equal(claim.kind, "taken");
+        await refusedWithLeaseLost(store.writeIntent(old, stepRow("r", 3, "c")), "writeIntent");
+        await refusedWithLeaseLost(
+          store.writeOutcome(old, { seq: 2, status: "succeeded", value: "2", error: null, endedAt: NOW, calls: 1, resolution: null, usage: null }),
+          "writeOutcome",
+        );
+        assert.deepEqual(
+          (await store.loadRun("r"))!.steps.map((s) => [s.key, s.status]),
+          [
+            ["a", "succeeded"],
+            ["b", "intended"],
+          ],
+        );
+      } finally {
+        if (other !== store) await other.close();
+      }
+    }),
+  );
+
+  it(
     "exactly one of many concurrent lease takers wins",
     withStore(async (store) => {
       const first = await created(store, "r");

@@ -30,6 +30,8 @@ export interface Statements {
   getSteps: Stmt;
   getLease: Stmt;
   getFence: Stmt;
+  /** SQLite's count of commits by other connections (plucked): see SqliteWrites.beginBatch. */
+  dataVersion: Stmt;
   getEvents: Stmt;
   insertEvent: Stmt;
   wakeOnEvent: Stmt;
@@ -66,6 +68,7 @@ export function prepare(db: Database.Database): Statements {
     getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_num = (SELECT num FROM runs WHERE id = ?) ORDER BY seq`),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
+    dataVersion: db.prepare(`PRAGMA data_version`).pluck(),
     getEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq`),
     insertEvent: db.prepare(
       `INSERT INTO events (run_id, seq, name, payload, sent_at, consumed_by, key) VALUES (@runId, @seq, @name, @payload, @sentAt, @consumedBy, @key)`,

@@ -119,7 +119,8 @@ class SqliteStoreImpl implements SqliteStore {
     this.#queue = new WriteQueue(
       db,
       (error, what, runId) => writeFailed(this.location, error, what, runId),
-      () => this.#writes!.fencesChecked.clear(),
+      () => this.#writes!.beginBatch(),
+      () => this.#writes!.forgetFences(),
     );
     return db;
   }
@@ -140,6 +141,8 @@ class SqliteStoreImpl implements SqliteStore {
     this.#writable(db, runId);
     this.#stillThere(runId);
     this.#queue!.flush();
+    // A claim or a fence-out moves lease rows without changing data_version for this connection.
+    this.#writes!.forgetFences();
     try {
       return db.transaction(() => fn(db)).immediate();
     } catch (error) {

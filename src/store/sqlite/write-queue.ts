@@ -14,8 +14,9 @@
  *
  * A write that is refused on its own (a stale fence) is refused alone: each write checks
  * before it changes anything, so the others in the batch still commit. `beginBatch` runs first
- * inside each transaction (the store forgets which fences it has checked). A failure of the
- * transaction itself (disk full, I/O error) rejects every write in it: none was committed.
+ * inside each transaction (the store learns whether the fences it has checked still stand), and
+ * `batchFailed` after a transaction that failed. A failure of the transaction itself (disk
+ * full, I/O error) rejects every write in it: none was committed.
  */
 
 import type Database from "better-sqlite3";
@@ -60,6 +61,7 @@ export class WriteQueue {
     db: Database.Database,
     private readonly toError: (error: unknown, what: string, runId: string) => Error,
     beginBatch: () => void = () => {},
+    private readonly batchFailed: () => void = () => {},
   ) {
     this.#commit = db.transaction((batch: PendingWrite[]) => {
       beginBatch();
@@ -108,6 +110,7 @@ export class WriteQueue {
     try {
       this.#commit(batch);
     } catch (error) {
+      this.batchFailed();
       for (const write of batch) write.reject(this.toError(error, typeof write.what === "string" ? write.what : write.what(), write.runId));
       return;
     }

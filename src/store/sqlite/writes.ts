@@ -22,14 +22,17 @@ export class SqliteWrites {
   /** Run id → its number in `runs`, for the runs this store writes steps of (a number never changes). */
   readonly runNums = new Map<string, number>();
   /**
-   * Run id → the lease epoch its fence was checked at in the write transaction under way. The
-   * transaction holds SQLite's write lock, so no other connection can move a lease until it
-   * commits: one check per run per batch covers all of that run's writes in it, until a write in
-   * the batch releases the lease (an attempt's ending). Cleared as each batch begins. A queued
-   * write that changes a lease row must forget that run's entry (endAttempt does); claims and
-   * fence-outs run in transactions of their own, outside any batch.
+   * Run id → the lease epoch its fence was last found at. A write transaction holds SQLite's
+   * write lock, so no other connection can move a lease until it commits; and between batches a
+   * lease moves only by a commit of another connection (which changes `PRAGMA data_version`) or
+   * by this connection's own claims and fence-outs (transactions outside the queue, which call
+   * forgetFences). So a check holds across batches until one of those happens: a run writing
+   * alone in one process checks its fence once, not once a step. A queued write that changes a
+   * lease row must forget that run's entry (endAttempt and a new run's insert do).
    */
   readonly fencesChecked = new Map<string, number>();
+  /** data_version when fencesChecked was last known good, or -1: check every fence again. */
+  #dataVersion = -1;
   /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
   readonly insertNewRun: (run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow };
   /** A run queued for its turn (flow control): the run row and a free lease row (epoch 0), no attempt. */
@@ -40,6 +43,7 @@ export class SqliteWrites {
     this.#s = stmts;
     this.insertNewRun = db.transaction((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Lease | { exists: RunRow } => {
       const s = this.#s;
+      this.fencesChecked.delete(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
       s.insertRun.run(runParams(run));
@@ -48,6 +52,7 @@ export class SqliteWrites {
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     });
     this.insertQueuedRun = db.transaction((run: RunRow, now: number): { queued: true } | { exists: RunRow } => {
+      this.fencesChecked.delete(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
       this.#s.insertRun.run(runParams(run));
@@ -94,6 +99,20 @@ export class SqliteWrites {
       reused: attempt.reused ? JSON.stringify(attempt.reused) : null,
       consent: attempt.consent ? JSON.stringify(attempt.consent) : null,
     });
+  }
+
+  /** First thing in each batch: the fences found before stand unless another connection has committed since. */
+  beginBatch(): void {
+    const version = this.#s.dataVersion.get() as number;
+    if (version === this.#dataVersion) return;
+    this.fencesChecked.clear();
+    this.#dataVersion = version;
+  }
+
+  /** Before this connection's own claims and fence-outs, and after a batch that failed: check every fence again. */
+  forgetFences(): void {
+    this.fencesChecked.clear();
+    this.#dataVersion = -1;
   }
 
   /** Inside a batch: refuse the write unless the run's lease is still at this fence's epoch. */
