@@ -1,19 +1,23 @@
-// One workload for the instruction count of case 1 (bench/cases/instructions.mjs runs it under
-// valgrind's callgrind, which counts instructions executed in user space: the same figure for
-// the same binary and input whatever else the machine does).
+// One workload for the instruction counts of cases 1 and 2 (bench/cases/instructions.mjs runs it
+// under valgrind's callgrind, which counts instructions executed in user space: the same figure
+// for the same binary and input whatever else the machine does).
 //
-//   node bench/instructions-child.mjs raw|steplog <steps> <file>
-import { RawStepLog, createEngine, createSchemaFile, expectStatus, openRaw, rawRunId, seqWorkflow, sqliteStore } from "./lib.mjs";
+//   node bench/instructions-child.mjs raw|steplog <steps> <file>            one run of <steps> sequential steps
+//   node bench/instructions-child.mjs raw-conc|steplog-conc <steps> <file>  100 runs at once, <steps>/100 steps each
+import { RawStepLog, createEngine, createSchemaFile, expectStatus, openRaw, rawGroupCommit, rawRunId, seqWorkflow, sqliteStore } from "./lib.mjs";
 
+const RUNS = 100;
 const [kind, count, file] = process.argv.slice(2);
 const n = Number(count);
-if (kind === "raw") {
+if (kind === "raw" || kind === "raw-conc") {
   await createSchemaFile(file);
   const raw = openRaw(file, "NORMAL");
-  await new RawStepLog(raw).run(rawRunId(), n);
+  if (kind === "raw") await new RawStepLog(raw).run(rawRunId(), n);
+  else rawGroupCommit(raw, RUNS, n / RUNS);
   raw.close();
 } else {
   const engine = createEngine({ store: sqliteStore({ path: file, durability: "process" }), workflows: [seqWorkflow], tracing: false });
-  expectStatus(await engine.start(seqWorkflow, n), "completed", "instructions");
+  if (kind === "steplog") expectStatus(await engine.start(seqWorkflow, n), "completed", "instructions");
+  else for (const r of await Promise.all(Array.from({ length: RUNS }, () => engine.start(seqWorkflow, n / RUNS)))) expectStatus(r, "completed", "instructions");
   await engine.close();
 }

@@ -6,7 +6,7 @@
 import type { StepFunction, StepOptions, WorkflowContext } from "../workflow/context.js";
 import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { runStep } from "./step-runner.js";
-import { StopRequest, type AttemptState, type StepCall } from "./state.js";
+import { NO_OPTIONS, StopRequest, type AttemptState, type StepCall } from "./state.js";
 import { sleep, waitForEvent } from "./waits.js";
 import { child, startChild } from "./children.js";
 import type { Workflow } from "../workflow/define-workflow.js";
@@ -17,7 +17,11 @@ export function contextFor(state: AttemptState): WorkflowContext {
     attempt: state.number,
     signal: state.controller.signal,
     step(name: string, optionsOrFn: StepOptions | StepFunction<unknown>, maybeFn?: StepFunction<unknown>) {
-      const call: StepCall = typeof optionsOrFn === "function" ? { name, options: {}, fn: optionsOrFn } : { name, options: optionsOrFn ?? {}, fn: maybeFn! };
+      // Every field set here, in one order: each step's call has the same shape (its position and span are filled in later).
+      const call: StepCall =
+        typeof optionsOrFn === "function"
+          ? { name, options: NO_OPTIONS, fn: optionsOrFn, position: undefined, span: undefined }
+          : { name, options: optionsOrFn ?? NO_OPTIONS, fn: maybeFn!, position: undefined, span: undefined };
       return runStep(state, call);
     },
     waitForEvent(name: string, options?: { schema?: never; timeoutMs?: number }) {

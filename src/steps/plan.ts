@@ -31,6 +31,12 @@ export type StepDecision =
   /** End the attempt before the step, with this error. */
   | { kind: "stop"; error: SteplogError; ending: "stopped" | "escalated" };
 
+// The decisions without data, made once (one is taken on every step).
+const HAND_BACK: StepDecision = Object.freeze({ kind: "hand-back" });
+const SUPPLY: StepDecision = Object.freeze({ kind: "supply" });
+const RESOLVE: StepDecision = Object.freeze({ kind: "resolve" });
+const RUN: StepDecision = Object.freeze({ kind: "run" });
+
 /** The attempt's state as the decision reads it. */
 export interface PlanState {
   runId: string;
@@ -46,7 +52,7 @@ export interface PlanState {
   /** Keys given a value with continue({ values }). */
   values: Record<string, unknown> | undefined;
   /** For a VALUE_MISSING stop: the recorded keys not reached yet (asked only then). */
-  notReached: () => string[];
+  notReached(): string[];
 }
 
 /** The step as it is entered. */
@@ -85,7 +91,7 @@ export function planStep(state: PlanState, step: PlanStep): Plan {
     startsHere = started && fromStep === undefined;
   } else if (state.siblingsOf !== undefined || step.launchedBeside !== undefined) {
     const bound = step.launchedBeside ?? state.newestReused;
-    if (record && settled && record.attempt >= bound) return { decision: { kind: "hand-back" }, started, siblings };
+    if (record && settled && record.attempt >= bound) return { decision: HAND_BACK, started, siblings };
     // Not handed back (run, re-driven, settled by a query): what follows may depend on its new value.
     siblings = "close";
   }
@@ -97,17 +103,17 @@ export function planStep(state: PlanState, step: PlanStep): Plan {
 function decide(state: PlanState, step: PlanStep, started: boolean, settled: boolean): StepDecision {
   const { key, record } = step;
   if (!started) {
-    if (record && settled) return { kind: "hand-back" };
-    if (state.values && Object.hasOwn(state.values, key)) return { kind: "supply" };
+    if (record && settled) return HAND_BACK;
+    if (state.values && Object.hasOwn(state.values, key)) return SUPPLY;
     return { kind: "stop", error: new ValueMissingError(state.runId, key, state.fromStep!, state.notReached()), ending: "stopped" };
   }
   // A succeeded irreversible step (a charge, an email) is never run again without consent; the step fromStep names has it.
   if (record?.status === "succeeded" && (record.effect === "irreversible" || step.effect === "irreversible") && key !== state.fromStep) {
-    if (state.reuse.has(key)) return { kind: "hand-back" };
+    if (state.reuse.has(key)) return HAND_BACK;
     if (!state.redo.has(key)) return { kind: "stop", error: new RedoIrreversibleError(state.runId, key, record.attempt, record.endedAt), ending: "stopped" };
   }
   // An escalation nobody resolved (the run was cancelled or forced meanwhile) stays in force.
   if (record?.status === "escalated") return { kind: "stop", error: new RunEscalatedError(state.runId, key), ending: "escalated" };
-  if (record?.status === "intended" && record.attempt !== state.attempt) return { kind: "resolve" };
-  return { kind: "run" };
+  if (record?.status === "intended" && record.attempt !== state.attempt) return RESOLVE;
+  return RUN;
 }

@@ -9,11 +9,15 @@ import { AttemptEndedError, LeaseLostError, OrderChangedError, SteplogError, Sto
 import type { Workflow } from "../workflow/define-workflow.js";
 import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "../store/types.js";
 import type { StepFunction, StepInfo, StepOptions } from "../workflow/context.js";
+import type { PlanState } from "./plan.js";
 import type { EngineSettings, ProgressEvent } from "./settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
 import type { AttemptTrace, StepSpan } from "./tracing.js";
 
 /** One ctx.step call as the protocol carries it. */
+/** The options of a step called without any (shared: never written to). */
+export const NO_OPTIONS: StepOptions = Object.freeze({});
+
 export interface StepCall {
   name: string;
   options: StepOptions;
@@ -69,7 +73,7 @@ export interface EndReason {
   error: SteplogError;
 }
 
-export class AttemptState {
+export class AttemptState implements PlanState {
   readonly runId: string;
   readonly number: number;
   readonly fence: Lease;
@@ -140,6 +144,23 @@ export class AttemptState {
 
   get version(): string | null {
     return this.workflow.version ?? null;
+  }
+
+  // What the step planner reads (PlanState in plan.ts), as the attempt holds it: no view is built per step.
+  get attempt(): number {
+    return this.number;
+  }
+  get fromStep(): string | undefined {
+    return this.plan.fromStep;
+  }
+  get redo(): ReadonlySet<string> {
+    return this.plan.redo;
+  }
+  get reuse(): ReadonlySet<string> {
+    return this.plan.reuse;
+  }
+  get values(): Record<string, unknown> | undefined {
+    return this.plan.values;
   }
 
   /** True when someone listens to progress events (so hot paths skip building them otherwise). */

@@ -24,7 +24,7 @@ import { planStep, type Plan, type StepDecision } from "./plan.js";
 import type { StepOutcomeName } from "./tracing.js";
 import { handBack, supply } from "./hand-back.js";
 import { newRow, noteCallError, settle, thrownNow, writeIntent, writeOutcome, writeOutcomeLater } from "./step-log.js";
-import { markFailedStep, StopRequest, type AttemptState, type Identity, type StepCall } from "./state.js";
+import { markFailedStep, NO_OPTIONS, StopRequest, type AttemptState, type Identity, type StepCall } from "./state.js";
 
 export type { StepCall, Identity };
 
@@ -58,23 +58,12 @@ function route(state: AttemptState, call: StepCall): Promise<unknown> {
   if (state.plan.mode === "compensate") return replayForSaga(state, key, call);
   const record = state.latest.get(key);
   const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
-  const { decision, started, siblings } = planStep(
-    {
-      runId: state.runId,
-      attempt: state.number,
-      started: state.started,
-      siblingsOf: state.siblingsOf,
-      newestReused: state.newestReused,
-      fromStep: state.plan.fromStep,
-      redo: state.plan.redo,
-      reuse: state.plan.reuse,
-      carriedStart: state.carriedStart,
-      handled: state.handled,
-      values: state.plan.values,
-      notReached: () => state.notReached(),
-    },
-    { key, record, effect: call.options.effect, launchedBeside: typeof launched === "number" ? launched : undefined },
-  );
+  const { decision, started, siblings } = planStep(state, {
+    key,
+    record,
+    effect: call.options.effect,
+    launchedBeside: typeof launched === "number" ? launched : undefined,
+  });
   state.started = started;
   if (siblings === "close") state.siblingsOf = undefined;
   const span = state.trace?.step(key, call.name, call.options.effect, OUTCOMES[decision.kind]);
@@ -171,9 +160,9 @@ const STEP_KEYS: KnownKeys<StepOptions> = {
 
 function checkOptions(state: AttemptState, call: StepCall): void {
   const { options, name } = call;
-  const bad = (what: string) =>
-    new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: state.runId, step: name });
-  if (typeof call.fn !== "function") throw bad("the last argument of ctx.step must be the step's function");
+  if (typeof call.fn !== "function") throw badOption(state, name, "the last argument of ctx.step must be the step's function");
+  if (options === NO_OPTIONS) return;
+  const bad = (what: string) => badOption(state, name, what);
   checkKnownKeys(() => `Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}`, options, STEP_KEYS, { runId: state.runId, step: name });
   if (options.errors !== undefined && !(Array.isArray(options.errors) && options.errors.every((c) => typeof c === "function"))) {
     throw bad("errors must be an array of error classes, e.g. [CardDeclined]");
@@ -183,6 +172,10 @@ function checkOptions(state: AttemptState, call: StepCall): void {
   if (options.onUnknown === "query" && !options.query) throw bad(`onUnknown "query" needs a query function`);
   if (options.onUnknown === "compensate" && !options.compensate) throw bad(`onUnknown "compensate" needs a compensate function`);
   if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) throw bad("timeoutMs must be a number of milliseconds > 0");
+}
+
+function badOption(state: AttemptState, name: string, what: string): InvalidOptionError {
+  return new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: state.runId, step: name });
 }
 
 /** Write the intent, call the function (with retries and timeouts), record the outcome. */
@@ -345,47 +338,84 @@ function addUsage(row: StepRow, used: Usage): void {
   row.usage = JSON.stringify(total);
 }
 
-async function callOnce(state: AttemptState, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
-  const parent = state.controller.signal;
-  const timeoutMs = call.options.timeoutMs;
-  // Each call has its own signal, a child of the attempt's (so listeners a step adds go away
-  // with the call). It is made when first asked for: most steps never look at it.
-  let controller: AbortController | undefined;
-  let onParentAbort: (() => void) | undefined;
-  const signal = (): AbortSignal => {
-    if (!controller) {
+/**
+ * What a step's function is given. A class, not an object literal with a getter: made once a
+ * call on every step's path, and V8 builds literals with accessors the slow way.
+ */
+class CallInfo implements StepInfo {
+  previous?: StepInfo["previous"];
+  /** The call's own signal, a child of the attempt's, made when first asked for (most steps never look at it). */
+  controller: AbortController | undefined = undefined;
+  onParentAbort: (() => void) | undefined = undefined;
+  /** Kept as a property (not a method) so `const { usage } = info` still works. */
+  readonly usage: (used: Usage) => void;
+
+  constructor(
+    readonly runId: string,
+    readonly step: string,
+    readonly idempotencyKey: string,
+    readonly attempt: number,
+    readonly retry: number,
+    readonly parent: AbortSignal,
+    row: StepRow,
+  ) {
+    this.usage = (used: Usage) => addUsage(row, used);
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
       const child = new AbortController();
-      controller = child;
-      onParentAbort = () => child.abort(parent.reason);
-      if (parent.aborted) onParentAbort();
-      else parent.addEventListener("abort", onParentAbort, { once: true });
+      const parent = this.parent;
+      this.controller = child;
+      this.onParentAbort = () => child.abort(parent.reason);
+      if (parent.aborted) this.onParentAbort();
+      else parent.addEventListener("abort", this.onParentAbort, { once: true });
     }
-    return controller.signal;
-  };
+    return this.controller.signal;
+  }
+}
+
+/** A call's outcome as the retry loop takes it; a throw is an outcome too, never a rejection. */
+function callOnce(state: AttemptState, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
+  const info = new CallInfo(state.runId, key, identity.idempotencyKey, state.number, retry, state.controller.signal, row);
+  if (identity.previous) info.previous = identity.previous;
+  if (call.options.timeoutMs !== undefined || state.settings.hooks !== undefined || call.span !== undefined) return callWatched(state, key, call, info);
+  // The common call (no timeout, hooks or span): one promise, no async frame of its own.
+  let returned: unknown;
+  try {
+    returned = call.fn(info);
+  } catch (error) {
+    return Promise.resolve(ended(info, { ok: false, error }));
+  }
+  return Promise.resolve(returned).then(
+    (value) => ended(info, { ok: true, value }),
+    (error: unknown) => ended(info, { ok: false, error }),
+  );
+}
+
+/** The call is over: the listener its signal put on the attempt's goes. */
+function ended(info: CallInfo, result: CallResult): CallResult {
+  if (info.onParentAbort) info.parent.removeEventListener("abort", info.onParentAbort);
+  return result;
+}
+
+/** A call with a timeout, test hooks or a span. */
+async function callWatched(state: AttemptState, key: string, call: StepCall, info: CallInfo): Promise<CallResult> {
+  const parent = info.parent;
+  const timeoutMs = call.options.timeoutMs;
   let timedOut: StepTimedOutError | undefined;
   let timer: NodeJS.Timeout | undefined;
   if (timeoutMs !== undefined) {
-    signal();
+    void info.signal; // made now: the timer aborts it
     timer = setTimeout(() => {
       timedOut = new StepTimedOutError(state.runId, key, timeoutMs);
-      controller!.abort(timedOut);
+      info.controller!.abort(timedOut);
     }, timeoutMs);
   }
-  const info = {
-    runId: state.runId,
-    step: key,
-    idempotencyKey: identity.idempotencyKey,
-    attempt: state.number,
-    retry,
-    get signal() {
-      return signal();
-    },
-    usage: (used: Usage) => addUsage(row, used),
-  } as StepInfo;
-  if (identity.previous) info.previous = identity.previous;
   try {
-    state.settings.hooks?.onCall?.(key, "function");
-    const fn = (state.settings.hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
+    const hooks = state.settings.hooks;
+    hooks?.onCall?.(key, "function");
+    const fn = (hooks?.override?.(key, call.name) as StepFunction<unknown> | undefined) ?? call.fn;
     // A value that arrives after the timeout fired is still the call's result: the effect happened.
     // Traced: the function runs with its step's span active, so the app's own spans in it hang from the step.
     const value = await (call.span ? call.span.within(() => fn(info)) : fn(info));
@@ -394,7 +424,7 @@ async function callOnce(state: AttemptState, key: string, call: StepCall, identi
     return { ok: false, error: timedOut && !(error instanceof StopRequest) ? timedOut : error };
   } finally {
     if (timer) clearTimeout(timer);
-    if (onParentAbort) parent.removeEventListener("abort", onParentAbort);
+    if (info.onParentAbort) parent.removeEventListener("abort", info.onParentAbort);
   }
 }
 

@@ -86,7 +86,8 @@ export class WriteQueue {
     return new Promise<T>((resolve, reject) => {
       if (this.#pending.length === 0) this.#pendingRun = runId;
       else if (this.#pendingRun !== runId) this.#pendingRun = null;
-      this.#pending.push({ what, runId, apply, resolve: resolve as (result: unknown) => void, reject });
+      // Every field set here: a write's shape does not change when its result is kept.
+      this.#pending.push({ what, runId, apply, resolve: resolve as (result: unknown) => void, reject, result: undefined, refused: undefined });
       if (awaited && this.#pendingRun === this.#lastRun && this.#pendingRun !== null && this.#streak < LONE_WRITER_STREAK) {
         if (!this.#microtaskScheduled) {
           this.#microtaskScheduled = true;
