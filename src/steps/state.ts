@@ -77,7 +77,11 @@ export class AttemptState implements PlanState {
   readonly runId: string;
   readonly number: number;
   readonly fence: Lease;
-  /** The latest row of each step key: its current state. */
+  /**
+   * The latest row of each step key: the records the attempt started from, and the rows it has
+   * written since, except a step that succeeded in this attempt (no key is entered twice in one
+   * attempt, so its row is not read again; execute drops it).
+   */
   readonly latest = new Map<string, StepRow>();
   readonly ran: string[] = [];
   readonly reused: string[] = [];

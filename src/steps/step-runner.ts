@@ -195,6 +195,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
   state.inFlight.add(key);
   try {
     const row = newRow(state, key, call, identity.idempotencyKey, clock.now());
+    if (call.span) call.span.row = row;
     fault("before-intent", key);
     await writeIntent(state, row);
     fault("after-intent", key);
@@ -297,6 +298,9 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     else await writeOutcome(state, row);
     fault("after-outcome", key);
     state.ran.push(key);
+    // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
+    // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
+    state.latest.delete(key);
     if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
     // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
     if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;

@@ -191,6 +191,9 @@ export class StepSpan {
   /** The unknown-outcome policy that settled a cut-off row of this step, when one did. */
   policy: string | undefined;
 
+  /** The row this attempt wrote for the step, once it has one (a succeeded one leaves the attempt's `latest`). */
+  row: StepRow | undefined = undefined;
+
   /** Run `fn` (the step's function) with the step's span active, so spans the app makes in it hang from the step. */
   within<T>(fn: () => T): T {
     return this.api.context.with(this.context, fn);
@@ -204,17 +207,18 @@ export class StepSpan {
   }
 
   /**
-   * The step's promise, ending the span when it settles: `latest` reads the key's row then.
-   * A new promise, the same value or error, so an unhandled step rejection stays unhandled.
+   * The step's promise, ending the span when it settles: with the row this attempt wrote, or
+   * else the one `latest` reads then. A new promise, the same value or error, so an unhandled
+   * step rejection stays unhandled.
    */
   follow<T>(done: Promise<T>, latest: () => StepRow | undefined): Promise<T> {
     return done.then(
       (value) => {
-        this.end(undefined, latest());
+        this.end(undefined, this.row ?? latest());
         return value;
       },
       (error: unknown) => {
-        this.end(error ?? new Error(String(error)), latest());
+        this.end(error ?? new Error(String(error)), this.row ?? latest());
         throw error;
       },
     );
