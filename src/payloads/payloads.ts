@@ -6,7 +6,7 @@
  */
 
 import { CodecKeyMissingError, StoreUnreadableError, type ErrorInfo, type SteplogErrorDetails } from "../base/errors.js";
-import { decodeValue, encodeValue } from "./values.js";
+import { decodeValue, encodeValue, type EncodeLimits, type ValueName } from "./values.js";
 import type { StoredRun } from "../store/types.js";
 
 /** Turns stored text into other stored text and back; async allowed. */
@@ -38,12 +38,16 @@ export interface Encoded {
 }
 
 export class Payloads {
+  readonly #limits: EncodeLimits;
+
   constructor(
     readonly maxBytes: number,
     private readonly codec: Codec | undefined,
     /** The store's location, for the message when a stored payload turns out damaged. */
     private readonly location = "store",
-  ) {}
+  ) {
+    this.#limits = { maxBytes };
+  }
 
   /**
    * Why a stored payload cannot be read back (damaged on disk: a page SQLite's integrity check
@@ -77,8 +81,8 @@ export class Payloads {
 
   /** Encode a value; `plain` is the readable JSON (what the first attempt decodes), `stored` what is written. */
   /** Without a codec the answer is immediate (no promise): the step hot path takes it as it is. */
-  encode(value: unknown, what: string | (() => string), details: SteplogErrorDetails = {}): Encoded | Promise<Encoded> {
-    const plain = encodeValue(value, what, { maxBytes: this.maxBytes }, details);
+  encode(value: unknown, what: ValueName, details: SteplogErrorDetails = {}): Encoded | Promise<Encoded> {
+    const plain = encodeValue(value, what, this.#limits, details);
     if (!this.codec) return { plain, stored: plain };
     const sealed = this.codec.encode(plain);
     return typeof sealed === "string" ? { plain, stored: sealed } : sealed.then((stored) => ({ plain, stored }));

@@ -318,16 +318,22 @@ export interface EncodeLimits {
 
 /** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
 /** `what` names the value in an error; pass a function to build that text only when one is thrown. */
-export function encodeValue(value: unknown, what: string | (() => string), limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
+/** What a value is, for an error message: text, or a function building it (from the error's details) only when needed. */
+export type ValueName = string | ((details: SteplogErrorDetails) => string);
+
+export function encodeValue(value: unknown, what: ValueName, limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
   const text = tryEncode(value);
-  const name = () => (typeof what === "string" ? what : what());
-  if (text instanceof Unencodable) throw new ValueNotSerializableError(name(), text.path, text.found, details);
+  if (text instanceof Unencodable) throw new ValueNotSerializableError(nameOf(what, details), text.path, text.found, details);
   // A string's UTF-8 size is at most 3 bytes per UTF-16 unit; count exactly only near the cap.
   if (text.length * 3 > limits.maxBytes) {
     const bytes = Buffer.byteLength(text, "utf8");
-    if (bytes > limits.maxBytes) throw new ValueTooLargeError(name(), bytes, limits.maxBytes, details);
+    if (bytes > limits.maxBytes) throw new ValueTooLargeError(nameOf(what, details), bytes, limits.maxBytes, details);
   }
   return text;
+}
+
+function nameOf(what: ValueName, details: SteplogErrorDetails): string {
+  return typeof what === "string" ? what : what(details);
 }
 
 export function decodeValue(text: string): unknown {

@@ -7,7 +7,15 @@
  */
 
 import type { StepFunction, StepInfo, Usage } from "../workflow/context.js";
-import { EffectUnrecordedError, InvalidOptionError, PivotOrderError, ResultRejectedError, StepTimedOutError, toErrorInfo } from "../base/errors.js";
+import {
+  EffectUnrecordedError,
+  InvalidOptionError,
+  PivotOrderError,
+  ResultRejectedError,
+  StepTimedOutError,
+  toErrorInfo,
+  type SteplogErrorDetails,
+} from "../base/errors.js";
 import { fault, faultArmed } from "../base/faults.js";
 import { checkName } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
@@ -23,7 +31,7 @@ import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-out
 import { planStep, type Plan, type StepDecision } from "./plan.js";
 import type { StepOutcomeName } from "./tracing.js";
 import { handBack, supply } from "./hand-back.js";
-import { newRow, noteCallError, settle, thrownNow, writeIntent, writeOutcome, writeOutcomeLater } from "./step-log.js";
+import { newRow, noteCallError, settle, thrownNow, writeOutcome, writeOutcomeLater } from "./step-log.js";
 import { markFailedStep, NO_OPTIONS, StopRequest, type AttemptState, type Identity, type StepCall } from "./state.js";
 
 export type { StepCall, Identity };
@@ -197,7 +205,13 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     const row = newRow(state, key, call, identity.idempotencyKey, clock.now());
     if (call.span) call.span.row = row;
     fault("before-intent", key);
-    await writeIntent(state, row);
+    // writeIntent (step-log.ts) spelled out: on every step's path, one promise fewer.
+    try {
+      await state.settings.store.writeIntent(state.fence, row);
+    } catch (error) {
+      throw state.writeFailed(error);
+    }
+    state.latest.set(key, row);
     fault("after-intent", key);
 
     let value: unknown;
@@ -264,10 +278,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     let text: { plain: string; stored: string };
     let decoded: unknown;
     try {
-      const encoded = state.settings.payloads.encode(value, () => `The value of step ${JSON.stringify(key)} in run ${JSON.stringify(state.runId)}`, {
-        runId: state.runId,
-        step: key,
-      });
+      const encoded = state.settings.payloads.encode(value, stepValueName, { runId: state.runId, step: key });
       text = "then" in encoded ? await encoded : encoded;
       decoded = decodeValue(text.plain);
       if (options.result) {
@@ -310,6 +321,9 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     state.checkEarlyEnd();
   }
 }
+
+/** A step's value, named for an error message from the error's details (no closure a step). */
+const stepValueName = (details: SteplogErrorDetails): string => `The value of step ${JSON.stringify(details.step)} in run ${JSON.stringify(details.runId)}`;
 
 /** `retry.retryIf`, awaited (it may be async), and a throw kept rather than taken for an answer. */
 async function askRetryIf(

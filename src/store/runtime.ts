@@ -132,11 +132,15 @@ export class RuntimeStore implements Store {
     });
   }
 
+  // The two writes of every step: for a store whose promises reject only with Errors, called
+  // straight through (no closure a call); any other goes the guarded way (#call).
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
+    if (this.#direct && this.#closing === undefined) return this.#straight("writeIntent", this.#inner.writeIntent, fence, step);
     return this.#call("writeIntent", () => this.#inner.writeIntent(fence, step));
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
+    if (this.#direct && this.#closing === undefined) return this.#straight("writeOutcome", this.#inner.writeOutcome, fence, outcome);
     return this.#call("writeOutcome", () => this.#inner.writeOutcome(fence, outcome));
   }
 
@@ -164,6 +168,15 @@ export class RuntimeStore implements Store {
 
   #open(call: string): void {
     if (this.#closing) throw new StoreClosedError(this.location, `${call}()`);
+  }
+
+  /** #call for a direct store, without its closure: a synchronous throw still becomes a rejection. */
+  #straight<A>(call: string, method: (fence: Fence, arg: A) => Promise<void>, fence: Fence, arg: A): Promise<void> {
+    try {
+      return method.call(this.#inner, fence, arg);
+    } catch (error) {
+      return Promise.reject(this.#asError(call, error));
+    }
   }
 
   /** Calls through without an await of its own: a write is issued in the caller's turn, so group commit still batches it. */

@@ -36,6 +36,10 @@ import type {
 import { canonicalPath } from "../canonical-path.js";
 import { claimVerdict } from "../state-machine.js";
 import { WriteQueue } from "./write-queue.js";
+
+/** The store's own queued writes (write-queue.ts applies them through applyOp). */
+const OP_INTENT = 1;
+const OP_OUTCOME = 2;
 import { NEW_RUN, reading, writeFailed } from "./errors.js";
 import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
@@ -116,12 +120,12 @@ class SqliteStoreImpl implements SqliteStore {
     recordIdentity(this.#settings, this.#opened);
     this.#stmts = prepare(db);
     this.#writes = new SqliteWrites(db, this.#stmts);
-    this.#queue = new WriteQueue(
-      db,
-      (error, what, runId) => writeFailed(this.location, error, what, runId),
-      () => this.#writes!.beginBatch(),
-      () => this.#writes!.forgetFences(),
-    );
+    this.#queue = new WriteQueue(db, (error, what, runId) => writeFailed(this.location, error, what, runId), {
+      applyOp: (op, a, b) => (op === OP_INTENT ? this.#applyIntent(a as Fence, b as StepRow) : this.#applyOutcome(a as Fence, b as StepOutcome)),
+      describeOp: (op, _a, b) => (op === OP_INTENT ? "the intent of step " + JSON.stringify((b as StepRow).key) : "a step outcome"),
+      beginBatch: () => this.#writes!.beginBatch(),
+      batchFailed: () => this.#writes!.forgetFences(),
+    });
     return db;
   }
 
@@ -266,74 +270,74 @@ class SqliteStoreImpl implements SqliteStore {
     });
   }
 
-  // The hot path: an intent and an outcome per step, each one statement with positional
-  // parameters after the run's fence (checked once per batch).
+  // The hot path: an intent and an outcome per step, queued as data (no closure a write) and
+  // applied as one statement each with positional parameters, after the run's fence (checked
+  // once, see fencesChecked in writes.ts).
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
     this.#writable(this.#open(true)!, fence.runId);
-    return this.#queue!.enqueue(
-      () => "the intent of step " + JSON.stringify(step.key),
-      fence.runId,
-      () => {
-        this.#writes!.fence(fence, "intent");
-        const s = step;
-        if (s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null) {
-          this.#stmts!.insertIntentAt.run(
-            this.#writes!.runNum(fence.runId),
-            fence.runId,
-            s.seq,
-            s.attempt,
-            s.key,
-            s.name,
-            s.effect,
-            s.idempotencyKey,
-            s.version,
-            s.intendedAt,
-            s.resolution,
-            s.position,
-          );
-          return;
-        }
-        this.#stmts!.insertStepAt.run(
-          this.#writes!.runNum(fence.runId),
-          fence.runId,
-          s.seq,
-          s.attempt,
-          s.key,
-          s.name,
-          s.status,
-          s.effect,
-          s.idempotencyKey,
-          s.value,
-          s.error,
-          s.version,
-          s.intendedAt,
-          s.endedAt,
-          s.calls,
-          s.resolution,
-          s.usage,
-          s.position,
-        );
-      },
-      true,
-    );
+    return this.#queue!.enqueueOp(OP_INTENT, fence.runId, fence, step, true);
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
     this.#open(true);
-    return this.#queue!.enqueue("a step outcome", fence.runId, () => {
-      this.#writes!.fence(fence, "outcome");
-      const o = outcome;
-      if (o.consumes) {
-        const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
-        if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
-      }
-      const changed = (
-        o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null
-          ? this.#stmts!.outcomeSucceeded.run(o.value, o.endedAt, o.calls, this.#writes!.runNum(fence.runId), o.seq)
-          : this.#stmts!.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, this.#writes!.runNum(fence.runId), o.seq)
-      ).changes;
-      if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
-    });
+    return this.#queue!.enqueueOp(OP_OUTCOME, fence.runId, fence, outcome, false);
+  }
+
+  #applyIntent(fence: Fence, s: StepRow): void {
+    const writes = this.#writes!;
+    writes.fence(fence, "intent");
+    if (s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null) {
+      this.#stmts!.insertIntentAt.run(
+        writes.runNum(fence.runId),
+        fence.runId,
+        s.seq,
+        s.attempt,
+        s.key,
+        s.name,
+        s.effect,
+        s.idempotencyKey,
+        s.version,
+        s.intendedAt,
+        s.resolution,
+        s.position,
+      );
+      return;
+    }
+    this.#stmts!.insertStepAt.run(
+      writes.runNum(fence.runId),
+      fence.runId,
+      s.seq,
+      s.attempt,
+      s.key,
+      s.name,
+      s.status,
+      s.effect,
+      s.idempotencyKey,
+      s.value,
+      s.error,
+      s.version,
+      s.intendedAt,
+      s.endedAt,
+      s.calls,
+      s.resolution,
+      s.usage,
+      s.position,
+    );
+  }
+
+  #applyOutcome(fence: Fence, o: StepOutcome): void {
+    const writes = this.#writes!;
+    writes.fence(fence, "outcome");
+    if (o.consumes) {
+      const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
+      if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
+    }
+    const changed = (
+      o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null
+        ? this.#stmts!.outcomeSucceeded.run(o.value, o.endedAt, o.calls, writes.runNum(fence.runId), o.seq)
+        : this.#stmts!.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, writes.runNum(fence.runId), o.seq)
+    ).changes;
+    if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
   }
 
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {

@@ -22,21 +22,58 @@
 import type Database from "better-sqlite3";
 import { SteplogError } from "../../base/errors.js";
 
-interface PendingWrite {
-  /** What the write records, for an error message (built only when one is needed). */
-  what: string | (() => string);
-  runId: string;
-  apply: () => unknown;
-  resolve: (result: unknown) => void;
-  reject: (error: unknown) => void;
-  result?: unknown;
-  refused?: unknown;
+/**
+ * The store's own writes, applied by its `applyOp` from data (a step's intent and outcome: no
+ * closure a write). Any other write is queued as a function (OP_CALL).
+ */
+export const OP_CALL = 0;
+
+/** Applies a queued write of one of the store's own kinds: `op` (> 0) and its two arguments. */
+export type OpApplier = (op: number, a: unknown, b: unknown) => unknown;
+/** Names what a write of one of the store's own kinds records, for an error message. */
+export type OpDescriber = (op: number, a: unknown, b: unknown) => string;
+
+class PendingWrite {
+  result: unknown = undefined;
+  refused: unknown = undefined;
+  constructor(
+    /** OP_CALL: `a` is the function to apply and `b` what it records (a string, or a function building one). */
+    readonly op: number,
+    readonly runId: string,
+    readonly a: unknown,
+    readonly b: unknown,
+    readonly resolve: (result: unknown) => void,
+    readonly reject: (error: unknown) => void,
+  ) {}
 }
+
+// A promise and its two settle functions without an executor closure a write.
+let nextResolve: (value: unknown) => void = () => {};
+let nextReject: (error: unknown) => void = () => {};
+const capture = (resolve: (value: unknown) => void, reject: (error: unknown) => void): void => {
+  nextResolve = resolve;
+  nextReject = reject;
+};
+
+/** What the store adds to the queue: its own kinds of write, and what runs first in each batch and after one that failed. */
+export interface WriteQueueHooks {
+  applyOp?: OpApplier;
+  describeOp?: OpDescriber;
+  /** First thing inside each batch's transaction. */
+  beginBatch?: () => void;
+  /** After a batch's transaction failed (nothing of it was committed). */
+  batchFailed?: () => void;
+}
+
+const noOps: OpApplier = (op) => {
+  throw new Error(`steplog internal: the write queue has no applier for write ${op}`);
+};
 
 /** Commits a lone writer may make without letting the event loop turn. */
 const LONE_WRITER_STREAK = 32;
 
 export class WriteQueue {
+  private readonly toError: (error: unknown, what: string, runId: string) => Error;
   #pending: PendingWrite[] = [];
   /** The one run whose writes are pending, or null when several runs' are. */
   #pendingRun: string | null = null;
@@ -57,17 +94,20 @@ export class WriteQueue {
     this.flush();
   };
 
-  constructor(
-    db: Database.Database,
-    private readonly toError: (error: unknown, what: string, runId: string) => Error,
-    beginBatch: () => void = () => {},
-    private readonly batchFailed: () => void = () => {},
-  ) {
+  readonly #describeOp: OpDescriber;
+  readonly #batchFailed: () => void;
+
+  constructor(db: Database.Database, toError: (error: unknown, what: string, runId: string) => Error, hooks: WriteQueueHooks = {}) {
+    this.toError = toError;
+    const applyOp = hooks.applyOp ?? noOps;
+    const beginBatch = hooks.beginBatch ?? (() => {});
+    this.#describeOp = hooks.describeOp ?? ((op) => `write ${op}`);
+    this.#batchFailed = hooks.batchFailed ?? (() => {});
     this.#commit = db.transaction((batch: PendingWrite[]) => {
       beginBatch();
       for (const write of batch) {
         try {
-          write.result = write.apply();
+          write.result = write.op === OP_CALL ? (write.a as () => unknown)() : applyOp(write.op, write.a, write.b);
         } catch (error) {
           // A refusal is one write's; anything else, or a refusal after SQLite rolled the whole
           // transaction back, fails the batch (the writes after it must not run outside it).
@@ -83,22 +123,37 @@ export class WriteQueue {
    * `awaited`: the caller waits for this commit before going on (an intent, a new run).
    */
   enqueue<T = void>(what: string | (() => string), runId: string, apply: () => T, awaited = false): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.#pending.length === 0) this.#pendingRun = runId;
-      else if (this.#pendingRun !== runId) this.#pendingRun = null;
-      // Every field set here: a write's shape does not change when its result is kept.
-      this.#pending.push({ what, runId, apply, resolve: resolve as (result: unknown) => void, reject, result: undefined, refused: undefined });
-      if (awaited && this.#pendingRun === this.#lastRun && this.#pendingRun !== null && this.#streak < LONE_WRITER_STREAK) {
-        if (!this.#microtaskScheduled) {
-          this.#microtaskScheduled = true;
-          this.#streak++;
-          queueMicrotask(this.#flushNow);
-        }
-      } else if (!this.#immediateScheduled) {
-        this.#immediateScheduled = true;
-        setImmediate(this.#flushOnTurn);
+    return this.#push(OP_CALL, runId, apply, what, awaited) as Promise<T>;
+  }
+
+  /** Queue a write of one of the store's own kinds, applied by its applyOp(op, a, b). */
+  enqueueOp(op: number, runId: string, a: unknown, b: unknown, awaited: boolean): Promise<void> {
+    return this.#push(op, runId, a, b, awaited) as Promise<void>;
+  }
+
+  #push(op: number, runId: string, a: unknown, b: unknown, awaited: boolean): Promise<unknown> {
+    const promise = new Promise(capture); // the executor runs now: nextResolve and nextReject are this promise's
+    const resolve = nextResolve;
+    const reject = nextReject;
+    if (this.#pending.length === 0) this.#pendingRun = runId;
+    else if (this.#pendingRun !== runId) this.#pendingRun = null;
+    this.#pending.push(new PendingWrite(op, runId, a, b, resolve, reject));
+    if (awaited && this.#pendingRun === this.#lastRun && this.#pendingRun !== null && this.#streak < LONE_WRITER_STREAK) {
+      if (!this.#microtaskScheduled) {
+        this.#microtaskScheduled = true;
+        this.#streak++;
+        queueMicrotask(this.#flushNow);
       }
-    });
+    } else if (!this.#immediateScheduled) {
+      this.#immediateScheduled = true;
+      setImmediate(this.#flushOnTurn);
+    }
+    return promise;
+  }
+
+  #what(write: PendingWrite): string {
+    if (write.op !== OP_CALL) return this.#describeOp(write.op, write.a, write.b);
+    return typeof write.b === "string" ? write.b : (write.b as () => string)();
   }
 
   /** Commit everything queued now. Called when the batch is due, and before any other transaction. */
@@ -111,8 +166,8 @@ export class WriteQueue {
     try {
       this.#commit(batch);
     } catch (error) {
-      this.batchFailed();
-      for (const write of batch) write.reject(this.toError(error, typeof write.what === "string" ? write.what : write.what(), write.runId));
+      this.#batchFailed();
+      for (const write of batch) write.reject(this.toError(error, this.#what(write), write.runId));
       return;
     }
     for (const write of batch) {
