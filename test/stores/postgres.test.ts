@@ -72,7 +72,7 @@ const NOW = Date.UTC(2030, 0, 1);
  * A pool on the test server whose clients send each query through `query` (to cut a COMMIT's
  * reply, refuse a COMMIT, …). `end()` ends the real pool; the store never does.
  */
-function interceptedPool(max: number, query: (client: pg.PoolClient, text: string, values?: unknown[]) => Promise<unknown>): PgPoolLike {
+function interceptedPool(max: number, query: (client: pg.PoolClient, text: string, values?: unknown[], name?: string) => Promise<unknown>): PgPoolLike {
   const real = new pg.Pool({ connectionString: URL_!, max });
   real.on("error", () => {});
   return {
@@ -81,7 +81,9 @@ function interceptedPool(max: number, query: (client: pg.PoolClient, text: strin
     async connect() {
       const client = await real.connect();
       return {
-        query: (text: string, values?: unknown[]) => query(client, text, values) as ReturnType<PgClient["query"]>,
+        // A named statement goes through as its text and values (the interceptors read the text).
+        query: ((arg: string | { name: string; text: string; values: unknown[] }, values?: unknown[]) =>
+          typeof arg === "string" ? query(client, arg, values) : query(client, arg.text, arg.values, arg.name)) as PgClient["query"],
         release: (destroy) => client.release(destroy),
       } satisfies PgClient;
     },
@@ -187,10 +189,11 @@ suite("postgres store", () => {
     let dropped = 0;
     let toggle = false;
     // Every other COMMIT is carried out by the server, then its connection is cut before the reply is
-    // read: a COMMIT of its own, or the end of a transaction sent in one round trip.
-    const flaky = interceptedPool(4, async (client, text, values) => {
+    // read: a COMMIT of its own, the end of a transaction sent in one round trip, or a named
+    // statement run alone (its own transaction: its reply is its COMMIT's).
+    const flaky = interceptedPool(4, async (client, text, values, name) => {
       const result = await client.query(text, values);
-      if ((text === "COMMIT" || text.endsWith("; COMMIT")) && (toggle = !toggle)) {
+      if ((text === "COMMIT" || text.endsWith("; COMMIT") || name !== undefined) && (toggle = !toggle)) {
         dropped++;
         throw new Error("Connection terminated unexpectedly");
       }
@@ -509,6 +512,68 @@ suite("postgres store", () => {
     ]);
     await engine.close();
     await failing.end();
+  });
+
+  it("a step's intent and the previous outcome go as one named statement, run alone (no BEGIN, no COMMIT): one query a step", async () => {
+    const schema = freshSchema();
+    const sent: Array<{ text: string; name?: string }> = [];
+    const counting = interceptedPool(2, async (client, text, values, name) => {
+      sent.push({ text, name });
+      return client.query(text, values);
+    });
+    const flow = defineWorkflow({
+      name: "prepared",
+      async run(ctx) {
+        let total = 0;
+        for (let i = 0; i < 10; i++) total += await ctx.step("s", async () => i);
+        return total;
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: counting, schema }), workflows: [flow] });
+    await engine.start(flow, undefined, { id: "warm" });
+    sent.length = 0;
+    expect(await engine.start(flow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: 45 });
+    const named = sent.filter((q) => q.name !== undefined);
+    // The 10 intents, each with the outcome before it, then the last outcome (the ending waits for it): one named statement each.
+    expect(named.length).toBe(11);
+    expect(new Set(named.map((q) => q.name)).size).toBe(1);
+    expect(named[0]!.text).toContain("FOR UPDATE");
+    expect(named.every((q) => !/\bBEGIN\b|\bCOMMIT\b/.test(q.text))).toBe(true);
+    expect((await engine.store.loadRun("r"))!.steps.map((s) => [s.key, s.status, s.value])).toEqual(
+      Array.from({ length: 10 }, (_, i) => [i === 0 ? "s" : `s#${i + 1}`, "succeeded", String(i)]),
+    );
+    await engine.close();
+    await counting.end();
+  });
+
+  it("a named batch the server refuses goes again a statement at a time, and commits: nothing lost or written twice", async () => {
+    const schema = freshSchema();
+    let refused = 0;
+    const refusing = interceptedPool(2, async (client, text, values, name) => {
+      // The server refuses the third named batch (as it would a failed statement: nothing of it is recorded).
+      if (name !== undefined && ++refused === 3) return client.query(`SELECT 1 / 0`);
+      return client.query(text, values);
+    });
+    const calls: string[] = [];
+    const flow = defineWorkflow({
+      name: "refused",
+      async run(ctx) {
+        for (const key of ["a", "b", "c", "d"]) await ctx.step(key, async () => calls.push(key));
+        return "done";
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: refusing, schema }), workflows: [flow] });
+    expect(await engine.start(flow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: "done" });
+    expect(refused).toBeGreaterThanOrEqual(3);
+    expect(calls).toEqual(["a", "b", "c", "d"]);
+    expect((await engine.store.loadRun("r"))!.steps.map((s) => [s.seq, s.key, s.status])).toEqual([
+      [1, "a", "succeeded"],
+      [2, "b", "succeeded"],
+      [3, "c", "succeeded"],
+      [4, "d", "succeeded"],
+    ]);
+    await engine.close();
+    await refusing.end();
   });
 
   it("a connection that dies as the pool hands it out (before the store's code runs) does not crash the process, on a pool the store was given too", async () => {

@@ -18,6 +18,8 @@ export interface PgResult {
 /** The part of a pg PoolClient the store uses. */
 export interface PgClient {
   query(text: string, values?: unknown[]): Promise<PgResult>;
+  /** A named statement: parsed and planned once per connection. */
+  query(config: { name: string; text: string; values: unknown[] }): Promise<PgResult>;
   release(destroy?: Error | boolean): void;
   on?(event: "error", listener: (error: Error) => void): unknown;
   removeListener?(event: "error", listener: (error: Error) => void): unknown;
@@ -302,6 +304,26 @@ export class Connection {
     }
     state.commitSent = false;
     return results.slice(2, -1);
+  }
+
+  /**
+   * One named statement on its own (autocommit: it is its own transaction, so sending it is
+   * sending COMMIT). Its rows; or undefined when the server refused it (nothing of it was
+   * recorded), for the caller to go another way. A lost connection, or a failure with no answer
+   * from the server, is thrown with the transaction maybe committed, as with `commit`.
+   */
+  async runAlone(client: PgClient, query: { name: string; text: string; values: unknown[] }, state: TxState): Promise<any[] | undefined> {
+    state.commitSent = true;
+    let result: PgResult;
+    try {
+      result = await client.query(query);
+    } catch (error) {
+      if (isConnectionError(error) || !isDbError(error)) throw error;
+      state.commitSent = false;
+      return undefined;
+    }
+    state.commitSent = false;
+    return result.rows;
   }
 
   /** BEGIN, with the idle-in-transaction limit for this transaction only (SET LOCAL ends with it). */

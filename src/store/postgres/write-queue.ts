@@ -27,6 +27,7 @@ import type { StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements, setIntentStatement, setOutcomeStatement } from "./one-trip.js";
+import { preparedBatch, type PreparedQuery, type PreparedRow } from "./prepared-batch.js";
 import { num, type Sql } from "./sql.js";
 
 interface Pending {
@@ -175,6 +176,14 @@ export class WriteQueue {
     }
     const intents = batch.filter((p): p is Pending & { write: { kind: "intent" } } => p.write.kind === "intent");
     const outcomes = batch.filter((p): p is Pending & { write: { kind: "outcome" } } => p.write.kind === "outcome");
+    if (intents.length + outcomes.length === batch.length) {
+      const prepared = preparedBatch(
+        this.sql.s,
+        intents.map((p) => p.write as Extract<AttemptWrite, { kind: "intent" }>),
+        outcomes.map((p) => p.write as Extract<AttemptWrite, { kind: "outcome" }>),
+      );
+      if (prepared) return this.#prepared(client, batch, prepared, state);
+    }
     if (reordered || intents.length + outcomes.length < 2) return this.#oneTripEach(client, batch, state);
     const statements: string[] = [];
     const setIntents = intents.length
@@ -226,6 +235,29 @@ export class WriteQueue {
       if (w.kind === "end") leases.get(w.fence.runId)!.attempt = null;
     }
     return outcomesOf;
+  }
+
+  /** A batch of intents and outcomes as the prepared statement (prepared-batch.ts); undefined when the server refused it. */
+  async #prepared(client: PgClient, batch: Pending[], query: PreparedQuery, state: TxState): Promise<Array<unknown | undefined> | undefined> {
+    const rows = (await this.conn.runAlone(client, query, state)) as PreparedRow[] | undefined;
+    if (rows === undefined) return undefined;
+    const inserted = new Set<string>();
+    const updated = new Set<string>();
+    const leases = new Map<string, LeaseState>();
+    for (const row of rows) {
+      if (row.k === 2) leases.set(row.run_id, { epoch: num(row.epoch), attempt: row.attempt === null ? null : num(row.attempt) });
+      else (row.k === 0 ? inserted : updated).add(`${row.run_id}\0${num(row.seq)}`);
+    }
+    const results: Array<unknown | undefined> = [];
+    for (const p of batch) {
+      const w = p.write;
+      const applied =
+        w.kind === "intent"
+          ? inserted.has(`${w.fence.runId}\0${w.step.seq}`)
+          : updated.has(`${w.fence.runId}\0${(w as { outcome: { seq: number } }).outcome.seq}`);
+      results.push(applied ? undefined : await this.#notApplied(client, w, leases));
+    }
+    return results;
   }
 
   /** #oneTrip with each write as statements of its own (a batch whose order the set statements would change). */

@@ -1,0 +1,28 @@
+import pg from "pg";
+import { createEngine, seqWorkflow, expectStatus } from "./lib.mjs";
+import { postgresStore } from "../dist/postgres.js";
+const url = "postgres://postgres@127.0.0.1:5432/test";
+const orig = pg.Client.prototype.query;
+let n = 0, inQ = 0; const texts = new Map();
+pg.Client.prototype.query = function (...args) {
+  n++;
+  const text = typeof args[0] === "string" ? args[0] : args[0]?.text;
+  const k = String(text).replace(/\s+/g, " ").slice(0, 90); if (process.env.SHOW && n === 500) console.log(text);
+  texts.set(k, (texts.get(k) ?? 0) + 1);
+  const t = performance.now();
+  const r = orig.apply(this, args);
+  if (r && r.then) r.then(() => { inQ += performance.now() - t; }, () => {});
+  return r;
+};
+const schema = "cnt_" + process.pid;
+const engine = createEngine({ store: postgresStore({ connectionString: url, schema }), workflows: [seqWorkflow] });
+expectStatus(await engine.start(seqWorkflow, 50), "completed", "warm");
+n = 0; inQ = 0; texts.clear();
+const t = performance.now();
+expectStatus(await engine.start(seqWorkflow, 1000), "completed", "run");
+const ms = performance.now() - t;
+console.log("queries/step", (n / 1000).toFixed(2), "µs/step", (ms).toFixed(0), "in queries µs/step", inQ.toFixed(0));
+for (const [k, v] of [...texts].sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(v, k);
+const c = new pg.Client(url); await c.connect();
+await engine.close();
+if (!process.env.KEEP) await c.query(`DROP SCHEMA ${schema} CASCADE`); else console.log("kept", schema); await c.end();
