@@ -209,7 +209,7 @@ class SqliteStoreImpl implements SqliteStore {
       this.#writes!.insertAttempt(decision.attempt);
       const epoch = (current.lease?.epoch ?? 0) + 1;
       const lease: LeaseRow = { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt, heartbeatAt: decision.now };
-      this.#stmts!.upsertLease.run(lease);
+      this.#stmts!.upsertLease.run(lease.runId, lease.epoch, lease.attempt, lease.expiresAt, lease.heartbeatAt);
       return taken(current, decision, lease);
     });
     // Thrown after the commit, so a refusal's own patch (say, dead-lettering) is kept.
@@ -359,17 +359,10 @@ class SqliteStoreImpl implements SqliteStore {
       const writes = this.#writes!;
       writes.runNums.delete(fence.runId);
       writes.fence(fence, "attempt ending");
-      this.#stmts!.endAttempt.run({
-        runId: fence.runId,
-        number: end.attempt,
-        ending: end.ending,
-        endedAt: end.endedAt,
-        error: end.error,
-        reused: end.reused ? JSON.stringify(end.reused) : null,
-      });
+      this.#stmts!.endAttempt.run(end.ending, end.endedAt, end.error, end.reused ? JSON.stringify(end.reused) : null, fence.runId, end.attempt);
       writes.patchRun(fence.runId, end.run);
       if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
-      this.#stmts!.releaseLease.run({ runId: fence.runId, heartbeatAt: end.endedAt });
+      this.#stmts!.releaseLease.run(end.endedAt, fence.runId);
       // The lease is released (see fencesChecked in writes.ts): a later write of this attempt in the same batch must be refused.
       writes.fencesChecked.delete(fence.runId);
     });

@@ -46,17 +46,17 @@ export class SqliteWrites {
       this.fencesChecked.delete(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
-      s.insertRun.run(runParams(run));
+      s.insertRun.run(runValues(run));
       this.insertAttempt(attempt);
-      s.upsertLease.run({ runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now });
+      s.upsertLease.run(run.id, 1, attempt.number, lease.expiresAt, lease.now);
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     });
     this.insertQueuedRun = db.transaction((run: RunRow, now: number): { queued: true } | { exists: RunRow } => {
       this.fencesChecked.delete(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
-      this.#s.insertRun.run(runParams(run));
-      this.#s.upsertLease.run({ runId: run.id, epoch: 0, attempt: null, expiresAt: 0, heartbeatAt: now });
+      this.#s.insertRun.run(runValues(run));
+      this.#s.upsertLease.run(run.id, 0, null, 0, now);
       return { queued: true };
     });
   }
@@ -93,12 +93,23 @@ export class SqliteWrites {
   }
 
   insertAttempt(attempt: AttemptRow): void {
-    this.#s.insertAttempt.run({
-      ...attempt,
-      forced: attempt.forced ? 1 : 0,
-      reused: attempt.reused ? JSON.stringify(attempt.reused) : null,
-      consent: attempt.consent ? JSON.stringify(attempt.consent) : null,
-    });
+    const a = attempt;
+    this.#s.insertAttempt.run(
+      a.runId,
+      a.number,
+      a.host,
+      a.bootId,
+      a.pid,
+      a.processStart,
+      a.startedAt,
+      a.endedAt,
+      a.ending,
+      a.fromStep,
+      a.forced ? 1 : 0,
+      a.error,
+      a.reused ? JSON.stringify(a.reused) : null,
+      a.consent ? JSON.stringify(a.consent) : null,
+    );
   }
 
   /** First thing in each batch: the fences found before stand unless another connection has committed since. */
@@ -142,15 +153,29 @@ export class SqliteWrites {
   }
 }
 
-/** A run row's insert parameters: the columns a row from an older caller may lack, as their defaults. */
-function runParams(run: RunRow): Record<string, unknown> {
-  return {
-    ...run,
-    parent: run.parent ?? null,
-    concurrencyKey: run.concurrencyKey ?? null,
-    rateKey: run.rateKey ?? null,
-    priority: run.priority ?? 0,
-    dedupeKey: run.dedupeKey ?? null,
-    traceContext: run.traceContext ?? null,
-  };
+/** A run row's insert values in insertRun's order: the columns a row from an older caller may lack, as their defaults. */
+function runValues(run: RunRow): unknown[] {
+  return [
+    run.id,
+    run.workflow,
+    run.version,
+    run.args,
+    run.status,
+    run.attempts,
+    run.budgetUsed,
+    run.source,
+    run.deadline,
+    run.value,
+    run.error,
+    run.waitingFor,
+    run.wakeAt,
+    run.parent ?? null,
+    run.concurrencyKey ?? null,
+    run.rateKey ?? null,
+    run.priority ?? 0,
+    run.dedupeKey ?? null,
+    run.traceContext ?? null,
+    run.createdAt,
+    run.updatedAt,
+  ];
 }
