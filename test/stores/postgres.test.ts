@@ -699,6 +699,26 @@ suite("postgres store", () => {
     expect(misplaced.status).toBe(2);
   });
 
+  it("schema 8 drops the open-steps index no query reads (it kept every outcome from being a HOT update): fresh, and from schema 7", async () => {
+    const schema = freshSchema();
+    const indexes = async () =>
+      (await admin.query(`select indexname from pg_indexes where schemaname = $1 and tablename = 'steps' order by indexname`, [schema])).rows.map(
+        (r: { indexname: string }) => r.indexname,
+      );
+    const fresh = store(schema);
+    await fresh.migrate();
+    await fresh.close();
+    expect(await indexes()).toEqual(["steps_pkey"]);
+    // As schema 7 left it: the index, and version 7.
+    await admin.query(`CREATE INDEX steps_open ON "${schema}".steps (status) WHERE status IN ('intended', 'escalated')`);
+    await admin.query(`update "${schema}".meta set value = '7' where key = 'schema_version'`);
+    const upgraded = store(schema);
+    await upgraded.migrate();
+    await upgraded.close();
+    expect(await indexes()).toEqual(["steps_pkey"]);
+    expect((await admin.query(`select value from "${schema}".meta`)).rows).toEqual([{ value: "8" }]);
+  });
+
   it("concurrent first opens on many connections migrate once; a newer schema is refused with STORE_TOO_NEW and left untouched", async () => {
     const schema = freshSchema();
     const stores = Array.from({ length: 6 }, () => store(schema, { poolSize: 2 }));

@@ -146,6 +146,10 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   // 7: tracing: the W3C traceparent of the span a run's attempts hang from (its first traced
   // attempt's), so a continue in another process joins the same trace
   (s) => `ALTER TABLE ${s}.runs ADD COLUMN trace_context text;`,
+  // 8: the index of open steps goes: no query reads it (steps are read by run), and with the
+  // status indexed, a step's outcome (which changes its status) could never be a HOT update: it
+  // wrote a new primary-key entry as well as the row
+  (s) => `DROP INDEX IF EXISTS ${s}.steps_open;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
