@@ -546,6 +546,39 @@ suite("postgres store", () => {
     await counting.end();
   });
 
+  it("runs at once share a named batch statement (rows as JSON): odd run ids, keys and values come back exactly as written", async () => {
+    const schema = freshSchema();
+    const names = new Set<string>();
+    const counting = interceptedPool(2, async (client, text, values, name) => {
+      if (name !== undefined) names.add(name);
+      return client.query(text, values);
+    });
+    const odd = `q'uote "dq" back\\slash \\u0000-not-a-nul é 𝄞 \u2028 {"a":[1]}`;
+    const flow = defineWorkflow({
+      name: "together",
+      async run(ctx, n: number) {
+        const out: string[] = [];
+        for (let i = 0; i < 4; i++) out.push(await ctx.step("s'\\é", async () => `${odd}:${n}:${i}`));
+        return out;
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: counting, schema }), workflows: [flow] });
+    const ids = Array.from({ length: 6 }, (_, n) => `${odd} run ${n}`);
+    const results = await Promise.all(ids.map((id, n) => engine.start(flow, n, { id })));
+    for (const [n, result] of results.entries()) {
+      expect(result).toMatchObject({ status: "completed", value: Array.from({ length: 4 }, (_, i) => `${odd}:${n}:${i}`) });
+      const stored = (await engine.store.loadRun(ids[n]!))!;
+      expect(stored.steps.map((s) => [s.runId, s.status, s.value])).toEqual(
+        Array.from({ length: 4 }, (_, i) => [ids[n], "succeeded", JSON.stringify(`${odd}:${n}:${i}`)]),
+      );
+      expect(stored.steps.map((s) => s.idempotencyKey)).toEqual(Array.from({ length: 4 }, (_, i) => `${ids[n]}:s'\\é${i === 0 ? "" : `#${i + 1}`}`));
+    }
+    // Both shapes were used: the many-run batch and the one-run step.
+    expect([...names].some((name) => name.startsWith("steplog_batch_"))).toBe(true);
+    await engine.close();
+    await counting.end();
+  });
+
   it("a named batch the server refuses goes again a statement at a time, and commits: nothing lost or written twice", async () => {
     const schema = freshSchema();
     let refused = 0;

@@ -1,6 +1,7 @@
 /**
  * The steady state's batch — step intents and outcomes, nothing else — as one named prepared
- * statement with array parameters, run on its own (autocommit: the statement is its
+ * statement whose rows come as JSON (one parameter for the intents, one for the outcomes: a
+ * JSON text is parsed far faster than a column of arrays is unnested), run on its own (autocommit: the statement is its
  * transaction). The server parses and plans it once per connection; the literal batches of
  * one-trip.ts are parsed and planned anew every time (about 0.2 ms a statement on a small
  * machine: more than the rows' own work).
@@ -46,18 +47,17 @@ function statement(s: string): { name: string; text: string } {
     INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
     SELECT v.run_id, v.seq, v.attempt, v.key, v.name, v.status, v.effect, v.idempotency_key, v.value, v.error, v.version,
       v.intended_at, v.ended_at, v.calls, v.resolution, v.usage, v.epoch, v.position
-    FROM unnest($2::text[], $3::integer[], $4::integer[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-      $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::integer[], $16::text[], $17::text[], $18::bigint[], $19::integer[])
-      AS v(run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls,
-        resolution, usage, epoch, position)
+    FROM json_to_recordset($2::json) AS v(run_id text, seq integer, attempt integer, key text, name text, status text, effect text,
+      idempotency_key text, value text, error text, version text, intended_at bigint, ended_at bigint, calls integer, resolution text,
+      usage text, epoch bigint, position integer)
     JOIN locked l ON l.run_id = v.run_id AND l.epoch = v.epoch AND l.attempt IS NOT NULL
     ON CONFLICT (run_id, seq) DO NOTHING
     RETURNING run_id, seq
   ), upd AS (
     UPDATE ${s}.steps t SET status = v.status, value = v.value, error = v.error, ended_at = v.ended_at, calls = v.calls,
       resolution = v.resolution, usage = v.usage, written_epoch = v.epoch, written_at = clock_timestamp()
-    FROM unnest($20::text[], $21::integer[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::integer[], $27::text[],
-      $28::text[], $29::bigint[]) AS v(run_id, seq, status, value, error, ended_at, calls, resolution, usage, epoch)
+    FROM json_to_recordset($3::json) AS v(run_id text, seq integer, status text, value text, error text, ended_at bigint, calls integer,
+      resolution text, usage text, epoch bigint)
     JOIN locked l ON l.run_id = v.run_id AND l.epoch = v.epoch AND l.attempt IS NOT NULL
     WHERE t.run_id = v.run_id AND t.seq = v.seq AND t.status = 'intended'
     RETURNING t.run_id, t.seq
@@ -71,6 +71,78 @@ function statement(s: string): { name: string; text: string } {
   return found;
 }
 
+const singleTexts = new Map<string, { name: string; text: string }>();
+
+/**
+ * The sequential step's batch — one run's outcome and its next intent under one fence, or either
+ * alone — with a parameter a value: no JSON to parse (about 0.15 ms less a step on a small
+ * server). A part that is absent has a null seq and writes nothing.
+ */
+function singleStatement(s: string): { name: string; text: string } {
+  let found = singleTexts.get(s);
+  if (found) return found;
+  const text = `WITH locked AS (
+    SELECT run_id, epoch, attempt FROM ${s}.leases WHERE run_id = $1::text FOR UPDATE
+  ), ins AS (
+    INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
+    SELECT $1::text, $3::integer, $4::integer, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text, $12::text,
+      $13::bigint, $14::bigint, $15::integer, $16::text, $17::text, $2::bigint, $18::integer
+    FROM locked l WHERE $3::integer IS NOT NULL AND l.epoch = $2::bigint AND l.attempt IS NOT NULL
+    ON CONFLICT (run_id, seq) DO NOTHING
+    RETURNING run_id, seq
+  ), upd AS (
+    UPDATE ${s}.steps t SET status = $20::text, value = $21::text, error = $22::text, ended_at = $23::bigint, calls = $24::integer,
+      resolution = $25::text, usage = $26::text, written_epoch = $2::bigint, written_at = clock_timestamp()
+    FROM locked l
+    WHERE $19::integer IS NOT NULL AND l.epoch = $2::bigint AND l.attempt IS NOT NULL
+      AND t.run_id = $1::text AND t.seq = $19::integer AND t.status = 'intended'
+    RETURNING t.run_id, t.seq
+  )
+  SELECT 0 AS k, run_id, seq, NULL::bigint AS epoch, NULL::integer AS attempt FROM ins
+  UNION ALL SELECT 1, run_id, seq, NULL, NULL FROM upd
+  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked`;
+  found = { name: `steplog_step_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text };
+  singleTexts.set(s, found);
+  return found;
+}
+
+/** The sequential shape as singleStatement's parameters, or undefined when the batch is not that shape. */
+function singleBatch(s: string, intents: readonly Intent[], outcomes: readonly Outcome[]): PreparedQuery | undefined {
+  if (intents.length > 1 || outcomes.length > 1) return undefined;
+  const intent = intents[0];
+  const outcome = outcomes[0];
+  const fence = (intent ?? outcome)!.fence;
+  if (intent && outcome && (intent.fence.runId !== outcome.fence.runId || intent.fence.epoch !== outcome.fence.epoch)) return undefined;
+  const t = intent?.step;
+  const o = outcome?.outcome;
+  const values = [
+    fence.runId,
+    fence.epoch,
+    ...(t
+      ? [
+          t.seq,
+          t.attempt,
+          t.key,
+          t.name,
+          t.status,
+          t.effect,
+          t.idempotencyKey,
+          t.value,
+          t.error,
+          t.version,
+          t.intendedAt,
+          t.endedAt,
+          t.calls,
+          t.resolution,
+          t.usage,
+          t.position ?? null,
+        ]
+      : Array(16).fill(null)),
+    ...(o ? [o.seq, o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage] : Array(8).fill(null)),
+  ];
+  return { ...singleStatement(s), values };
+}
+
 /**
  * The batch as the prepared statement, or undefined when it must go another way: an outcome
  * that consumes an event, an outcome for an intent of the same batch, a value a parameter
@@ -79,25 +151,56 @@ function statement(s: string): { name: string; text: string } {
 export function preparedBatch(s: string, intents: readonly Intent[], outcomes: readonly Outcome[]): PreparedQuery | undefined {
   const runIds = new Set<string>();
   const intended = new Set<string>();
-  const cols: unknown[][] = Array.from({ length: 28 }, () => []);
+  const intentRows: object[] = [];
+  const outcomeRows: object[] = [];
   for (const { fence, step: t } of intents) {
     if (t.runId !== fence.runId || !safe(fence.epoch, t.seq, t.attempt, t.intendedAt, t.endedAt, t.calls, t.position)) return undefined;
-    const row = [t.runId, t.seq, t.attempt, t.key, t.name, t.status, t.effect, t.idempotencyKey, t.value, t.error, t.version];
-    const rest = [t.intendedAt, t.endedAt, t.calls, t.resolution, t.usage, fence.epoch, t.position ?? null];
-    if (!noNul(row) || !noNul(rest)) return undefined;
-    [...row, ...rest].forEach((value, i) => cols[i]!.push(value));
+    const texts = [t.runId, t.key, t.name, t.status, t.effect, t.idempotencyKey, t.value, t.error, t.version, t.resolution, t.usage];
+    if (!noNul(texts)) return undefined;
+    intentRows.push({
+      run_id: t.runId,
+      seq: t.seq,
+      attempt: t.attempt,
+      key: t.key,
+      name: t.name,
+      status: t.status,
+      effect: t.effect,
+      idempotency_key: t.idempotencyKey,
+      value: t.value,
+      error: t.error,
+      version: t.version,
+      intended_at: t.intendedAt,
+      ended_at: t.endedAt,
+      calls: t.calls,
+      resolution: t.resolution,
+      usage: t.usage,
+      epoch: fence.epoch,
+      position: t.position ?? null,
+    });
     runIds.add(fence.runId);
     intended.add(`${t.runId}\0${t.seq}`);
   }
   for (const { fence, outcome: o } of outcomes) {
     if (o.consumes || intended.has(`${fence.runId}\0${o.seq}`) || !safe(fence.epoch, o.seq, o.endedAt, o.calls)) return undefined;
-    const row = [fence.runId, o.seq, o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.epoch];
-    if (!noNul(row)) return undefined;
-    row.forEach((value, i) => cols[18 + i]!.push(value));
+    if (!noNul([fence.runId, o.status, o.value, o.error, o.resolution, o.usage])) return undefined;
+    outcomeRows.push({
+      run_id: fence.runId,
+      seq: o.seq,
+      status: o.status,
+      value: o.value,
+      error: o.error,
+      ended_at: o.endedAt,
+      calls: o.calls,
+      resolution: o.resolution,
+      usage: o.usage,
+      epoch: fence.epoch,
+    });
     runIds.add(fence.runId);
   }
+  const single = singleBatch(s, intents, outcomes);
+  if (single) return single;
   const { name, text } = statement(s);
-  return { name, text, values: [[...runIds].sort(), ...cols] };
+  return { name, text, values: [[...runIds].sort(), JSON.stringify(intentRows), JSON.stringify(outcomeRows)] };
 }
 
 function safe(...numbers: Array<number | null | undefined>): boolean {
