@@ -316,11 +316,10 @@ export interface EncodeLimits {
   maxBytes: number;
 }
 
-/** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
-/** `what` names the value in an error; pass a function to build that text only when one is thrown. */
-/** What a value is, for an error message: text, or a function building it (from the error's details) only when needed. */
+/** What a value is, for an error message: text, or a function building it (from the error's details) only when one is thrown. */
 export type ValueName = string | ((details: SteplogErrorDetails) => string);
 
+/** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
 export function encodeValue(value: unknown, what: ValueName, limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
   const text = tryEncode(value);
   if (text instanceof Unencodable) throw new ValueNotSerializableError(nameOf(what, details), text.path, text.found, details);
