@@ -313,6 +313,13 @@ await section(8, "scale-out on Postgres", async () => {
       s.ratio >= 0.7,
     );
   }
+  row(
+    "8. the worker processes' own CPU a step (1 / 2 / 4 workers)",
+    `raw ${r.sizes.map((s) => `${int(s.rawCpuUsPerStep)}`).join(" / ")} µs`,
+    `${r.sizes.map((s) => `${int(s.steplogCpuUsPerStep)}`).join(" / ")} µs`,
+    "-",
+    "info",
+  );
 });
 
 await section(9, "cost as work grows", async () => {

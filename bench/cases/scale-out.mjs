@@ -2,7 +2,8 @@
 // of 100 steps at once, against raw `pg` writing the same rows with the same number of
 // connections and the same batching (bench/pg-scale-child.mjs). Steps per second for all the
 // workers of a size together (all steps / the slowest worker's time, every worker started at
-// one wall-clock instant), and the ratio to raw at each size.
+// one wall-clock instant, after a warm-up of the same shape), and the ratio to raw at each size:
+// medians of REPEATS, raw and steplog alternating.
 
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -11,9 +12,10 @@ import { promisify } from "node:util";
 const run = promisify(execFile);
 const CHILD = fileURLToPath(new URL("../pg-scale-child.mjs", import.meta.url));
 export const SCALE_WORKERS = [1, 2, 4];
+const REPEATS = 3;
 
 async function size(kind, schema, workers, runs, steps) {
-  const startAt = Date.now() + 1500; // time for every worker to load and warm up
+  const startAt = Date.now() + 4000; // time for every worker to load and warm up
   const outs = await Promise.all(
     Array.from({ length: workers }, (_, w) =>
       run(process.execPath, [CHILD, kind, schema, String(runs), String(steps), `${kind}${workers}w${w}-${Date.now()}`], {
@@ -26,7 +28,8 @@ async function size(kind, schema, workers, runs, steps) {
   const reports = outs.map((o) => JSON.parse(o.stdout.trim().split("\n").at(-1)));
   const slowest = Math.max(...reports.map((r) => r.ms));
   const steps_ = reports.reduce((sum, r) => sum + r.steps, 0);
-  return { workers, ms: reports.map((r) => r.ms), stepsPerSec: (steps_ * 1000) / slowest };
+  const cpuMs = reports.reduce((sum, r) => sum + r.cpuMs, 0);
+  return { workers, ms: reports.map((r) => r.ms), stepsPerSec: (steps_ * 1000) / slowest, cpuUsPerStep: (cpuMs * 1000) / steps_ };
 }
 
 export async function scaleOutCase(runs = 50, steps = 100) {
@@ -49,8 +52,14 @@ export async function scaleOutCase(runs = 50, steps = 100) {
     }
     const out = { runsPerWorker: runs, stepsPerRun: steps, sizes: [] };
     for (const workers of SCALE_WORKERS) {
-      const r = await size("raw", raw, workers, runs, steps);
-      const s = await size("steplog", schema, workers, runs, steps);
+      const raws = [];
+      const steplogs = [];
+      for (let i = 0; i < REPEATS; i++) {
+        raws.push(await size("raw", raw, workers, runs, steps));
+        steplogs.push(await size("steplog", schema, workers, runs, steps));
+      }
+      const r = median(raws);
+      const s = median(steplogs);
       out.sizes.push({
         workers,
         rawStepsPerSec: r.stepsPerSec,
@@ -58,6 +67,10 @@ export async function scaleOutCase(runs = 50, steps = 100) {
         ratio: s.stepsPerSec / r.stepsPerSec,
         rawMs: r.ms,
         steplogMs: s.ms,
+        // The worker processes' own CPU a step (the server's is not in it).
+        rawCpuUsPerStep: r.cpuUsPerStep,
+        steplogCpuUsPerStep: s.cpuUsPerStep,
+        repeats: REPEATS,
       });
     }
     return out;
@@ -66,4 +79,9 @@ export async function scaleOutCase(runs = 50, steps = 100) {
     await admin.query(`DROP SCHEMA IF EXISTS ${raw} CASCADE`).catch(() => {});
     await admin.end();
   }
+}
+
+/** The sample with the median rate. */
+function median(samples) {
+  return [...samples].sort((a, b) => a.stepsPerSec - b.stepsPerSec)[Math.floor(samples.length / 2)];
 }
