@@ -16,6 +16,7 @@
  */
 
 import { taken as takenResult } from "../claim-result.js";
+import { RUN_INSERT_COLUMNS, runInsertValues } from "../run-values.js";
 import { claimVerdict } from "../state-machine.js";
 import type { AttemptRow, ClaimJudge, ClaimResult, FlowQuery, Lease, LeaseRow, RunRow, RunUpdate, StoredRun } from "../types.js";
 import type { PgClient, TxState } from "./connection.js";
@@ -76,32 +77,9 @@ async function insertRunRow(db: Database, client: PgClient, run: RunRow): Promis
     if (active) return active;
   }
   const inserted = await client.query(
-    `INSERT INTO ${s}.runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
-       concurrency_key, rate_key, priority, dedupe_key, trace_context, created_at, updated_at)
+    `INSERT INTO ${s}.runs (${RUN_INSERT_COLUMNS})
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) ON CONFLICT (id) DO NOTHING`,
-    [
-      run.id,
-      run.workflow,
-      run.version,
-      run.args,
-      run.status,
-      run.attempts,
-      run.budgetUsed,
-      run.source,
-      run.deadline,
-      run.value,
-      run.error,
-      run.waitingFor,
-      run.wakeAt,
-      run.parent ?? null,
-      run.concurrencyKey ?? null,
-      run.rateKey ?? null,
-      run.priority ?? 0,
-      run.dedupeKey ?? null,
-      run.traceContext ?? null,
-      run.createdAt,
-      run.updatedAt,
-    ],
+    runInsertValues(run),
   );
   return inserted.rowCount === 0 ? await db.sql.taken(client, run) : undefined;
 }

@@ -36,12 +36,28 @@ export interface PreparedRow {
   attempt: number | null;
 }
 
-const texts = new Map<string, { name: string; text: string }>();
+type Named = { name: string; text: string };
 
-function statement(s: string): { name: string; text: string } {
-  let found = texts.get(s);
-  if (found) return found;
-  const text = `WITH locked AS (
+/**
+ * A statement built once per schema, named by its text: one store's schema, one statement; two
+ * schemas on one pool never clash.
+ */
+function namedOnce(prefix: string, build: (s: string) => string): (s: string) => Named {
+  const built = new Map<string, Named>();
+  return (s) => {
+    let found = built.get(s);
+    if (!found) {
+      const text = build(s);
+      found = { name: `${prefix}_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text };
+      built.set(s, found);
+    }
+    return found;
+  };
+}
+
+const statement = namedOnce(
+  "steplog_batch",
+  (s) => `WITH locked AS (
     SELECT run_id, epoch, attempt FROM ${s}.leases WHERE run_id = ANY($1::text[]) ORDER BY run_id FOR UPDATE
   ), ins AS (
     INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
@@ -64,24 +80,17 @@ function statement(s: string): { name: string; text: string } {
   )
   SELECT 0 AS k, run_id, seq, NULL::bigint AS epoch, NULL::integer AS attempt FROM ins
   UNION ALL SELECT 1, run_id, seq, NULL, NULL FROM upd
-  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked`;
-  // Named by its text: one store's schema, one statement; two schemas on one pool never clash.
-  found = { name: `steplog_batch_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text };
-  texts.set(s, found);
-  return found;
-}
-
-const singleTexts = new Map<string, { name: string; text: string }>();
+  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked`,
+);
 
 /**
  * The sequential step's batch — one run's outcome and its next intent under one fence, or either
  * alone — with a parameter a value: no JSON to parse (about 0.15 ms less a step on a small
  * server). A part that is absent has a null seq and writes nothing.
  */
-function singleStatement(s: string): { name: string; text: string } {
-  let found = singleTexts.get(s);
-  if (found) return found;
-  const text = `WITH locked AS (
+const singleStatement = namedOnce(
+  "steplog_step",
+  (s) => `WITH locked AS (
     SELECT run_id, epoch, attempt FROM ${s}.leases WHERE run_id = $1::text FOR UPDATE
   ), ins AS (
     INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
@@ -100,11 +109,8 @@ function singleStatement(s: string): { name: string; text: string } {
   )
   SELECT 0 AS k, run_id, seq, NULL::bigint AS epoch, NULL::integer AS attempt FROM ins
   UNION ALL SELECT 1, run_id, seq, NULL, NULL FROM upd
-  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked`;
-  found = { name: `steplog_step_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text };
-  singleTexts.set(s, found);
-  return found;
-}
+  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked`,
+);
 
 /** The sequential shape as singleStatement's parameters, or undefined when the batch is not that shape. */
 function singleBatch(s: string, intents: readonly Intent[], outcomes: readonly Outcome[]): PreparedQuery | undefined {

@@ -5,6 +5,7 @@
  */
 
 import type Database from "better-sqlite3";
+import { RUN_INSERT_COLUMNS } from "../run-values.js";
 import { ENDED_STATUSES, type AttemptRow, type Consent, type LeaseRow } from "../types.js";
 
 export const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
@@ -36,7 +37,7 @@ export interface Statements {
   insertEvent: Stmt;
   wakeOnEvent: Stmt;
   consumeEvent: Stmt;
-  /** Positional (runValues in writes.ts): a run's start binds 21 values, faster by position than by name. */
+  /** Positional (runInsertValues, run-values.ts): a run's start binds 21 values, faster by position than by name. */
   insertRun: Stmt;
   /** A run with this dedupe key that has not ended. */
   getActiveByDedupeKey: Stmt;
@@ -83,8 +84,7 @@ export function prepare(db: Database.Database): Statements {
     ),
     consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
-      `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at, parent,
-         concurrency_key, rate_key, priority, dedupe_key, trace_context, created_at, updated_at, num)
+      `INSERT INTO runs (${RUN_INSERT_COLUMNS}, num)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
     ),
     getActiveByDedupeKey: db.prepare(

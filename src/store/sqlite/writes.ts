@@ -9,6 +9,7 @@ import type Database from "better-sqlite3";
 import { LeaseLostError } from "../../base/errors.js";
 import type { AttemptRow, Fence, Lease, RunPatch, RunRow, StepRow } from "../types.js";
 import type { Statements } from "./sql.js";
+import { runInsertValues } from "../run-values.js";
 
 type Db = Database.Database;
 type Stmt = Database.Statement;
@@ -46,7 +47,7 @@ export class SqliteWrites {
       this.fencesChecked.delete(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
-      s.insertRun.run(runValues(run));
+      s.insertRun.run(runInsertValues(run));
       this.insertAttempt(attempt);
       s.upsertLease.run(run.id, 1, attempt.number, lease.expiresAt, lease.now);
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
@@ -55,7 +56,7 @@ export class SqliteWrites {
       this.fencesChecked.delete(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
-      this.#s.insertRun.run(runValues(run));
+      this.#s.insertRun.run(runInsertValues(run));
       this.#s.upsertLease.run(run.id, 0, null, 0, now);
       return { queued: true };
     });
@@ -151,31 +152,4 @@ export class SqliteWrites {
     }
     return num;
   }
-}
-
-/** A run row's insert values in insertRun's order: the columns a row from an older caller may lack, as their defaults. */
-function runValues(run: RunRow): unknown[] {
-  return [
-    run.id,
-    run.workflow,
-    run.version,
-    run.args,
-    run.status,
-    run.attempts,
-    run.budgetUsed,
-    run.source,
-    run.deadline,
-    run.value,
-    run.error,
-    run.waitingFor,
-    run.wakeAt,
-    run.parent ?? null,
-    run.concurrencyKey ?? null,
-    run.rateKey ?? null,
-    run.priority ?? 0,
-    run.dedupeKey ?? null,
-    run.traceContext ?? null,
-    run.createdAt,
-    run.updatedAt,
-  ];
 }
