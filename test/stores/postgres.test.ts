@@ -430,6 +430,58 @@ suite("postgres store", () => {
     await s.close();
   });
 
+  it("a named batch of intents and outcomes refuses a stale write alone (its answer names who applied only then): the others commit", async () => {
+    const answers: Array<[string, number]> = [];
+    const recording = interceptedPool(2, async (client, text, values, name) => {
+      const result = await client.query(text, values);
+      if (name !== undefined) answers.push([name.replace(/_[0-9a-f]+$/, ""), result.rows.length]);
+      return result;
+    });
+    const s = postgresStore({ pool: recording, schema: freshSchema() });
+    const lease = async (runId: string) =>
+      (await s.createRun(runRow(runId), attemptRow(runId, 1), { expiresAt: NOW + 60_000, now: NOW })) as { epoch: number; runId: string };
+    const [a, b, c] = [await lease("a"), await lease("b"), await lease("c")];
+    const step = (runId: string, seq: number) => ({ ...stepRowFor(runId), runId, seq, key: `k${seq}`, idempotencyKey: `${runId}:k${seq}` });
+    const done = (seq: number) => ({
+      seq,
+      status: "succeeded" as const,
+      value: `"v${seq}"`,
+      error: null,
+      endedAt: NOW + 1,
+      calls: 1,
+      resolution: null,
+      usage: null,
+    });
+    await Promise.all([s.writeIntent(a, step("a", 1)), s.writeIntent(b, step("b", 1)), s.writeIntent(c, step("c", 1))]);
+    await s.updateRun("b", () => ({ fenceOut: { now: NOW }, result: true }));
+    // One turn of the event loop: three outcomes and three intents, one of each run's stale.
+    const results = await Promise.allSettled([
+      s.writeOutcome(a, done(1)),
+      s.writeOutcome(b, done(1)),
+      s.writeOutcome(c, done(1)),
+      s.writeIntent(a, step("a", 2)),
+      s.writeIntent(b, step("b", 2)),
+      s.writeIntent(c, step("c", 2)),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    for (const i of [1, 4]) expect(isSteplogError((results[i] as PromiseRejectedResult).reason, "LEASE_LOST")).toBe(true);
+    for (const runId of ["a", "c"]) {
+      expect((await s.loadRun(runId))!.steps.map((t) => [t.seq, t.status, t.value])).toEqual([
+        [1, "succeeded", `"v1"`],
+        [2, "intended", null],
+      ]);
+    }
+    expect((await s.loadRun("b"))!.steps.map((t) => [t.seq, t.status])).toEqual([[1, "intended"]]);
+    // Both batches went as the named JSON statement: every write applied, the answer is its counts
+    // alone; two stale, the answer also names the four applied and the three leases.
+    expect(answers).toEqual([
+      ["steplog_batch", 1],
+      ["steplog_batch", 1 + 4 + 3],
+    ]);
+    await s.close();
+    await recording.end();
+  });
+
   it("a run's start, each sequential step and the attempt's ending are one round trip each; values with quotes, backslashes, E'…', $$ and non-ASCII text are stored exactly", async () => {
     const schema = freshSchema();
     await store(schema)
@@ -544,6 +596,70 @@ suite("postgres store", () => {
     );
     await engine.close();
     await counting.end();
+  });
+
+  it("runs started together are created in one transaction; a taken id among them (or one id started twice) is that run, and only one attempt runs it", async () => {
+    const schema = freshSchema();
+    const transactions: string[] = [];
+    const counting = interceptedPool(4, async (client, text, values) => {
+      if (text.includes(".runs (id,") && text.endsWith("; COMMIT")) transactions.push(text);
+      return client.query(text, values);
+    });
+    const calls: string[] = [];
+    const flow = defineWorkflow({
+      name: "together",
+      run: (ctx, n: number) => ctx.step("s", async () => (calls.push(ctx.runId), n)),
+    });
+    const engine = createEngine({ store: postgresStore({ pool: counting, schema }), workflows: [flow] });
+    expect(await engine.start(flow, 0, { id: "old" })).toMatchObject({ status: "completed", value: 0 });
+    transactions.length = 0;
+    calls.length = 0;
+    const ids = ["old", "a", "b", "b", "c'q", "d"];
+    const args: Record<string, number> = { old: 0, a: 1, b: 2, "c'q": 3, d: 4 };
+    const results = await Promise.all(ids.map((id) => engine.start(flow, args[id]!, { id, ifExists: "attach" })));
+    // The five new starts went as one transaction (the old id's run is attached to, as alone).
+    expect(transactions).toHaveLength(1);
+    expect(results.map((r) => r.status)).toEqual(["completed", "completed", "completed", "completed", "completed", "completed"]);
+    expect(results.map((r) => r.value)).toEqual([0, 1, 2, 2, 3, 4]);
+    expect(calls.sort()).toEqual(["a", "b", "c'q", "d"]);
+    for (const id of ["a", "b", "c'q", "d"]) expect((await engine.store.loadRun(id))!.attempts).toHaveLength(1);
+    await engine.close();
+    await counting.end();
+  });
+
+  it("runs started together whose transaction loses its COMMIT reply, or is refused by the server: each run is created once, as its own start", async () => {
+    for (const fault of ["reply lost", "refused"] as const) {
+      const schema = freshSchema();
+      let struck = 0;
+      const faulty = interceptedPool(4, async (client, text, values) => {
+        if (text.includes(".runs (id,") && text.endsWith("; COMMIT") && struck++ === 0) {
+          if (fault === "refused") return client.query(`SELECT 1 / 0`);
+          await client.query(text, values);
+          throw new Error("Connection terminated unexpectedly");
+        }
+        return client.query(text, values);
+      });
+      const calls: string[] = [];
+      const flow = defineWorkflow({ name: "together", run: (ctx) => ctx.step("s", async () => (calls.push(ctx.runId), ctx.runId)) });
+      const engine = createEngine({ store: postgresStore({ pool: faulty, schema }), workflows: [flow] });
+      const ids = ["a", "b", "c"];
+      const results = await Promise.all(ids.map((id) => engine.start(flow, undefined, { id })));
+      expect(struck, fault).toBeGreaterThanOrEqual(1);
+      expect(
+        results.map((r) => [r.status, r.value]),
+        fault,
+      ).toEqual(ids.map((id) => ["completed", id]));
+      expect(calls.sort(), fault).toEqual(ids);
+      for (const id of ids) {
+        const stored = (await engine.store.loadRun(id))!;
+        expect(
+          stored.attempts.map((a) => [a.number, a.ending]),
+          fault,
+        ).toEqual([[1, "completed"]]);
+      }
+      await engine.close();
+      await faulty.end();
+    }
   });
 
   it("runs at once share a named batch statement (rows as JSON): odd run ids, keys and values come back exactly as written", async () => {

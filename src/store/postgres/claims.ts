@@ -29,13 +29,16 @@ export async function createRun(
   run: RunRow,
   attempt: AttemptRow,
   lease: { expiresAt: number; now: number },
+  /** A batch holding this run sent its COMMIT and got no reply (new-runs.ts): it may exist already, as ours. */
+  maybeCreated = false,
 ): Promise<Lease | { exists: RunRow }> {
   const s = db.sql.s;
   const ours: Lease = { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
   return (await db.transact(true, "the new run", run.id, "retry", true, async (client, tx) => {
     const conn = (await db.connect()).conn;
+    const maybeCommitted = maybeCreated || tx.maybeCommitted;
     // In one round trip; a retry after a COMMIT with no reply goes the usual way (it looks for its own run).
-    const oneTrip = tx.maybeCommitted ? undefined : newRunStatement(s, run, attempt, lease);
+    const oneTrip = maybeCommitted ? undefined : newRunStatement(s, run, attempt, lease);
     if (oneTrip !== undefined) {
       const results = await conn.transactOnce(client, oneTrip, tx);
       // Refused by the server (undefined): the usual way says what failed.
@@ -50,7 +53,7 @@ export async function createRun(
       const existing = (await db.sql.loadRun(client, taken.id))!;
       await conn.rollback(client);
       // Our own first try committed and only its reply was lost: the run is ours.
-      if (tx.maybeCommitted && isOurCreation(existing, run, attempt)) return ours;
+      if (maybeCommitted && isOurCreation(existing, run, attempt)) return ours;
       return { exists: existing.run };
     }
     await db.sql.insertAttempt(client, attempt, 1, null);

@@ -27,16 +27,29 @@ export interface PreparedQuery {
   values: unknown[];
 }
 
-/** One row of the statement's answer: an intent inserted (0), an outcome applied (1), or a lease found (2). */
+/**
+ * One row of the statement's answer. The first is always the count of intents inserted
+ * (`seq`) and outcomes applied (`epoch`), k = 3; the rows naming which applied and the leases
+ * found follow only when a count falls short of the batch's (rare: a lease lost, a conflict):
+ * an intent inserted (0), an outcome applied (1), a lease found (2). Parsing a row a write on
+ * every batch cost a worker more than building the batch did.
+ */
 export interface PreparedRow {
   k: number;
-  run_id: string;
+  run_id: string | null;
   seq: number | string | null;
   epoch: number | string | null;
   attempt: number | null;
 }
 
 type Named = { name: string; text: string };
+
+/** The counts, then (only when one falls short of the expected $COUNTS) which applied and the leases. */
+const answer = (counts: string) => `, n AS (SELECT (SELECT count(*) FROM ins) AS i, (SELECT count(*) FROM upd) AS u)
+  SELECT 3 AS k, NULL::text AS run_id, n.i AS seq, n.u AS epoch, NULL::integer AS attempt FROM n
+  UNION ALL SELECT 0, run_id, seq, NULL, NULL FROM ins, n WHERE ${counts}
+  UNION ALL SELECT 1, run_id, seq, NULL, NULL FROM upd, n WHERE ${counts}
+  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked, n WHERE ${counts}`;
 
 /**
  * A statement built once per schema, named by its text: one store's schema, one statement; two
@@ -78,9 +91,7 @@ const statement = namedOnce(
     WHERE t.run_id = v.run_id AND t.seq = v.seq AND t.status = 'intended'
     RETURNING t.run_id, t.seq
   )
-  SELECT 0 AS k, run_id, seq, NULL::bigint AS epoch, NULL::integer AS attempt FROM ins
-  UNION ALL SELECT 1, run_id, seq, NULL, NULL FROM upd
-  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked`,
+  ${answer("n.i <> $4::integer OR n.u <> $5::integer")}`,
 );
 
 /**
@@ -107,47 +118,8 @@ const singleStatement = namedOnce(
       AND t.run_id = $1::text AND t.seq = $19::integer AND t.status = 'intended'
     RETURNING t.run_id, t.seq
   )
-  SELECT 0 AS k, run_id, seq, NULL::bigint AS epoch, NULL::integer AS attempt FROM ins
-  UNION ALL SELECT 1, run_id, seq, NULL, NULL FROM upd
-  UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked`,
+  ${answer("n.i <> ($3::integer IS NOT NULL)::integer OR n.u <> ($19::integer IS NOT NULL)::integer")}`,
 );
-
-/** The sequential shape as singleStatement's parameters, or undefined when the batch is not that shape. */
-function singleBatch(s: string, intents: readonly Intent[], outcomes: readonly Outcome[]): PreparedQuery | undefined {
-  if (intents.length > 1 || outcomes.length > 1) return undefined;
-  const intent = intents[0];
-  const outcome = outcomes[0];
-  const fence = (intent ?? outcome)!.fence;
-  if (intent && outcome && (intent.fence.runId !== outcome.fence.runId || intent.fence.epoch !== outcome.fence.epoch)) return undefined;
-  const t = intent?.step;
-  const o = outcome?.outcome;
-  const values = [
-    fence.runId,
-    fence.epoch,
-    ...(t
-      ? [
-          t.seq,
-          t.attempt,
-          t.key,
-          t.name,
-          t.status,
-          t.effect,
-          t.idempotencyKey,
-          t.value,
-          t.error,
-          t.version,
-          t.intendedAt,
-          t.endedAt,
-          t.calls,
-          t.resolution,
-          t.usage,
-          t.position ?? null,
-        ]
-      : Array(16).fill(null)),
-    ...(o ? [o.seq, o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage] : Array(8).fill(null)),
-  ];
-  return { ...singleStatement(s), values };
-}
 
 /**
  * The batch as the prepared statement, or undefined when it must go another way: an outcome
@@ -155,65 +127,125 @@ function singleBatch(s: string, intents: readonly Intent[], outcomes: readonly O
  * cannot carry (an epoch or number that is not a safe integer, a string holding a NUL).
  */
 export function preparedBatch(s: string, intents: readonly Intent[], outcomes: readonly Outcome[]): PreparedQuery | undefined {
-  const runIds = new Set<string>();
-  const intended = new Set<string>();
-  const intentRows: object[] = [];
-  const outcomeRows: object[] = [];
-  for (const { fence, step: t } of intents) {
-    if (t.runId !== fence.runId || !safe(fence.epoch, t.seq, t.attempt, t.intendedAt, t.endedAt, t.calls, t.position)) return undefined;
-    const texts = [t.runId, t.key, t.name, t.status, t.effect, t.idempotencyKey, t.value, t.error, t.version, t.resolution, t.usage];
-    if (!noNul(texts)) return undefined;
-    intentRows.push({
-      run_id: t.runId,
-      seq: t.seq,
-      attempt: t.attempt,
-      key: t.key,
-      name: t.name,
-      status: t.status,
-      effect: t.effect,
-      idempotency_key: t.idempotencyKey,
-      value: t.value,
-      error: t.error,
-      version: t.version,
-      intended_at: t.intendedAt,
-      ended_at: t.endedAt,
-      calls: t.calls,
-      resolution: t.resolution,
-      usage: t.usage,
-      epoch: fence.epoch,
-      position: t.position ?? null,
-    });
-    runIds.add(fence.runId);
-    intended.add(`${t.runId}\0${t.seq}`);
+  for (const w of intents) if (!intentFits(w)) return undefined;
+  for (const w of outcomes) if (!outcomeFits(w)) return undefined;
+  if (intents.length <= 1 && outcomes.length <= 1) {
+    const intent = intents[0];
+    const outcome = outcomes[0];
+    if (!intent || !outcome) return singleBatch(s, intent, outcome);
+    const { runId, epoch } = intent.fence;
+    if (outcome.fence.runId === runId && outcome.fence.epoch === epoch) {
+      return outcome.outcome.seq === intent.step.seq ? undefined : singleBatch(s, intent, outcome);
+    }
   }
-  for (const { fence, outcome: o } of outcomes) {
-    if (o.consumes || intended.has(`${fence.runId}\0${o.seq}`) || !safe(fence.epoch, o.seq, o.endedAt, o.calls)) return undefined;
-    if (!noNul([fence.runId, o.status, o.value, o.error, o.resolution, o.usage])) return undefined;
-    outcomeRows.push({
-      run_id: fence.runId,
-      seq: o.seq,
-      status: o.status,
-      value: o.value,
-      error: o.error,
-      ended_at: o.endedAt,
-      calls: o.calls,
-      resolution: o.resolution,
-      usage: o.usage,
-      epoch: fence.epoch,
-    });
-    runIds.add(fence.runId);
-  }
-  const single = singleBatch(s, intents, outcomes);
-  if (single) return single;
-  const { name, text } = statement(s);
-  return { name, text, values: [[...runIds].sort(), JSON.stringify(intentRows), JSON.stringify(outcomeRows)] };
+  return jsonBatch(s, intents, outcomes);
 }
 
-function safe(...numbers: Array<number | null | undefined>): boolean {
-  return numbers.every((n) => n === null || n === undefined || Number.isSafeInteger(n));
+/** One run's outcome and its next intent under one fence, or either alone, a parameter a value. */
+function singleBatch(s: string, intent: Intent | undefined, outcome: Outcome | undefined): PreparedQuery {
+  const fence = (intent ?? outcome)!.fence;
+  const t = intent?.step;
+  const o = outcome?.outcome;
+  const values: unknown[] = [fence.runId, fence.epoch];
+  if (t) {
+    values.push(t.seq, t.attempt, t.key, t.name, t.status, t.effect, t.idempotencyKey, t.value, t.error, t.version);
+    values.push(t.intendedAt, t.endedAt, t.calls, t.resolution, t.usage, t.position ?? null);
+  } else for (let i = 0; i < 16; i++) values.push(null);
+  if (o) values.push(o.seq, o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage);
+  else for (let i = 0; i < 8; i++) values.push(null);
+  const { name, text } = singleStatement(s);
+  return { name, text, values };
 }
+
+/**
+ * Any other batch, its rows as two JSON texts written field by field (no object a row; a null
+ * field is left out, which json_to_recordset reads as null).
+ */
+function jsonBatch(s: string, intents: readonly Intent[], outcomes: readonly Outcome[]): PreparedQuery | undefined {
+  const runIds = new Set<string>();
+  // The seq of each run's intent in the batch (more than one a run only with parallel steps).
+  const intentSeq = new Map<string, number>();
+  let moreIntents: Set<string> | undefined;
+  let intentJson = "[";
+  for (const { fence, step: t } of intents) {
+    if (intentJson.length > 1) intentJson += ",";
+    intentJson += `{"run_id":${JSON.stringify(t.runId)},"seq":${t.seq},"attempt":${t.attempt},"key":${JSON.stringify(t.key)},"name":${JSON.stringify(t.name)},"status":"${t.status}","effect":"${t.effect}","idempotency_key":${JSON.stringify(t.idempotencyKey)},"intended_at":${t.intendedAt},"calls":${t.calls},"epoch":${fence.epoch}`;
+    if (t.value !== null) intentJson += `,"value":${JSON.stringify(t.value)}`;
+    if (t.error !== null) intentJson += `,"error":${JSON.stringify(t.error)}`;
+    if (t.version !== null) intentJson += `,"version":${JSON.stringify(t.version)}`;
+    if (t.endedAt !== null) intentJson += `,"ended_at":${t.endedAt}`;
+    if (t.resolution !== null) intentJson += `,"resolution":${JSON.stringify(t.resolution)}`;
+    if (t.usage !== null) intentJson += `,"usage":${JSON.stringify(t.usage)}`;
+    if (t.position != null) intentJson += `,"position":${t.position}`;
+    intentJson += "}";
+    runIds.add(t.runId);
+    if (!intentSeq.has(t.runId)) intentSeq.set(t.runId, t.seq);
+    else (moreIntents ??= new Set()).add(`${t.runId}\0${t.seq}`);
+  }
+  let outcomeJson = "[";
+  for (const { fence, outcome: o } of outcomes) {
+    if (intentSeq.get(fence.runId) === o.seq || moreIntents?.has(`${fence.runId}\0${o.seq}`)) return undefined;
+    if (outcomeJson.length > 1) outcomeJson += ",";
+    outcomeJson += `{"run_id":${JSON.stringify(fence.runId)},"seq":${o.seq},"status":"${o.status}","ended_at":${o.endedAt},"calls":${o.calls},"epoch":${fence.epoch}`;
+    if (o.value !== null) outcomeJson += `,"value":${JSON.stringify(o.value)}`;
+    if (o.error !== null) outcomeJson += `,"error":${JSON.stringify(o.error)}`;
+    if (o.resolution !== null) outcomeJson += `,"resolution":${JSON.stringify(o.resolution)}`;
+    if (o.usage !== null) outcomeJson += `,"usage":${JSON.stringify(o.usage)}`;
+    outcomeJson += "}";
+    runIds.add(fence.runId);
+  }
+  intentJson += "]";
+  outcomeJson += "]";
+  const { name, text } = statement(s);
+  return { name, text, values: [[...runIds].sort(), intentJson, outcomeJson, intents.length, outcomes.length] };
+}
+
+/** An intent the statements can carry: its own run's fence, safe integers, no NUL (checked here for the single statement). */
+function intentFits({ fence, step: t }: Intent): boolean {
+  return (
+    t.runId === fence.runId &&
+    Number.isSafeInteger(fence.epoch) &&
+    Number.isSafeInteger(t.seq) &&
+    Number.isSafeInteger(t.attempt) &&
+    Number.isSafeInteger(t.intendedAt) &&
+    Number.isSafeInteger(t.calls) &&
+    (t.endedAt === null || Number.isSafeInteger(t.endedAt)) &&
+    (t.position == null || Number.isSafeInteger(t.position)) &&
+    // Written into the JSON without escaping: they must be plain words (they always are).
+    PLAIN.test(t.status) &&
+    PLAIN.test(t.effect) &&
+    noNul(t.runId) &&
+    noNul(t.key) &&
+    noNul(t.name) &&
+    noNul(t.idempotencyKey) &&
+    noNul(t.value) &&
+    noNul(t.error) &&
+    noNul(t.version) &&
+    noNul(t.resolution) &&
+    noNul(t.usage)
+  );
+}
+
+/** An outcome the statements can carry (not one that consumes an event: that needs its own check). */
+function outcomeFits({ fence, outcome: o }: Outcome): boolean {
+  return (
+    o.consumes === undefined &&
+    Number.isSafeInteger(fence.epoch) &&
+    Number.isSafeInteger(o.seq) &&
+    Number.isSafeInteger(o.endedAt) &&
+    Number.isSafeInteger(o.calls) &&
+    PLAIN.test(o.status) &&
+    noNul(fence.runId) &&
+    noNul(o.value) &&
+    noNul(o.error) &&
+    noNul(o.resolution) &&
+    noNul(o.usage)
+  );
+}
+
+const PLAIN = /^[a-z_]+$/;
 
 /** Postgres text cannot hold a NUL. */
-function noNul(values: readonly unknown[]): boolean {
-  return values.every((v) => typeof v !== "string" || !v.includes("\0"));
+function noNul(value: string | null): boolean {
+  return value === null || !value.includes("\0");
 }

@@ -30,6 +30,7 @@ import { describeTarget } from "./connection.js";
 import * as claims from "./claims.js";
 import { Database } from "./database.js";
 import { Failures, secretsOf } from "./failures.js";
+import { NewRuns } from "./new-runs.js";
 import { checkPostgresOptions, type PostgresStoreOptions } from "./options.js";
 import type { WriteQueue } from "./write-queue.js";
 import { listLimit } from "../state-machine.js";
@@ -60,6 +61,7 @@ class PostgresStoreImpl implements PostgresStore {
   readonly location: string;
   readonly schema: string;
   readonly #db: Database;
+  readonly #newRuns: NewRuns;
 
   constructor(options: PostgresStoreOptions) {
     this.schema = checkPostgresOptions(options);
@@ -69,6 +71,7 @@ class PostgresStoreImpl implements PostgresStore {
     );
     this.location = `postgres store (schema ${this.schema}) at ${describeTarget(options.connectionString, options.pool)}`;
     this.#db = new Database(options, this.schema, this.location, new Failures(this.location, secrets));
+    this.#newRuns = new NewRuns(this.#db);
   }
 
   storageId(): Promise<string> {
@@ -83,7 +86,8 @@ class PostgresStoreImpl implements PostgresStore {
   }
 
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
-    return claims.createRun(this.#db, run, attempt, lease);
+    // Runs started in the same turn of the event loop share a transaction (new-runs.ts).
+    return this.#newRuns.create(run, attempt, lease);
   }
 
   enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {

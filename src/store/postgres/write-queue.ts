@@ -241,12 +241,17 @@ export class WriteQueue {
   async #prepared(client: PgClient, batch: Pending[], query: PreparedQuery, state: TxState): Promise<Array<unknown | undefined> | undefined> {
     const rows = (await this.conn.runAlone(client, query, state)) as PreparedRow[] | undefined;
     if (rows === undefined) return undefined;
+    // The first row counts what applied: when that is every write, nothing else came back.
+    const counts = rows[0]!;
+    let intentCount = 0;
+    for (const p of batch) if (p.write.kind === "intent") intentCount++;
+    if (num(counts.seq) === intentCount && num(counts.epoch) === batch.length - intentCount) return batch.map(() => undefined);
     const inserted = new Set<string>();
     const updated = new Set<string>();
     const leases = new Map<string, LeaseState>();
     for (const row of rows) {
-      if (row.k === 2) leases.set(row.run_id, { epoch: num(row.epoch), attempt: row.attempt === null ? null : num(row.attempt) });
-      else (row.k === 0 ? inserted : updated).add(`${row.run_id}\0${num(row.seq)}`);
+      if (row.k === 2) leases.set(row.run_id!, { epoch: num(row.epoch), attempt: row.attempt === null ? null : num(row.attempt) });
+      else if (row.k !== 3) (row.k === 0 ? inserted : updated).add(`${row.run_id}\0${num(row.seq)}`);
     }
     const results: Array<unknown | undefined> = [];
     for (const p of batch) {
