@@ -3,10 +3,11 @@
 // same batching (every run's outcome and next intent of a round in one transaction, sent in one
 // round trip on one connection, as the store's group commit does). Each side first warms up on
 // the same shape (the runs at once, WARM_STEPS steps each: the JIT, the connection's prepared
-// statements), then waits for the wall-clock time START_AT so every worker of a size begins
-// together, and prints { ms, steps, cpuMs } (cpuMs: the process's own CPU time while timed).
+// statements, the heap's growth), then waits for the wall-clock time START_AT so every worker of
+// a size begins together, and prints { ms, steps, cpuMs, lateMs } (cpuMs: the process's own CPU
+// time while timed; lateMs: how late it was for START_AT, 0 when it waited).
 //
-//   node bench/pg-scale-child.mjs steplog|raw <schema> <runs> <steps> <tag>
+//   START_AT=<ms since epoch> WARM_STEPS=<n> node bench/pg-scale-child.mjs steplog|raw <schema> <runs> <steps> <tag>
 import { createEngine, expectStatus, seqWorkflow } from "./lib.mjs";
 
 const [kind, schema, runsText, stepsText, tag] = process.argv.slice(2);
@@ -15,12 +16,15 @@ const steps = Number(stepsText);
 const url = process.env.STEPLOG_PG_URL;
 const startAt = Number(process.env.START_AT);
 const pg = (await import("pg")).default;
-const WARM_STEPS = 20;
+const WARM_STEPS = Number(process.env.WARM_STEPS);
 const lit = (v) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
 
+/** How late this worker is for START_AT (0 when it waited): a late worker would run partly alone. */
+let lateMs = 0;
 async function untilStart() {
   const wait = startAt - Date.now();
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  else lateMs = -wait;
 }
 
 if (kind === "steplog") {
@@ -36,7 +40,7 @@ if (kind === "steplog") {
   const used = process.cpuUsage(cpu);
   for (const r of results) expectStatus(r, "completed", "case 8");
   await engine.close();
-  process.stdout.write(JSON.stringify({ ms, steps: runs * steps, cpuMs: (used.user + used.system) / 1000 }) + "\n");
+  process.stdout.write(JSON.stringify({ ms, steps: runs * steps, cpuMs: (used.user + used.system) / 1000, lateMs }) + "\n");
 } else {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -49,7 +53,7 @@ if (kind === "steplog") {
   const ms = performance.now() - t;
   const used = process.cpuUsage(cpu);
   await client.end();
-  process.stdout.write(JSON.stringify({ ms, steps: runs * steps, cpuMs: (used.user + used.system) / 1000 }) + "\n");
+  process.stdout.write(JSON.stringify({ ms, steps: runs * steps, cpuMs: (used.user + used.system) / 1000, lateMs }) + "\n");
 
   /** The runs at once, `count` steps each: every run's outcome and next intent of a round in one transaction. */
   async function rawRuns(prefix, count) {
