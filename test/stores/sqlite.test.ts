@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createEngine, defineWorkflow, isSteplogError } from "../../src/entries/index.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { LeaseLostError } from "../../src/base/errors.js";
@@ -81,6 +81,26 @@ describe("sqlite store", () => {
     await engine.start(hello, undefined);
     expect(bigger.pragmas()).toMatchObject({ cacheSize: -16000 });
     await engine.close();
+  });
+
+  it("runs started together look once that the store file is still in place (they share a commit); a start after that commit looks again", async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, "s.db");
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await engine.start(hello, undefined, { id: "first" });
+    const looked = vi.spyOn(fs, "statSync");
+    try {
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => engine.start(hello, undefined, { id: `r${i}` })));
+      expect(results.every((r) => r.status === "completed")).toBe(true);
+      const atFile = () => looked.mock.calls.filter(([p]) => p === file).length;
+      // The twenty starts share one look; each attempt's lease renewals are too far apart to run here.
+      expect(atFile()).toBe(1);
+      fs.rmSync(file);
+      await expect(engine.start(hello, undefined, { id: "after" })).rejects.toMatchObject({ code: "STORE_FILE_GONE", runId: "after" });
+    } finally {
+      looked.mockRestore();
+      await engine.close();
+    }
   });
 
   it("continue with no store file: RUN_NOT_FOUND and no file is created", async () => {

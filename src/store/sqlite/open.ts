@@ -92,7 +92,8 @@ export function recordIdentity(settings: SqliteSettings, opened: OpenedFile): vo
  * Refuse when the file this store has open is no longer the one at its path (deleted by
  * `rm -rf .steplog` or `git clean`, or replaced): SQLite would go on writing to the unlinked
  * file, and every record would vanish with the process. Checked where a run starts or is
- * claimed, by commands, and at each lease renewal (so a running attempt stops within leaseMs).
+ * claimed, by commands, and at each lease renewal (so a running attempt stops within leaseMs);
+ * the queued ones (starts, renewals) once per batch, as their writes share its commit.
  */
 export function checkStillThere(settings: SqliteSettings, opened: OpenedFile, runId: string | undefined): void {
   const id = opened.identity;

@@ -123,7 +123,10 @@ class SqliteStoreImpl implements SqliteStore {
     this.#queue = new WriteQueue(db, (error, what, runId) => writeFailed(this.location, error, what, runId), {
       applyOp: (op, a, b) => (op === OP_INTENT ? this.#applyIntent(a as Fence, b as StepRow) : this.#applyOutcome(a as Fence, b as StepOutcome)),
       describeOp: (op, _a, b) => (op === OP_INTENT ? "the intent of step " + JSON.stringify((b as StepRow).key) : "a step outcome"),
-      beginBatch: () => this.#writes!.beginBatch(),
+      beginBatch: () => {
+        this.#checkedForBatch = false;
+        this.#writes!.beginBatch();
+      },
       batchFailed: () => this.#writes!.forgetFences(),
     });
     return db;
@@ -132,6 +135,16 @@ class SqliteStoreImpl implements SqliteStore {
   /** See checkStillThere in open.ts: the file open must still be the one at the path. */
   #stillThere(runId: string | undefined): void {
     checkStillThere(this.#settings, this.#opened, runId);
+  }
+
+  /** Whether the file was found in place for the batch the queue is gathering (its writes commit together). */
+  #checkedForBatch = false;
+
+  /** #stillThere for a queued write: once per batch (100 runs started together share one look, as they share a commit). */
+  #stillThereForBatch(runId: string): void {
+    if (this.#checkedForBatch) return;
+    this.#stillThere(runId);
+    this.#checkedForBatch = true;
   }
 
   #writable(db: Db, runId: string): void {
@@ -159,7 +172,7 @@ class SqliteStoreImpl implements SqliteStore {
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
     try {
       this.#writable(this.#open(true)!, run.id);
-      this.#stillThere(run.id);
+      this.#stillThereForBatch(run.id);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -178,7 +191,7 @@ class SqliteStoreImpl implements SqliteStore {
   enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
     try {
       this.#writable(this.#open(true)!, run.id);
-      this.#stillThere(run.id);
+      this.#stillThereForBatch(run.id);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -343,7 +356,7 @@ class SqliteStoreImpl implements SqliteStore {
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
     this.#open(true);
     try {
-      this.#stillThere(fence.runId);
+      this.#stillThereForBatch(fence.runId);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -69,16 +69,29 @@ export class SqliteWrites {
     return this.#s.getActiveByDedupeKey.get(run.dedupeKey) as RunRow | undefined;
   }
 
+  /** Bound by position, one statement per set of fields (an attempt's ending patches every run it ends). */
   patchRun(runId: string, patch: RunPatch): void {
-    const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
-    if (keys.length === 0) return;
-    const signature = keys.join(",");
+    let signature = "";
+    const values: unknown[] = [];
+    for (const k of Object.keys(patch)) {
+      const value = (patch as Record<string, unknown>)[k];
+      if (value === undefined) continue;
+      signature = signature === "" ? k : `${signature},${k}`;
+      values.push(value);
+    }
+    if (values.length === 0) return;
     let stmt = this.#patchStmts.get(signature);
     if (!stmt) {
-      stmt = this.#db.prepare(`UPDATE runs SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE id = @id`);
+      stmt = this.#db.prepare(
+        `UPDATE runs SET ${signature
+          .split(",")
+          .map((k) => `${snake(k)} = ?`)
+          .join(", ")} WHERE id = ?`,
+      );
       this.#patchStmts.set(signature, stmt);
     }
-    stmt.run({ ...patch, id: runId });
+    values.push(runId);
+    stmt.run(values);
   }
 
   patchStep(runId: string, seq: number, patch: Partial<StepRow>): void {
