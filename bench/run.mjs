@@ -7,7 +7,7 @@
 //   node --expose-gc bench/run.mjs --strict   exit 1 when a target does not hold
 //   node --expose-gc bench/run.mjs --save     write bench/results.json (tracked) instead
 //
-// Each figure is the median of 5 samples (BENCH_REPS to change); baseline and steplog samples alternate. Figures
+// Each figure is the median of 7 samples (BENCH_REPS to change); baseline and steplog samples alternate. Figures
 // drift 5-25 % between runs on a shared machine: compare the ratios of one run only.
 
 import fs from "node:fs";
