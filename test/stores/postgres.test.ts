@@ -375,6 +375,38 @@ suite("postgres store", () => {
     await lossy.end();
   });
 
+  it("runs started together whose COMMIT reply is lost, the server then gone past retryForMs: each says it may have been recorded (each was)", async () => {
+    const schema = freshSchema();
+    await store(schema)
+      .migrate()
+      .then(() => undefined);
+    let down = false;
+    const lossy = interceptedPool(4, async (client, text, values) => {
+      if (down) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      const result = await client.query(text, values);
+      if (text.endsWith("; COMMIT") && text.split(".runs (id,").length > 2) {
+        down = true;
+        throw Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+      }
+      return result;
+    });
+    const echo = defineWorkflow({ name: "echo", run: async (_ctx, text: string) => text });
+    const engine = createEngine({ store: postgresStore({ pool: lossy, schema, retryForMs: 0 }), workflows: [echo] });
+    const ids = ["x", "y", "z"];
+    const errors = await Promise.all(ids.map((id) => engine.start(echo, "hi", { id }).catch((e: unknown) => e)));
+    expect(down).toBe(true);
+    for (const [i, error] of errors.entries()) {
+      expect(isSteplogError(error, "STORE_WRITE_FAILED"), String(error)).toBe(true);
+      expect((error as Error).message).toContain(`the new run of run "${ids[i]}"`);
+      expect((error as Error).message).toContain("may have been recorded all the same");
+    }
+    const reader = store(schema);
+    for (const id of ids) expect((await reader.loadRun(id))?.run.id).toBe(id);
+    await reader.close();
+    await engine.close();
+    await lossy.end();
+  });
+
   it("a claim never reports an existing run as missing: a locked run with a live holder is busy at once; a locked free run is waited for, then taken", async () => {
     const schema = freshSchema();
     const s = store(schema);
@@ -412,6 +444,23 @@ suite("postgres store", () => {
       locker.release();
       await s.close();
     }
+  });
+
+  it("two attempts of one run writing the same seq in one batch: the live one's write applies, the superseded one's is refused", async () => {
+    const s = store(freshSchema());
+    await s.createRun(runRow("r"), attemptRow("r", 1), { expiresAt: NOW + 60_000, now: NOW });
+    await s.updateRun("r", () => ({ fenceOut: { now: NOW }, result: true }));
+    const claimed = await s.claimRun("r", () => ({ kind: "take", attempt: attemptRow("r", 2), run: { attempts: 2 }, expiresAt: NOW + 60_000, now: NOW }));
+    if (claimed.kind !== "taken") throw new Error(`expected the claim to take the run, got ${claimed.kind}`);
+    const live = claimed.lease;
+    const stale = { runId: "r", epoch: 1 };
+    const step = (attempt: number) => ({ ...stepRowFor("r"), attempt, key: `by-${attempt}`, idempotencyKey: `r:by-${attempt}` });
+    // Issued in one turn: one batch holding both intents for seq 1.
+    const results = await Promise.allSettled([s.writeIntent(stale, step(1)), s.writeIntent(live, step(2))]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled"]);
+    expect(isSteplogError((results[0] as PromiseRejectedResult).reason, "LEASE_LOST")).toBe(true);
+    expect((await s.loadRun("r"))!.steps.map((t) => [t.seq, t.attempt, t.key])).toEqual([[1, 2, "by-2"]]);
+    await s.close();
   });
 
   it("a group commit refuses a stale write alone: the other writes of the batch commit", async () => {
@@ -617,8 +666,10 @@ suite("postgres store", () => {
     const ids = ["old", "a", "b", "b", "c'q", "d"];
     const args: Record<string, number> = { old: 0, a: 1, b: 2, "c'q": 3, d: 4 };
     const results = await Promise.all(ids.map((id) => engine.start(flow, args[id]!, { id, ifExists: "attach" })));
-    // The five new starts went as one transaction (the old id's run is attached to, as alone).
-    expect(transactions).toHaveLength(1);
+    // One transaction held the first start of each id (the old one's id was found taken; it is
+    // then read the usual way); the second start of b waited for the first, and found its run.
+    const sizes = transactions.map((text) => text.split(".runs (id,").length - 1);
+    expect(sizes.filter((n) => n > 1)).toEqual([5]);
     expect(results.map((r) => r.status)).toEqual(["completed", "completed", "completed", "completed", "completed", "completed"]);
     expect(results.map((r) => r.value)).toEqual([0, 1, 2, 2, 3, 4]);
     expect(calls.sort()).toEqual(["a", "b", "c'q", "d"]);
@@ -627,7 +678,7 @@ suite("postgres store", () => {
     await counting.end();
   });
 
-  it("runs started together whose transaction loses its COMMIT reply, or is refused by the server: each run is created once, as its own start", async () => {
+  it("runs started together whose transaction loses its COMMIT reply, or is refused by the server: each run is created once, as its own start (an id started twice too)", async () => {
     for (const fault of ["reply lost", "refused"] as const) {
       const schema = freshSchema();
       let struck = 0;
@@ -643,12 +694,13 @@ suite("postgres store", () => {
       const flow = defineWorkflow({ name: "together", run: (ctx) => ctx.step("s", async () => (calls.push(ctx.runId), ctx.runId)) });
       const engine = createEngine({ store: postgresStore({ pool: faulty, schema }), workflows: [flow] });
       const ids = ["a", "b", "c"];
-      const results = await Promise.all(ids.map((id) => engine.start(flow, undefined, { id })));
+      // b is started twice: whatever happens to the batch, one attempt runs it and the other start finds it.
+      const results = await Promise.all([...ids, "b"].map((id) => engine.start(flow, undefined, { id, ifExists: "attach" })));
       expect(struck, fault).toBeGreaterThanOrEqual(1);
       expect(
         results.map((r) => [r.status, r.value]),
         fault,
-      ).toEqual(ids.map((id) => ["completed", id]));
+      ).toEqual([...ids, "b"].map((id) => ["completed", id]));
       expect(calls.sort(), fault).toEqual(ids);
       for (const id of ids) {
         const stored = (await engine.store.loadRun(id))!;

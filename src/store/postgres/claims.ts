@@ -34,38 +34,46 @@ export async function createRun(
 ): Promise<Lease | { exists: RunRow }> {
   const s = db.sql.s;
   const ours: Lease = { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
-  return (await db.transact(true, "the new run", run.id, "retry", true, async (client, tx) => {
-    const conn = (await db.connect()).conn;
-    const maybeCommitted = maybeCreated || tx.maybeCommitted;
-    // In one round trip; a retry after a COMMIT with no reply goes the usual way (it looks for its own run).
-    const oneTrip = maybeCommitted ? undefined : newRunStatement(s, run, attempt, lease);
-    if (oneTrip !== undefined) {
-      const results = await conn.transactOnce(client, oneTrip, tx);
-      // Refused by the server (undefined): the usual way says what failed.
-      if (results !== undefined) {
-        if ((results[0]!.rows[0] as { inserted: number }).inserted === 1) return ours;
-        return { exists: (await db.sql.loadRun(client, run.id))!.run };
+  return (await db.transact(
+    true,
+    "the new run",
+    run.id,
+    "retry",
+    true,
+    async (client, tx) => {
+      const conn = (await db.connect()).conn;
+      const maybeCommitted = maybeCreated || tx.maybeCommitted;
+      // In one round trip; a retry after a COMMIT with no reply goes the usual way (it looks for its own run).
+      const oneTrip = maybeCommitted ? undefined : newRunStatement(s, run, attempt, lease);
+      if (oneTrip !== undefined) {
+        const results = await conn.transactOnce(client, oneTrip, tx);
+        // Refused by the server (undefined): the usual way says what failed.
+        if (results !== undefined) {
+          if ((results[0]!.rows[0] as { inserted: number }).inserted === 1) return ours;
+          return { exists: (await db.sql.loadRun(client, run.id))!.run };
+        }
       }
-    }
-    await conn.begin(client);
-    const taken = await insertRunRow(db, client, run);
-    if (taken) {
-      const existing = (await db.sql.loadRun(client, taken.id))!;
-      await conn.rollback(client);
-      // Our own first try committed and only its reply was lost: the run is ours.
-      if (maybeCommitted && isOurCreation(existing, run, attempt)) return ours;
-      return { exists: existing.run };
-    }
-    await db.sql.insertAttempt(client, attempt, 1, null);
-    await client.query(`INSERT INTO ${s}.leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES ($1, 1, $2, $3, $4)`, [
-      run.id,
-      attempt.number,
-      lease.expiresAt,
-      lease.now,
-    ]);
-    await conn.commit(client, tx);
-    return ours;
-  }))!;
+      await conn.begin(client);
+      const taken = await insertRunRow(db, client, run);
+      if (taken) {
+        const existing = (await db.sql.loadRun(client, taken.id))!;
+        await conn.rollback(client);
+        // Our own first try committed and only its reply was lost: the run is ours.
+        if (maybeCommitted && isOurCreation(existing, run, attempt)) return ours;
+        return { exists: existing.run };
+      }
+      await db.sql.insertAttempt(client, attempt, 1, null);
+      await client.query(`INSERT INTO ${s}.leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES ($1, 1, $2, $3, $4)`, [
+        run.id,
+        attempt.number,
+        lease.expiresAt,
+        lease.now,
+      ]);
+      await conn.commit(client, tx);
+      return ours;
+    },
+    maybeCreated,
+  ))!;
 }
 
 /**

@@ -147,6 +147,8 @@ export class Database {
     ambiguous: "retry" | "fail",
     command: boolean,
     fn: (client: PgClient, tx: { maybeCommitted: boolean; commitSent: boolean }) => Promise<T>,
+    /** An earlier transaction holding this write sent its COMMIT and got no reply: a failure now may have been recorded too. */
+    maybeBefore = false,
   ): Promise<T | undefined> {
     const { conn, queue } = await this.connect();
     if (!(await this.ready(create))) return undefined;
@@ -158,7 +160,7 @@ export class Database {
     } catch (error) {
       // A run update is not run again after a COMMIT with no reply: it cannot tell its own
       // effect from another's.
-      throw this.#failures.writeError(error, what, runId, command ? { maybeRecorded: maybeCommitted(error, tx) } : undefined);
+      throw this.#failures.writeError(error, what, runId, command ? { maybeRecorded: maybeBefore || maybeCommitted(error, tx) } : undefined);
     }
     if (isRefused(result)) throw result.refused;
     return result;

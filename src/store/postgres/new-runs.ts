@@ -6,15 +6,18 @@
  * in the process).
  *
  * Each run still comes out as if created alone: inserted (the lease is ours) or its id taken
- * (the run that holds it). When the batch cannot say — the server refused one of its
- * statements (nothing committed), or its COMMIT got no reply (it may have committed) — each run
- * goes the usual way on its own (claims.ts), told in the second case that it may exist as ours
- * already, which it recognises exactly as after its own lost reply.
+ * (then the usual way, claims.ts, reads the run that holds it). When the batch cannot say —
+ * the server refused one of its statements or it failed before its COMMIT (nothing committed),
+ * or its COMMIT got no reply (it may have committed) — each run goes the usual way on its own,
+ * told in the second case that it may exist as ours already: it recognises itself exactly as
+ * after its own lost reply, and a failure then says the run may have been recorded.
  */
 
 import type { AttemptRow, Lease, RunRow } from "../types.js";
 import { createRun } from "./claims.js";
+import type { TxState } from "./connection.js";
 import type { Database } from "./database.js";
+import { maybeCommitted } from "./failures.js";
 import { newRunStatement } from "./one-trip.js";
 
 type Created = Lease | { exists: RunRow };
@@ -28,15 +31,30 @@ interface NewRun {
   reject: (error: unknown) => void;
 }
 
-/** Why a batch's runs go the usual way one by one. */
-type Undecided = "refused" | "maybe-committed";
+/** Why a batch's runs go the usual way one by one: nothing of it committed, or it may have. */
+type Undecided = "not-committed" | "maybe-committed";
 
 export class NewRuns {
   #pending: NewRun[] = [];
+  /** Each run id being created now, by the last creation asked for it: a second start of an id waits for the first. */
+  readonly #creating = new Map<string, Promise<Created>>();
 
   constructor(private readonly db: Database) {}
 
   create(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Created> {
+    // Two starts of one id never share a batch nor overlap: the second finds the first's run
+    // (were both in a batch whose COMMIT got no reply, each would take the row for its own).
+    const before = this.#creating.get(run.id);
+    const created = before === undefined ? this.#create(run, attempt, lease) : before.then(noop, noop).then(() => this.#create(run, attempt, lease));
+    this.#creating.set(run.id, created);
+    const forget = () => {
+      if (this.#creating.get(run.id) === created) this.#creating.delete(run.id);
+    };
+    created.then(forget, forget);
+    return created;
+  }
+
+  #create(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Created> {
     const statement = newRunStatement(this.db.sql.s, run, attempt, lease);
     // A dedupe key (looked up under a lock) or a value no literal carries: the usual way.
     if (statement === undefined) return createRun(this.db, run, attempt, lease);
@@ -49,37 +67,50 @@ export class NewRuns {
   async #send(): Promise<void> {
     const batch = this.#pending;
     this.#pending = [];
-    let decided: Array<Created | undefined> | Undecided;
+    const alone = (n: NewRun, maybeCreated: boolean) => createRun(this.db, n.run, n.attempt, n.lease, maybeCreated).then(n.resolve, n.reject);
+    if (batch.length === 1) return alone(batch[0]!, false);
+    let inserted: boolean[] | Undecided;
     try {
-      decided = batch.length === 1 ? "refused" : await this.#together(batch);
-    } catch {
-      // The batch failed past its retries (the server gone, say): each run says so in its own name.
-      decided = "maybe-committed";
+      inserted = await this.#together(batch);
+    } catch (error) {
+      // Past its retries (the server gone, the store closed): each run says so in its own name.
+      inserted = error instanceof BatchFailed && error.maybeCommitted ? "maybe-committed" : "not-committed";
+    }
+    if (typeof inserted === "string") {
+      for (const n of batch) void alone(n, inserted === "maybe-committed");
+      return;
     }
     batch.forEach((n, i) => {
-      const created = typeof decided === "string" ? undefined : decided[i];
-      if (created) n.resolve(created);
-      else createRun(this.db, n.run, n.attempt, n.lease, decided === "maybe-committed").then(n.resolve, n.reject);
+      if (inserted[i]) n.resolve({ runId: n.run.id, epoch: 1, attempt: n.attempt.number, expiresAt: n.lease.expiresAt });
+      // Its id was taken before the batch: the usual way reads the run that holds it.
+      else void alone(n, false);
     });
   }
 
-  /** Every run of the batch in one transaction; a run whose id was taken is read afterwards (undefined if it has gone since). */
-  async #together(batch: NewRun[]): Promise<Array<Created | undefined> | Undecided> {
-    const inserted = await this.db.transact<boolean[] | Undecided>(true, "the new runs", batch[0]!.run.id, "retry", true, async (client, tx) => {
-      if (tx.maybeCommitted) return "maybe-committed";
-      const { conn } = await this.db.connect();
-      const results = await conn.transactOnce(client, batch.map((n) => n.statement).join("; "), tx);
-      if (results === undefined) return "refused";
-      if (results.length !== batch.length) throw new Error(`steplog internal: ${results.length} results for ${batch.length} new runs`);
-      return results.map((r) => (r.rows[0] as { inserted: number }).inserted === 1);
-    });
-    if (inserted === undefined || typeof inserted === "string") return inserted ?? "refused";
-    return Promise.all(
-      batch.map(async (n, i): Promise<Created | undefined> => {
-        if (inserted[i]) return { runId: n.run.id, epoch: 1, attempt: n.attempt.number, expiresAt: n.lease.expiresAt };
-        const existing = await this.db.read(undefined, (client) => this.db.sql.loadRun(client, n.run.id));
-        return existing ? { exists: existing.run } : undefined;
-      }),
-    );
+  /** Every run of the batch in one transaction: whether each was inserted (false: its id was taken). */
+  async #together(batch: NewRun[]): Promise<boolean[] | Undecided> {
+    let state: TxState | undefined;
+    try {
+      const inserted = await this.db.transact<boolean[] | Undecided>(true, "the new runs", batch[0]!.run.id, "retry", false, async (client, tx) => {
+        state = tx;
+        if (tx.maybeCommitted) return "maybe-committed";
+        const { conn } = await this.db.connect();
+        const results = await conn.transactOnce(client, batch.map((n) => n.statement).join("; "), tx);
+        if (results === undefined) return "not-committed";
+        if (results.length !== batch.length) throw new Error(`steplog internal: ${results.length} results for ${batch.length} new runs`);
+        return results.map((r) => (r.rows[0] as { inserted: number }).inserted === 1);
+      });
+      return inserted ?? "not-committed";
+    } catch (error) {
+      throw new BatchFailed(maybeCommitted(error, state));
+    }
   }
 }
+
+class BatchFailed extends Error {
+  constructor(readonly maybeCommitted: boolean) {
+    super("the batch of new runs failed");
+  }
+}
+
+function noop() {}

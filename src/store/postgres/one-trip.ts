@@ -266,7 +266,7 @@ export function setIntentStatement(s: string, writes: Array<Extract<AttemptWrite
   return `INSERT INTO ${s}.steps (${columns})
     SELECT v.* FROM (VALUES ${rows.join(", ")}) AS v(${columns})
     JOIN ${s}.leases l ON l.run_id = v.run_id AND l.epoch = v.written_epoch AND l.attempt IS NOT NULL
-    ON CONFLICT (run_id, seq) DO NOTHING RETURNING run_id, seq`;
+    ON CONFLICT (run_id, seq) DO NOTHING RETURNING run_id, seq, written_epoch`;
 }
 
 /**
@@ -298,5 +298,5 @@ export function setOutcomeStatement(s: string, writes: Array<Extract<AttemptWrit
     resolution = v.resolution, usage = v.usage, written_epoch = v.epoch, written_at = clock_timestamp()
     FROM (VALUES ${rows.join(", ")}) AS v(run_id, seq, status, value, error, ended_at, calls, resolution, usage, epoch)
     JOIN ${s}.leases l ON l.run_id = v.run_id AND l.epoch = v.epoch AND l.attempt IS NOT NULL
-    WHERE t.run_id = v.run_id AND t.seq = v.seq AND t.status = 'intended' RETURNING t.run_id, t.seq`;
+    WHERE t.run_id = v.run_id AND t.seq = v.seq AND t.status = 'intended' RETURNING t.run_id, t.seq, t.written_epoch`;
 }

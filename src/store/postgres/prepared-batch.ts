@@ -31,8 +31,10 @@ export interface PreparedQuery {
  * One row of the statement's answer. The first is always the count of intents inserted
  * (`seq`) and outcomes applied (`epoch`), k = 3; the rows naming which applied and the leases
  * found follow only when a count falls short of the batch's (rare: a lease lost, a conflict):
- * an intent inserted (0), an outcome applied (1), a lease found (2). Parsing a row a write on
- * every batch cost a worker more than building the batch did.
+ * an intent inserted (0) or an outcome applied (1), each with the epoch it was written under
+ * (two attempts of one run may write the same seq in one batch: only the live one applied), and
+ * a lease found (2). Parsing a row a write on every batch cost a worker more than building the
+ * batch did.
  */
 export interface PreparedRow {
   k: number;
@@ -47,8 +49,8 @@ type Named = { name: string; text: string };
 /** The counts, then (only when one falls short of the expected $COUNTS) which applied and the leases. */
 const answer = (counts: string) => `, n AS (SELECT (SELECT count(*) FROM ins) AS i, (SELECT count(*) FROM upd) AS u)
   SELECT 3 AS k, NULL::text AS run_id, n.i AS seq, n.u AS epoch, NULL::integer AS attempt FROM n
-  UNION ALL SELECT 0, run_id, seq, NULL, NULL FROM ins, n WHERE ${counts}
-  UNION ALL SELECT 1, run_id, seq, NULL, NULL FROM upd, n WHERE ${counts}
+  UNION ALL SELECT 0, run_id, seq, written_epoch, NULL FROM ins, n WHERE ${counts}
+  UNION ALL SELECT 1, run_id, seq, written_epoch, NULL FROM upd, n WHERE ${counts}
   UNION ALL SELECT 2, run_id, NULL, epoch, attempt FROM locked, n WHERE ${counts}`;
 
 /**
@@ -81,7 +83,7 @@ const statement = namedOnce(
       usage text, epoch bigint, position integer)
     JOIN locked l ON l.run_id = v.run_id AND l.epoch = v.epoch AND l.attempt IS NOT NULL
     ON CONFLICT (run_id, seq) DO NOTHING
-    RETURNING run_id, seq
+    RETURNING run_id, seq, written_epoch
   ), upd AS (
     UPDATE ${s}.steps t SET status = v.status, value = v.value, error = v.error, ended_at = v.ended_at, calls = v.calls,
       resolution = v.resolution, usage = v.usage, written_epoch = v.epoch, written_at = clock_timestamp()
@@ -89,7 +91,7 @@ const statement = namedOnce(
       resolution text, usage text, epoch bigint)
     JOIN locked l ON l.run_id = v.run_id AND l.epoch = v.epoch AND l.attempt IS NOT NULL
     WHERE t.run_id = v.run_id AND t.seq = v.seq AND t.status = 'intended'
-    RETURNING t.run_id, t.seq
+    RETURNING t.run_id, t.seq, t.written_epoch
   )
   ${answer("n.i <> $4::integer OR n.u <> $5::integer")}`,
 );
@@ -109,14 +111,14 @@ const singleStatement = namedOnce(
       $13::bigint, $14::bigint, $15::integer, $16::text, $17::text, $2::bigint, $18::integer
     FROM locked l WHERE $3::integer IS NOT NULL AND l.epoch = $2::bigint AND l.attempt IS NOT NULL
     ON CONFLICT (run_id, seq) DO NOTHING
-    RETURNING run_id, seq
+    RETURNING run_id, seq, written_epoch
   ), upd AS (
     UPDATE ${s}.steps t SET status = $20::text, value = $21::text, error = $22::text, ended_at = $23::bigint, calls = $24::integer,
       resolution = $25::text, usage = $26::text, written_epoch = $2::bigint, written_at = clock_timestamp()
     FROM locked l
     WHERE $19::integer IS NOT NULL AND l.epoch = $2::bigint AND l.attempt IS NOT NULL
       AND t.run_id = $1::text AND t.seq = $19::integer AND t.status = 'intended'
-    RETURNING t.run_id, t.seq
+    RETURNING t.run_id, t.seq, t.written_epoch
   )
   ${answer("n.i <> ($3::integer IS NOT NULL)::integer OR n.u <> ($19::integer IS NOT NULL)::integer")}`,
 );
@@ -246,6 +248,6 @@ function outcomeFits({ fence, outcome: o }: Outcome): boolean {
 const PLAIN = /^[a-z_]+$/;
 
 /** Postgres text cannot hold a NUL. */
-function noNul(value: string | null): boolean {
-  return value === null || !value.includes("\0");
+function noNul(value: string | null | undefined): boolean {
+  return value == null || !value.includes("\0");
 }

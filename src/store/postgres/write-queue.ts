@@ -215,19 +215,23 @@ export class WriteQueue {
     if (results.length !== statements.length + 1) throw new Error(`steplog internal: ${results.length} results for ${statements.length + 1} statements`);
     const leases = leaseMap(results[0]!.rows);
     const rowsOf = (at: number) =>
-      new Set(at < 0 ? [] : (results[at]!.rows as Array<{ run_id: string; seq: number }>).map((r) => `${r.run_id}\0${num(r.seq)}`));
+      new Set(
+        at < 0
+          ? []
+          : (results[at]!.rows as Array<{ run_id: string; seq: unknown; written_epoch: unknown }>).map((r) => applied(r.run_id, r.seq, r.written_epoch)),
+      );
     const inserted = rowsOf(intentAt);
     const updated = rowsOf(outcomeAt);
     const outcomesOf: Array<unknown | undefined> = [];
     for (const p of batch) {
       const w = p.write;
-      const applied =
+      const done =
         w.kind === "intent"
-          ? inserted.has(`${w.fence.runId}\0${w.step.seq}`)
+          ? inserted.has(applied(w.fence.runId, w.step.seq, w.fence.epoch))
           : w.kind === "outcome"
-            ? updated.has(`${w.fence.runId}\0${w.outcome.seq}`)
+            ? updated.has(applied(w.fence.runId, w.outcome.seq, w.fence.epoch))
             : results[decisive.get(p)!]!.rowCount === 1;
-      if (!applied) {
+      if (!done) {
         outcomesOf.push(await this.#notApplied(client, w, leases));
         continue;
       }
@@ -241,8 +245,9 @@ export class WriteQueue {
   async #prepared(client: PgClient, batch: Pending[], query: PreparedQuery, state: TxState): Promise<Array<unknown | undefined> | undefined> {
     const rows = (await this.conn.runAlone(client, query, state)) as PreparedRow[] | undefined;
     if (rows === undefined) return undefined;
-    // The first row counts what applied: when that is every write, nothing else came back.
-    const counts = rows[0]!;
+    // The counts of what applied: when that is every write, nothing else came back.
+    const counts = rows.find((row) => row.k === 3);
+    if (counts === undefined) throw new Error("steplog internal: the batch statement answered without its counts");
     let intentCount = 0;
     for (const p of batch) if (p.write.kind === "intent") intentCount++;
     if (num(counts.seq) === intentCount && num(counts.epoch) === batch.length - intentCount) return batch.map(() => undefined);
@@ -251,16 +256,16 @@ export class WriteQueue {
     const leases = new Map<string, LeaseState>();
     for (const row of rows) {
       if (row.k === 2) leases.set(row.run_id!, { epoch: num(row.epoch), attempt: row.attempt === null ? null : num(row.attempt) });
-      else if (row.k !== 3) (row.k === 0 ? inserted : updated).add(`${row.run_id}\0${num(row.seq)}`);
+      else if (row.k !== 3) (row.k === 0 ? inserted : updated).add(applied(row.run_id!, row.seq, row.epoch));
     }
     const results: Array<unknown | undefined> = [];
     for (const p of batch) {
       const w = p.write;
-      const applied =
+      const done =
         w.kind === "intent"
-          ? inserted.has(`${w.fence.runId}\0${w.step.seq}`)
-          : updated.has(`${w.fence.runId}\0${(w as { outcome: { seq: number } }).outcome.seq}`);
-      results.push(applied ? undefined : await this.#notApplied(client, w, leases));
+          ? inserted.has(applied(w.fence.runId, w.step.seq, w.fence.epoch))
+          : updated.has(applied(w.fence.runId, (w as { outcome: { seq: number } }).outcome.seq, w.fence.epoch));
+      results.push(done ? undefined : await this.#notApplied(client, w, leases));
     }
     return results;
   }
@@ -462,6 +467,11 @@ function noOpenIntent(runId: string, seq: number): Error {
 
 function leaseMap(rows: Array<{ run_id: string; epoch: unknown; attempt: number | null }>): Map<string, LeaseState> {
   return new Map(rows.map((r) => [r.run_id, { epoch: num(r.epoch), attempt: r.attempt }]));
+}
+
+/** A row a batch wrote: its run, its seq and the epoch it was written under (two attempts of one run may write one seq in a batch). */
+function applied(runId: string, seq: unknown, epoch: unknown): string {
+  return `${runId}\0${num(seq)}\0${num(epoch)}`;
 }
 
 function noop() {}

@@ -127,7 +127,11 @@ class SqliteStoreImpl implements SqliteStore {
         this.#checkedForBatch = false;
         this.#writes!.beginBatch();
       },
-      batchFailed: () => this.#writes!.forgetFences(),
+      batchFailed: () => {
+        // Its BEGIN may have failed before beginBatch ran: the next batch looks again.
+        this.#checkedForBatch = false;
+        this.#writes!.forgetFences();
+      },
     });
     return db;
   }
