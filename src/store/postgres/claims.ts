@@ -33,7 +33,7 @@ export async function createRun(
   maybeCreated = false,
 ): Promise<Lease | { exists: RunRow }> {
   const s = db.sql.s;
-  const ours: Lease = { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
+  const ours = firstLease(run, attempt, lease);
   return (await db.transact(
     true,
     "the new run",
@@ -74,6 +74,11 @@ export async function createRun(
     },
     maybeCreated,
   ))!;
+}
+
+/** The lease a new run's first attempt holds once its creation commits. */
+export function firstLease(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number }): Lease {
+  return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
 }
 
 /**

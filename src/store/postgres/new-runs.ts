@@ -14,7 +14,7 @@
  */
 
 import type { AttemptRow, Lease, RunRow } from "../types.js";
-import { createRun } from "./claims.js";
+import { createRun, firstLease } from "./claims.js";
 import type { TxState } from "./connection.js";
 import type { Database } from "./database.js";
 import { maybeCommitted } from "./failures.js";
@@ -69,25 +69,19 @@ export class NewRuns {
     this.#pending = [];
     const alone = (n: NewRun, maybeCreated: boolean) => createRun(this.db, n.run, n.attempt, n.lease, maybeCreated).then(n.resolve, n.reject);
     if (batch.length === 1) return alone(batch[0]!, false);
-    let inserted: boolean[] | Undecided;
-    try {
-      inserted = await this.#together(batch);
-    } catch (error) {
-      // Past its retries (the server gone, the store closed): each run says so in its own name.
-      inserted = error instanceof BatchFailed && error.maybeCommitted ? "maybe-committed" : "not-committed";
-    }
+    const inserted = await this.#together(batch);
     if (typeof inserted === "string") {
       for (const n of batch) void alone(n, inserted === "maybe-committed");
       return;
     }
     batch.forEach((n, i) => {
-      if (inserted[i]) n.resolve({ runId: n.run.id, epoch: 1, attempt: n.attempt.number, expiresAt: n.lease.expiresAt });
+      if (inserted[i]) n.resolve(firstLease(n.run, n.attempt, n.lease));
       // Its id was taken before the batch: the usual way reads the run that holds it.
       else void alone(n, false);
     });
   }
 
-  /** Every run of the batch in one transaction: whether each was inserted (false: its id was taken). */
+  /** Every run of the batch in one transaction: whether each was inserted (false: its id was taken), or why it cannot say. */
   async #together(batch: NewRun[]): Promise<boolean[] | Undecided> {
     let state: TxState | undefined;
     try {
@@ -102,14 +96,9 @@ export class NewRuns {
       });
       return inserted ?? "not-committed";
     } catch (error) {
-      throw new BatchFailed(maybeCommitted(error, state));
+      // Past its retries (the server gone, the store closed): each run then says so in its own name.
+      return maybeCommitted(error, state) ? "maybe-committed" : "not-committed";
     }
-  }
-}
-
-class BatchFailed extends Error {
-  constructor(readonly maybeCommitted: boolean) {
-    super("the batch of new runs failed");
   }
 }
 

@@ -225,12 +225,7 @@ export class WriteQueue {
     const outcomesOf: Array<unknown | undefined> = [];
     for (const p of batch) {
       const w = p.write;
-      const done =
-        w.kind === "intent"
-          ? inserted.has(applied(w.fence.runId, w.step.seq, w.fence.epoch))
-          : w.kind === "outcome"
-            ? updated.has(applied(w.fence.runId, w.outcome.seq, w.fence.epoch))
-            : results[decisive.get(p)!]!.rowCount === 1;
+      const done = w.kind === "intent" ? inserted.has(rowOf(w)) : w.kind === "outcome" ? updated.has(rowOf(w)) : results[decisive.get(p)!]!.rowCount === 1;
       if (!done) {
         outcomesOf.push(await this.#notApplied(client, w, leases));
         continue;
@@ -260,11 +255,8 @@ export class WriteQueue {
     }
     const results: Array<unknown | undefined> = [];
     for (const p of batch) {
-      const w = p.write;
-      const done =
-        w.kind === "intent"
-          ? inserted.has(applied(w.fence.runId, w.step.seq, w.fence.epoch))
-          : updated.has(applied(w.fence.runId, (w as { outcome: { seq: number } }).outcome.seq, w.fence.epoch));
+      const w = p.write as StepWrite;
+      const done = (w.kind === "intent" ? inserted : updated).has(rowOf(w));
       results.push(done ? undefined : await this.#notApplied(client, w, leases));
     }
     return results;
@@ -472,6 +464,13 @@ function leaseMap(rows: Array<{ run_id: string; epoch: unknown; attempt: number 
 /** A row a batch wrote: its run, its seq and the epoch it was written under (two attempts of one run may write one seq in a batch). */
 function applied(runId: string, seq: unknown, epoch: unknown): string {
   return `${runId}\0${num(seq)}\0${num(epoch)}`;
+}
+
+type StepWrite = Extract<AttemptWrite, { kind: "intent" | "outcome" }>;
+
+/** The row an intent or an outcome writes, as `applied` names it. */
+function rowOf(w: StepWrite): string {
+  return applied(w.fence.runId, w.kind === "intent" ? w.step.seq : w.outcome.seq, w.fence.epoch);
 }
 
 function noop() {}
