@@ -35,7 +35,9 @@ async function screenshot(html: string, dir: string, name: string): Promise<Buff
       "--disable-sync",
       "--hide-scrollbars",
       `--user-data-dir=${path.join(dir, `${name}-profile`)}`,
-      "--window-size=1200,900",
+      // Tall enough that the last attempt's rows (the reused hatch) are in the picture whatever
+      // wraps above them: --screenshot captures the window, not the whole page.
+      "--window-size=1200,2000",
       `--screenshot=${out}`,
       pathToFileURL(html).href,
     ],

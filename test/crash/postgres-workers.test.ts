@@ -49,12 +49,15 @@ interface Call {
   attempt: number;
 }
 
-function readLedger(dir: string): Call[] {
+// While workers run, a read can catch a line half-appended: counting calls then looks only at
+// whole lines. Once every worker has exited (`final`), text after the last newline is an error.
+function readLedger(dir: string, final = false): Call[] {
   const calls: Call[] = [];
   for (const file of fs.readdirSync(dir).filter((f) => f.startsWith("ledger-"))) {
-    for (const line of fs.readFileSync(path.join(dir, file), "utf8").split("\n")) {
-      if (line.trim()) calls.push(JSON.parse(line));
-    }
+    const lines = fs.readFileSync(path.join(dir, file), "utf8").split("\n");
+    const tail = lines.pop()!;
+    if (final && tail.trim()) throw new Error(`${file} ends in a line without its newline: ${JSON.stringify(tail)}`);
+    for (const line of lines) if (line.trim()) calls.push(JSON.parse(line));
   }
   return calls;
 }
@@ -200,7 +203,7 @@ suite("postgres: many worker processes on one database", () => {
       const steps = await q<{ run_id: string; seq: number; attempt: number; key: string; status: string; written_epoch: string; written_us: string }>(
         `SELECT run_id, seq, attempt, key, status, written_epoch, (extract(epoch FROM written_at) * 1000000)::bigint AS written_us FROM ${s}.steps ORDER BY run_id, seq`,
       );
-      const calls = readLedger(ledgerDir);
+      const calls = readLedger(ledgerDir, true);
       const attemptsOf = (runId: string) => attempts.filter((a) => a.run_id === runId);
       // An attempt that never recorded an ending, and that a later attempt replaced: it crashed or was fenced out.
       const cutOff = new Set(
