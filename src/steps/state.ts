@@ -7,17 +7,47 @@
 
 import { AttemptEndedError, LeaseLostError, OrderChangedError, SteplogError, StoppedError, StoreWriteFailedError } from "../base/errors.js";
 import type { Workflow } from "../workflow/define-workflow.js";
-import type { AttemptEnding, Lease, RunStatus, StepRow, StoredRun } from "../store/types.js";
+import type { AttemptEnding, Lease, RunStatus, StepOutcome, StepRow, StoredRun } from "../store/types.js";
 import type { StepFunction, StepInfo, StepOptions } from "../workflow/context.js";
 import type { PlanState } from "./plan.js";
 import type { EngineSettings, ProgressEvent } from "./settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
 import type { AttemptTrace, StepSpan } from "./tracing.js";
 
-/** One ctx.step call as the protocol carries it. */
+/**
+ * The keys of the steps in flight: a key per entry, one entry per add (a resolution and the run it
+ * leads to each hold the key until they end). An array, not a Set: a step adds and deletes a key
+ * on every call, and a Set or Map rebuilds its table when it empties (an allocation a step).
+ */
+export class InFlight {
+  readonly #keys: string[] = [];
+
+  get size(): number {
+    return this.#keys.length;
+  }
+
+  add(key: string): void {
+    this.#keys.push(key);
+  }
+
+  delete(key: string): void {
+    const keys = this.#keys;
+    const at = keys.lastIndexOf(key);
+    if (at === -1) return;
+    keys[at] = keys[keys.length - 1]!;
+    keys.pop();
+  }
+
+  /** The keys in flight other than `key`, each once. */
+  others(key: string): string[] {
+    return [...new Set(this.#keys)].filter((k) => k !== key);
+  }
+}
+
 /** The options of a step called without any (shared: never written to). */
 export const NO_OPTIONS: StepOptions = Object.freeze({});
 
+/** One ctx.step call as the protocol carries it. */
 export interface StepCall {
   name: string;
   options: StepOptions;
@@ -80,13 +110,14 @@ export class AttemptState implements PlanState {
   /**
    * The latest row of each step key: the records the attempt started from, and the rows it has
    * written since, except a step that succeeded in this attempt (no key is entered twice in one
-   * attempt, so its row is not read again; execute drops it).
+   * attempt, so its row is not read again; execute drops it) and a step still running that had
+   * no earlier record (its row comes in when it fails or stops).
    */
   readonly latest = new Map<string, StepRow>();
   readonly ran: string[] = [];
   readonly reused: string[] = [];
   readonly resolved: string[] = [];
-  readonly inFlight = new Set<string>();
+  readonly inFlight = new InFlight();
   /**
    * The step the last attempt stopped before with REDO_IRREVERSIBLE: a start point of this one
    * too, so what it redid before that step is not followed by stale records after it.
@@ -271,10 +302,15 @@ export class AttemptState implements PlanState {
     if (this.endReason) throw this.endReason.error;
   }
 
-  /** Track a write nobody awaits now (a group-committed outcome); the ending waits for it. */
-  track(write: Promise<void>): void {
+  /**
+   * Write an outcome nobody awaits now (group commit); the ending waits for it. Through the
+   * store's writeOutcomeLater when it has one: no promise a step.
+   */
+  writeOutcomeLater(outcome: StepOutcome): void {
     this.#tracked++;
-    write.then(this.#onTrackedSettled, this.#onTrackedFailed);
+    const store = this.settings.store;
+    if (store.writeOutcomeLater) store.writeOutcomeLater(this.fence, outcome, this.#onTrackedSettled, this.#onTrackedFailed);
+    else store.writeOutcome(this.fence, outcome).then(this.#onTrackedSettled, this.#onTrackedFailed);
   }
 
   /** Tracked writes not yet settled, and who waits for them all (handlers made once, not per step). */
@@ -313,7 +349,7 @@ export class AttemptState implements PlanState {
     return this.endReason;
   }
 
-  /** The first group-committed write that failed (its promise is handled here, so never unhandled). */
+  /** The first group-committed write that failed (reported to #onTrackedFailed, so never an unhandled rejection). */
   #failedWrite: Error | undefined;
 
   /** Wait for every tracked write; the first that failed, if one did. */

@@ -79,7 +79,7 @@ export function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepO
  * step with the same key, which its effect allows.
  */
 export function writeOutcomeLater(state: AttemptState, row: StepRow): void {
-  state.track(state.settings.store.writeOutcome(state.fence, outcomeOf(row)));
+  state.writeOutcomeLater(outcomeOf(row));
 }
 
 /** The mark of a failure thrown into the workflow's code now (handled-failures.ts). */

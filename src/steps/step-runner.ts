@@ -211,7 +211,10 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     } catch (error) {
       throw state.writeFailed(error);
     }
-    state.latest.set(key, row);
+    // The new row replaces an earlier record of the key; a key with none gets its row when the
+    // step fails or stops (nothing reads an in-flight key's row, and adding then deleting a
+    // Map's only entry rebuilds its table: an allocation a step).
+    if (state.latest.has(key)) state.latest.set(key, row);
     fault("after-intent", key);
 
     let value: unknown;
@@ -340,7 +343,7 @@ async function askRetryIf(
 
 /** An irreversible step starts only when no other step of the run is in flight. */
 function checkPivotOrder(state: AttemptState, key: string): void {
-  const others = [...state.inFlight].filter((k) => k !== key);
+  const others = state.inFlight.others(key);
   if (others.length > 0) throw new PivotOrderError(state.runId, key, others);
 }
 

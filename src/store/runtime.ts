@@ -144,6 +144,19 @@ export class RuntimeStore implements Store {
     return this.#call("writeOutcome", () => this.#inner.writeOutcome(fence, outcome));
   }
 
+  writeOutcomeLater(fence: Fence, outcome: StepOutcome, committed: () => void, failed: (error: unknown) => void): void {
+    const inner = this.#inner;
+    if (this.#direct && this.#closing === undefined && inner.writeOutcomeLater) {
+      try {
+        inner.writeOutcomeLater(fence, outcome, committed, failed);
+      } catch (error) {
+        failed(this.#asError("writeOutcome", error));
+      }
+      return;
+    }
+    this.writeOutcome(fence, outcome).then(committed, failed);
+  }
+
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
     return this.#call("renewLease", () => this.#inner.renewLease(fence, expiresAt, now));
   }

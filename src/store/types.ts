@@ -366,6 +366,13 @@ export interface Store {
 
   writeIntent(fence: Fence, step: StepRow): Promise<void>;
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void>;
+  /**
+   * Optional: writeOutcome for a caller that does not wait for it (a group-committed outcome),
+   * without a promise a write. Exactly one of `committed` and `failed` is called, once the write
+   * has committed or failed as writeOutcome's promise would settle (possibly synchronously, from
+   * inside a later call on the store). The engine falls back to writeOutcome(…).then(committed, failed).
+   */
+  writeOutcomeLater?(fence: Fence, outcome: StepOutcome, committed: () => void, failed: (error: unknown) => void): void;
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void>;
   /** Record the attempt's ending, patch the run and release the lease, in one transaction. */
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void>;

@@ -81,6 +81,35 @@ describe("the runtime store wrapper", () => {
     // Nothing was written after the close: the inner store still holds just the one run.
   });
 
+  it("writeOutcomeLater on a store without it goes through writeOutcome: each outcome calls back once, a failure as an Error naming the store; after close STORE_CLOSED", async () => {
+    const { store: bare } = bareStore();
+    const answers: Array<() => Promise<void>> = [() => Promise.resolve(), () => Promise.reject("disk busy")];
+    const written: number[] = [];
+    const store: Store = { ...bare, writeOutcome: (_fence, outcome) => (written.push(outcome.seq), answers.shift()!()) };
+    const runtime = runtimeStore(store);
+    const fence = { runId: "r", epoch: 1 };
+    const calls: unknown[] = [];
+    const later = (seq: number) =>
+      new Promise<void>((resolve) =>
+        runtime.writeOutcomeLater(
+          fence,
+          { seq, status: "succeeded", value: "1", error: null, endedAt: 1, calls: 1, resolution: null, usage: null },
+          () => (calls.push("committed"), resolve()),
+          (error) => (calls.push(error), resolve()),
+        ),
+      );
+    await later(1);
+    expect(calls).toEqual(["committed"]);
+    await later(2);
+    expect(calls[1]).toBeInstanceOf(Error);
+    expect((calls[1] as Error).message).toBe(`The bare store in this test's writeOutcome() rejected with "disk busy", not an Error.`);
+    await runtime.close();
+    await later(3);
+    expect(calls[2]).toMatchObject({ code: "STORE_CLOSED", message: expect.stringContaining("writeOutcome()") });
+    expect(calls).toHaveLength(3);
+    expect(written).toEqual([1, 2]);
+  });
+
   it("a store that rejects with something other than an Error: the error names the store and the call", async () => {
     const { store: bare } = bareStore();
     const store: Store = { ...bare, listRuns: () => Promise.reject("too busy") as never };

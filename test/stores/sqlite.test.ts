@@ -1,4 +1,5 @@
 // The SQLite store: its file, its pragmas, its tables, and what it does with a file it cannot read.
+import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -133,6 +134,67 @@ describe("sqlite store", () => {
     expect(await engine.get("parked")).toMatchObject({ status: "waiting" });
     expect((await engine.store.loadRun("parked"))!.events).toEqual([]);
     await engine.close();
+  });
+
+  it("a new file another process holds the write lock of (making the same store): the store waits for it, as for any lock, and opens in WAL mode", async () => {
+    const file = tmpDb();
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    // The other process: the file in SQLite's default journal mode, its write lock held for 400 ms.
+    const holder = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const db = new (require("better-sqlite3"))(process.argv[1]); db.exec("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.exec("COMMIT"); db.close(); }, 400);`,
+        file,
+      ],
+      { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const exited = new Promise((resolve) => holder.once("exit", resolve));
+    await new Promise((resolve) => holder.stdout!.once("data", resolve));
+    const started = Date.now();
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    expect(await engine.start(hello, undefined, { id: "w" })).toMatchObject({ status: "completed" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    await engine.close();
+    await exited;
+    const probe = new Database(file);
+    expect(probe.pragma("journal_mode", { simple: true })).toBe("wal");
+    probe.close();
+  });
+
+  it("a group-committed outcome that cannot be recorded (the last step's, disk full): the attempt fails STORE_WRITE_FAILED, the step stays intended, and a continue re-drives it once", async () => {
+    const file = tmpDb();
+    let calls = 0;
+    const big = defineWorkflow({
+      name: "big-last",
+      async run(ctx) {
+        await ctx.waitForEvent("go");
+        // An idempotent step's outcome is written without waiting: it commits with the attempt's ending.
+        return (await ctx.step("big", () => (calls++, "x".repeat(64 * 1024)))).length;
+      },
+    });
+    const first = createEngine({ store: sqliteStore({ path: file }), workflows: [big] });
+    expect(await first.start(big, undefined, { id: "b" })).toMatchObject({ status: "waiting" });
+    await first.send("b", "go");
+    await first.close();
+    const probe = new Database(file);
+    const pages = Number(probe.pragma("page_count", { simple: true }));
+    probe.close();
+    // Room for the attempt's small rows, not for the 64 KB value.
+    const full = createEngine({ store: sqliteStore({ path: file, pragmas: { max_page_count: pages + 4 } }), workflows: [big] });
+    const result = await full.continue("b");
+    expect(calls).toBe(1);
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatchObject({ code: "STORE_WRITE_FAILED" });
+    expect(result.error!.message).toContain("database or disk is full");
+    const steps = (await full.store.loadRun("b"))!.steps.filter((s) => s.key === "big");
+    expect(steps.map((s) => s.status)).toEqual(["intended"]);
+    await full.close();
+
+    const roomy = createEngine({ store: sqliteStore({ path: file }), workflows: [big] });
+    expect(await roomy.continue("b")).toMatchObject({ status: "completed", value: 64 * 1024 });
+    expect(calls).toBe(2);
+    await roomy.close();
   });
 
   it("a new run that cannot be recorded: STORE_WRITE_FAILED saying nothing was changed (not to continue it), and there is no run", async () => {

@@ -62,7 +62,7 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
     checkReadable(db, location);
     db.pragma(`busy_timeout = ${settings.busyTimeoutMs}`);
     if (!db.readonly) {
-      db.pragma("journal_mode = WAL");
+      switchToWal(db, settings.busyTimeoutMs);
       db.pragma(`synchronous = ${settings.durability === "power" ? "FULL" : "NORMAL"}`);
       // SQLite's own default page cache (2 MB), not the 16 MB better-sqlite3 builds in: the step
       // log's hot pages are few (the table's end, index ends, live runs), and an embedded store
@@ -167,6 +167,26 @@ function checkReadable(db: Db, location: string): void {
   }
   const found = schemaVersion(db);
   if (found > SCHEMA_VERSION) throw new StoreTooNewError(location, found, SCHEMA_VERSION);
+}
+
+const napping = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * PRAGMA journal_mode = WAL on a new file answers SQLITE_BUSY at once, without waiting out
+ * busy_timeout, while another process holds its write lock in the old journal mode (a worker
+ * started beside this one, making the same store): asked again until busyTimeoutMs has passed.
+ */
+function switchToWal(db: Db, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (;;) {
+    try {
+      db.pragma("journal_mode = WAL");
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== "SQLITE_BUSY" || Date.now() >= deadline) throw error;
+      Atomics.wait(napping, 0, 0, 10); // a synchronous nap: opening the store is synchronous
+    }
+  }
 }
 
 function schemaVersion(db: Db): number {

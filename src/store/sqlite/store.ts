@@ -300,6 +300,11 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#queue!.enqueueOp(OP_OUTCOME, fence.runId, fence, outcome, false);
   }
 
+  writeOutcomeLater(fence: Fence, outcome: StepOutcome, committed: () => void, failed: (error: unknown) => void): void {
+    this.#open(true);
+    this.#queue!.enqueueOpThen(OP_OUTCOME, fence.runId, fence, outcome, committed, failed);
+  }
+
   #applyIntent(fence: Fence, s: StepRow): void {
     const writes = this.#writes!;
     writes.fence(fence, "intent");

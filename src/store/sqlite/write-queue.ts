@@ -131,13 +131,25 @@ export class WriteQueue {
     return this.#push(op, runId, a, b, awaited) as Promise<void>;
   }
 
+  /**
+   * Queue a write of one of the store's own kinds that nobody awaits: `done` or `failed` is
+   * called (synchronously, after its batch) instead of a promise settling.
+   */
+  enqueueOpThen(op: number, runId: string, a: unknown, b: unknown, done: () => void, failed: (error: unknown) => void): void {
+    this.#add(new PendingWrite(op, runId, a, b, done, failed), false);
+  }
+
   #push(op: number, runId: string, a: unknown, b: unknown, awaited: boolean): Promise<unknown> {
     const promise = new Promise(capture); // the executor runs now: nextResolve and nextReject are this promise's
-    const resolve = nextResolve;
-    const reject = nextReject;
+    this.#add(new PendingWrite(op, runId, a, b, nextResolve, nextReject), awaited);
+    return promise;
+  }
+
+  #add(write: PendingWrite, awaited: boolean): void {
+    const runId = write.runId;
     if (this.#pending.length === 0) this.#pendingRun = runId;
     else if (this.#pendingRun !== runId) this.#pendingRun = null;
-    this.#pending.push(new PendingWrite(op, runId, a, b, resolve, reject));
+    this.#pending.push(write);
     if (awaited && this.#pendingRun === this.#lastRun && this.#pendingRun !== null && this.#streak < LONE_WRITER_STREAK) {
       if (!this.#microtaskScheduled) {
         this.#microtaskScheduled = true;
@@ -148,7 +160,6 @@ export class WriteQueue {
       this.#immediateScheduled = true;
       setImmediate(this.#flushOnTurn);
     }
-    return promise;
   }
 
   #what(write: PendingWrite): string {
