@@ -2,7 +2,8 @@
 
 import type { ErrorInfo, LeaseHolder } from "../base/errors.js";
 import type { Payloads } from "../payloads/payloads.js";
-import type { AttemptEnding, RunStatus, Store } from "../store/types.js";
+import type { AttemptEnding, RunStatus } from "../store/types.js";
+import type { RuntimeStore } from "../store/runtime.js";
 import type { Clock } from "../base/clock.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 import type { Tracing } from "./tracing.js";
@@ -68,7 +69,8 @@ export interface ChildHost {
 }
 
 export interface EngineSettings {
-  store: Store;
+  /** The store as the engine wraps it (store/runtime.ts): every optional member is there. */
+  store: RuntimeStore;
   clock: Clock;
   leaseMs: number;
   maxValueBytes: number;

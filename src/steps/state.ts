@@ -111,7 +111,8 @@ export class AttemptState implements PlanState {
    * The latest row of each step key: the records the attempt started from, and the rows it has
    * written since, except a step that succeeded in this attempt (no key is entered twice in one
    * attempt, so its row is not read again; execute drops it) and a step still running that had
-   * no earlier record (its row comes in when it fails or stops).
+   * no earlier record (its row comes in once a failed or stopped outcome of it is written; a row
+   * whose outcome was never written, its attempt cut short, stays out).
    */
   readonly latest = new Map<string, StepRow>();
   readonly ran: string[] = [];
@@ -303,17 +304,19 @@ export class AttemptState implements PlanState {
   }
 
   /**
-   * Write an outcome nobody awaits now (group commit); the ending waits for it. Through the
-   * store's writeOutcomeLater when it has one: no promise a step.
+   * Write an outcome nobody awaits now (group commit); the ending waits for it. The store calls
+   * one of the two handlers back when it has committed or failed: no promise a step.
    */
   writeOutcomeLater(outcome: StepOutcome): void {
     this.#tracked++;
-    const store = this.settings.store;
-    if (store.writeOutcomeLater) store.writeOutcomeLater(this.fence, outcome, this.#onTrackedSettled, this.#onTrackedFailed);
-    else store.writeOutcome(this.fence, outcome).then(this.#onTrackedSettled, this.#onTrackedFailed);
+    this.settings.store.writeOutcomeLater(this.fence, outcome, this.#onTrackedSettled, this.#onTrackedFailed);
   }
 
-  /** Tracked writes not yet settled, and who waits for them all (handlers made once, not per step). */
+  /**
+   * Tracked writes not yet settled, and who waits for them all (handlers made once, not per
+   * step). The store may call a handler from inside any later call on it (its batch commits
+   * then), so they only count and note: they never throw, and never call the store.
+   */
   #tracked = 0;
   #drained: { promise: Promise<void>; resolve: () => void } | undefined;
   readonly #onTrackedSettled = (): void => {

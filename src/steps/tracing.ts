@@ -191,7 +191,7 @@ export class StepSpan {
   /** The unknown-outcome policy that settled a cut-off row of this step, when one did. */
   policy: string | undefined;
 
-  /** The row this attempt wrote for the step, once it has one (a succeeded one leaves the attempt's `latest`). */
+  /** The row this attempt wrote for the step, once it has one (a succeeded one leaves the attempt's `latest`, and a running one with no earlier record is not in it yet). */
   row: StepRow | undefined = undefined;
 
   /** Run `fn` (the step's function) with the step's span active, so spans the app makes in it hang from the step. */

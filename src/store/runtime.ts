@@ -144,17 +144,45 @@ export class RuntimeStore implements Store {
     return this.#call("writeOutcome", () => this.#inner.writeOutcome(fence, outcome));
   }
 
+  /**
+   * Through the store's own writeOutcomeLater when it has one, else writeOutcome's promise. A
+   * steplog store's callbacks go straight through; any other store's are held to the contract:
+   * one call at most, a failure that is not an Error named.
+   */
   writeOutcomeLater(fence: Fence, outcome: StepOutcome, committed: () => void, failed: (error: unknown) => void): void {
     const inner = this.#inner;
-    if (this.#direct && this.#closing === undefined && inner.writeOutcomeLater) {
-      try {
-        inner.writeOutcomeLater(fence, outcome, committed, failed);
-      } catch (error) {
-        failed(this.#asError("writeOutcome", error));
-      }
+    if (this.#closing !== undefined || !inner.writeOutcomeLater) {
+      this.writeOutcome(fence, outcome).then(committed, failed);
       return;
     }
-    this.writeOutcome(fence, outcome).then(committed, failed);
+    let done = committed;
+    let fail = failed;
+    if (!this.#direct) {
+      let settled = false;
+      done = () => {
+        if (settled) return;
+        settled = true;
+        committed();
+      };
+      fail = (error) => {
+        if (settled) return;
+        settled = true;
+        failed(this.#asError("writeOutcomeLater", error));
+      };
+    }
+    let threw: unknown;
+    let didThrow = false;
+    try {
+      inner.writeOutcomeLater(fence, outcome, done, fail);
+    } catch (error) {
+      didThrow = true;
+      threw = error;
+    }
+    // Outside the try: a callback called synchronously is not taken for the store's own throw.
+    if (didThrow) {
+      if (this.#direct) failed(this.#asError("writeOutcomeLater", threw));
+      else fail(threw);
+    }
   }
 
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {

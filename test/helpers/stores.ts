@@ -58,7 +58,8 @@ export const STORE_PLACES: Array<[name: string, place: () => string]> = [
 
 /**
  * `inner` with some of its methods replaced; each replacement gets the original (bound to the
- * store) to call through to. The other members are the store's own.
+ * store) to call through to. The other members are the store's own, except that replacing
+ * writeOutcome hides writeOutcomeLater (else a group-committed outcome would go around it).
  */
 export function withOverrides<S extends object>(
   inner: S,
@@ -66,6 +67,7 @@ export function withOverrides<S extends object>(
 ): S {
   return new Proxy(inner, {
     get(target, key) {
+      if (key === "writeOutcomeLater" && "writeOutcome" in overrides) return undefined;
       const value = Reflect.get(target, key);
       const bound = typeof value === "function" ? value.bind(target) : value;
       const override = (overrides as Record<PropertyKey, ((original: unknown, ...args: unknown[]) => unknown) | undefined>)[key];

@@ -110,6 +110,49 @@ describe("the runtime store wrapper", () => {
     expect(written).toEqual([1, 2]);
   });
 
+  it("writeOutcomeLater on a custom store that has it: called instead of writeOutcome, held to one callback a write, a failure that is not an Error named, a synchronous throw reported once", async () => {
+    const { store: bare } = bareStore();
+    const behaviours: Array<(committed: () => void, failed: (error: unknown) => void) => void> = [
+      (committed) => setImmediate(committed),
+      (committed, failed) => (committed(), committed(), failed(new Error("late"))),
+      (_committed, failed) => failed("disk busy"),
+      () => {
+        throw new Error("no room in the queue");
+      },
+      (committed) => {
+        committed();
+        throw new Error("thrown after the callback");
+      },
+    ];
+    let writeOutcomeCalls = 0;
+    const store: Store = {
+      ...bare,
+      writeOutcome: (...a) => (writeOutcomeCalls++, bare.writeOutcome(...a)),
+      writeOutcomeLater: (_fence, _outcome, committed, failed) => behaviours.shift()!(committed, failed),
+    };
+    const runtime = runtimeStore(store);
+    const outcome = { seq: 1, status: "succeeded" as const, value: "1", error: null, endedAt: 1, calls: 1, resolution: null, usage: null };
+    const heard: unknown[][] = [];
+    for (let i = 0; i < 5; i++) {
+      const calls: unknown[] = [];
+      heard.push(calls);
+      runtime.writeOutcomeLater(
+        { runId: "r", epoch: 1 },
+        outcome,
+        () => calls.push("committed"),
+        (error) => calls.push(error),
+      );
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard[0]).toEqual(["committed"]);
+    expect(heard[1]).toEqual(["committed"]);
+    expect(heard[2]).toHaveLength(1);
+    expect((heard[2]![0] as Error).message).toBe(`The bare store in this test's writeOutcomeLater() rejected with "disk busy", not an Error.`);
+    expect(heard[3]).toEqual([new Error("no room in the queue")]);
+    expect(heard[4]).toEqual(["committed"]);
+    expect(writeOutcomeCalls).toBe(0);
+  });
+
   it("a store that rejects with something other than an Error: the error names the store and the call", async () => {
     const { store: bare } = bareStore();
     const store: Store = { ...bare, listRuns: () => Promise.reject("too busy") as never };

@@ -11,6 +11,7 @@ import { sqliteStore } from "../../src/entries/sqlite.js";
 import { LeaseLostError } from "../../src/base/errors.js";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { WriteQueue } from "../../src/store/sqlite/write-queue.js";
+import { runtimeStore } from "../../src/store/runtime.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
 import { createVersion3Store } from "../helpers/version3-store.js";
 
@@ -160,6 +161,22 @@ describe("sqlite store", () => {
     const probe = new Database(file);
     expect(probe.pragma("journal_mode", { simple: true })).toBe("wal");
     probe.close();
+  });
+
+  it("writeOutcomeLater on a store closed underneath its engine's wrapper: failed is called once, with STORE_CLOSED", async () => {
+    const inner = sqliteStore({ path: tmpDb() });
+    const runtime = runtimeStore(inner);
+    await inner.close();
+    const heard: unknown[] = [];
+    runtime.writeOutcomeLater(
+      { runId: "r", epoch: 1 },
+      { seq: 1, status: "succeeded", value: "1", error: null, endedAt: 1, calls: 1, resolution: null, usage: null },
+      () => heard.push("committed"),
+      (error) => heard.push(error),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard).toHaveLength(1);
+    expect(heard[0]).toMatchObject({ code: "STORE_CLOSED" });
   });
 
   it("a group-committed outcome that cannot be recorded (the last step's, disk full): the attempt fails STORE_WRITE_FAILED, the step stays intended, and a continue re-drives it once", async () => {

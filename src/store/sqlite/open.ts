@@ -183,7 +183,7 @@ function switchToWal(db: Db, busyTimeoutMs: number): void {
       db.pragma("journal_mode = WAL");
       return;
     } catch (error) {
-      if ((error as { code?: string }).code !== "SQLITE_BUSY" || Date.now() >= deadline) throw error;
+      if (!String((error as { code?: string }).code).startsWith("SQLITE_BUSY") || Date.now() >= deadline) throw error;
       Atomics.wait(napping, 0, 0, 10); // a synchronous nap: opening the store is synchronous
     }
   }

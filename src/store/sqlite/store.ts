@@ -302,7 +302,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   writeOutcomeLater(fence: Fence, outcome: StepOutcome, committed: () => void, failed: (error: unknown) => void): void {
     this.#open(true);
-    this.#queue!.enqueueOpThen(OP_OUTCOME, fence.runId, fence, outcome, committed, failed);
+    this.#queue!.enqueueOpWithCallbacks(OP_OUTCOME, fence.runId, fence, outcome, committed, failed);
   }
 
   #applyIntent(fence: Fence, s: StepRow): void {

@@ -133,9 +133,10 @@ export class WriteQueue {
 
   /**
    * Queue a write of one of the store's own kinds that nobody awaits: `done` or `failed` is
-   * called (synchronously, after its batch) instead of a promise settling.
+   * called (synchronously, after its batch) instead of a promise settling. Neither may throw:
+   * the rest of the batch is settled after it.
    */
-  enqueueOpThen(op: number, runId: string, a: unknown, b: unknown, done: () => void, failed: (error: unknown) => void): void {
+  enqueueOpWithCallbacks(op: number, runId: string, a: unknown, b: unknown, done: () => void, failed: (error: unknown) => void): void {
     this.#add(new PendingWrite(op, runId, a, b, done, failed), false);
   }
 
