@@ -25,6 +25,18 @@ export interface PreparedQuery {
   name: string;
   text: string;
   values: unknown[];
+  /**
+   * The sequential step's statement (one run: at most an intent and an outcome), answering one
+   * row of two counts, `{ i, u }` (SingleAnswer): with one write of each kind, the counts say
+   * which applied. Else the rows of PreparedRow.
+   */
+  single: boolean;
+}
+
+/** The sequential step's answer: intents inserted, outcomes applied (0 or 1 each). */
+export interface SingleAnswer {
+  i: number;
+  u: number;
 }
 
 /**
@@ -99,7 +111,9 @@ const statement = namedOnce(
 /**
  * The sequential step's batch — one run's outcome and its next intent under one fence, or either
  * alone — with a parameter a value: no JSON to parse (about 0.15 ms less a step on a small
- * server). A part that is absent has a null seq and writes nothing.
+ * server). A part that is absent has a null seq and writes nothing. It answers its two counts
+ * alone: the union of detail rows the other batch answers with cost a step ~14 µs more on the
+ * server and in the driver, and is not needed to tell which of one intent and one outcome applied.
  */
 const singleStatement = namedOnce(
   "steplog_step",
@@ -120,7 +134,7 @@ const singleStatement = namedOnce(
       AND t.run_id = $1::text AND t.seq = $19::integer AND t.status = 'intended'
     RETURNING t.run_id, t.seq, t.written_epoch
   )
-  ${answer("n.i <> ($3::integer IS NOT NULL)::integer OR n.u <> ($19::integer IS NOT NULL)::integer")}`,
+  SELECT (SELECT count(*) FROM ins)::integer AS i, (SELECT count(*) FROM upd)::integer AS u`,
 );
 
 /**
@@ -156,7 +170,7 @@ function singleBatch(s: string, intent: Intent | undefined, outcome: Outcome | u
   if (o) values.push(o.seq, o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage);
   else for (let i = 0; i < 8; i++) values.push(null);
   const { name, text } = singleStatement(s);
-  return { name, text, values };
+  return { name, text, values, single: true };
 }
 
 /**
@@ -199,7 +213,7 @@ function jsonBatch(s: string, intents: readonly Intent[], outcomes: readonly Out
   intentJson += "]";
   outcomeJson += "]";
   const { name, text } = statement(s);
-  return { name, text, values: [[...runIds].sort(), intentJson, outcomeJson, intents.length, outcomes.length] };
+  return { name, text, values: [[...runIds].sort(), intentJson, outcomeJson, intents.length, outcomes.length], single: false };
 }
 
 /** An intent the statements can carry: its own run's fence, safe integers, no NUL (checked here for the single statement). */

@@ -27,7 +27,7 @@ import type { StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements, setIntentStatement, setOutcomeStatement } from "./one-trip.js";
-import { preparedBatch, type PreparedQuery, type PreparedRow } from "./prepared-batch.js";
+import { preparedBatch, type PreparedQuery, type PreparedRow, type SingleAnswer } from "./prepared-batch.js";
 import { num, type Sql } from "./sql.js";
 
 interface Pending {
@@ -238,10 +238,11 @@ export class WriteQueue {
 
   /** A batch of intents and outcomes as the prepared statement (prepared-batch.ts); undefined when the server refused it. */
   async #prepared(client: PgClient, batch: Pending[], query: PreparedQuery, state: TxState): Promise<Array<unknown | undefined> | undefined> {
-    const rows = (await this.conn.runAlone(client, query, state)) as PreparedRow[] | undefined;
+    const rows = await this.conn.runAlone(client, query, state);
     if (rows === undefined) return undefined;
+    if (query.single) return this.#singleApplied(client, batch, rows[0] as SingleAnswer);
     // The counts of what applied: when that is every write, nothing else came back.
-    const counts = rows.find((row) => row.k === 3);
+    const counts = (rows as PreparedRow[]).find((row) => row.k === 3);
     if (counts === undefined) throw new Error("steplog internal: the batch statement answered without its counts");
     let intentCount = 0;
     for (const p of batch) if (p.write.kind === "intent") intentCount++;
@@ -249,7 +250,7 @@ export class WriteQueue {
     const inserted = new Set<string>();
     const updated = new Set<string>();
     const leases = new Map<string, LeaseState>();
-    for (const row of rows) {
+    for (const row of rows as PreparedRow[]) {
       if (row.k === 2) leases.set(row.run_id!, { epoch: num(row.epoch), attempt: row.attempt === null ? null : num(row.attempt) });
       else if (row.k !== 3) (row.k === 0 ? inserted : updated).add(applied(row.run_id!, row.seq, row.epoch));
     }
@@ -258,6 +259,25 @@ export class WriteQueue {
       const w = p.write as StepWrite;
       const done = (w.kind === "intent" ? inserted : updated).has(rowOf(w));
       results.push(done ? undefined : await this.#notApplied(client, w, leases));
+    }
+    return results;
+  }
+
+  /**
+   * The sequential step's batch (one run: at most an intent and an outcome): its two counts say
+   * which applied. The lease is read only when one did not, after the statement committed: a
+   * lease that was not live for the batch's epoch then is not now either (a claim raises the
+   * epoch; a release keeps it, with no attempt), so the write is still told LEASE_LOST.
+   */
+  async #singleApplied(client: PgClient, batch: Pending[], counts: SingleAnswer): Promise<Array<unknown | undefined>> {
+    const applied = (w: StepWrite) => (w.kind === "intent" ? counts.i : counts.u) === 1;
+    if (batch.every((p) => applied(p.write as StepWrite))) return batch.map(() => undefined);
+    const runId = batch[0]!.write.fence.runId;
+    const leases = leaseMap((await client.query(`SELECT run_id, epoch, attempt FROM ${this.sql.s}.leases WHERE run_id = $1`, [runId])).rows);
+    const results: Array<unknown | undefined> = [];
+    for (const p of batch) {
+      const w = p.write as StepWrite;
+      results.push(applied(w) ? undefined : await this.#notApplied(client, w, leases));
     }
     return results;
   }
