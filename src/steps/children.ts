@@ -104,7 +104,7 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
     const value = { runId: id };
     const text = await state.settings.payloads.encode(value, `The value of step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
     await settleWait(state, row, { status: "succeeded", value: text.stored, calls: 1 });
-    state.ran.push(key);
+    state.ran++;
     state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
     return handle(id);
   } catch (error) {
@@ -196,7 +196,7 @@ async function waitForChild(state: AttemptState, name: string, workflow: Workflo
       step: key,
     });
     await settleWait(state, row, { status: "succeeded", value: text.stored, calls: 1 });
-    state.ran.push(key);
+    state.ran++;
     state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
     return state.settings.payloads.decode(text.stored);
   }

@@ -115,7 +115,11 @@ export class AttemptState implements PlanState {
    * whose outcome was never written, its attempt cut short, stays out).
    */
   readonly latest = new Map<string, StepRow>();
-  readonly ran: string[] = [];
+  /**
+   * Steps whose function ran to an outcome in this attempt, counted (not kept: with many runs at
+   * once, every key a running attempt kept would be a survivor the collector copies).
+   */
+  ran = 0;
   readonly reused: string[] = [];
   readonly resolved: string[] = [];
   readonly inFlight = new InFlight();
@@ -420,7 +424,7 @@ export class AttemptState implements PlanState {
     const step = this.lastEntered;
     const q = JSON.stringify;
     const previous = this.stored.attempts.filter((a) => a.number < this.number).at(-1);
-    if (step !== undefined && this.ran.length === 0 && previous?.ending === "stopped" && this.previousStopStep === step) {
+    if (step !== undefined && this.ran === 0 && previous?.ending === "stopped" && this.previousStopStep === step) {
       return new StoppedError(
         this.runId,
         step,

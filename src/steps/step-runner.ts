@@ -311,7 +311,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     if ((effect === "read" || effect === "idempotent") && !faultArmed("after-outcome", key)) writeOutcomeLater(state, row);
     else await writeOutcome(state, row);
     fault("after-outcome", key);
-    state.ran.push(key);
+    state.ran++;
     // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
     // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
     state.latest.delete(key);

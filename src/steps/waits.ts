@@ -174,7 +174,7 @@ export async function waitForEvent(state: AttemptState, name: string, options: W
       payload = checked.value;
     }
     await settleWait(state, row, { status: "succeeded", value: event.payload, calls: 1 }, event);
-    state.ran.push(key);
+    state.ran++;
     state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
     return payload;
   }
@@ -199,7 +199,7 @@ export async function sleep(state: AttemptState, name: string, msOrDate: number 
   const wait = waitOf(row)!;
   if (state.settings.clock.now() >= (wait.until ?? 0)) {
     await settleWait(state, row, { status: "succeeded", value: '{"$type":"undefined"}', calls: 1 });
-    state.ran.push(key);
+    state.ran++;
     state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
     return;
   }
