@@ -98,7 +98,7 @@ export class Attempt {
     return this.#run(args).then(
       (result) => {
         const { ran, reused, resolved } = this.state;
-        trace.end({ ...result, ran, reused: reused.length, resolved: resolved.length });
+        trace.end({ ...result, ran, reused: reused.length, resolved });
         return result;
       },
       (error: unknown) => {

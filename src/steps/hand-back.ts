@@ -89,7 +89,7 @@ export async function supply(state: AttemptState, key: string, call: StepCall, g
   const row = newRow(state, key, call, state.idempotencyKeyFor(key), now);
   Object.assign(row, { status: "succeeded", value: text.stored, endedAt: now, resolution: formatResolution({ policy: "supplied" }) });
   await writeIntent(state, row);
-  state.resolved.push(key);
+  state.resolved++;
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "supplied", found: "value given on continue" });
   return value;
 }

@@ -116,12 +116,13 @@ export class AttemptState implements PlanState {
    */
   readonly latest = new Map<string, StepRow>();
   /**
-   * Steps whose function ran to an outcome in this attempt, counted (not kept: with many runs at
-   * once, every key a running attempt kept would be a survivor the collector copies).
+   * Steps whose function ran to an outcome in this attempt, and cut-off records settled by their
+   * policy, counted (not kept: with many runs at once, every key a running attempt kept would be
+   * a survivor the collector copies). The keys reused are kept: the attempt's ending records them.
    */
   ran = 0;
+  resolved = 0;
   readonly reused: string[] = [];
-  readonly resolved: string[] = [];
   readonly inFlight = new InFlight();
   /**
    * The step the last attempt stopped before with REDO_IRREVERSIBLE: a start point of this one

@@ -175,7 +175,7 @@ async function recordFound(state: AttemptState, key: string, record: StepRow, ca
   const resolution: Resolution = { policy: "query", found: "done", attempt: state.number };
   const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.settings.clock.now(), resolution: formatResolution(resolution) };
   await writeOutcome(state, row);
-  state.resolved.push(key);
+  state.resolved++;
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "query", found: "done" });
   return value;
 }

@@ -273,7 +273,7 @@ export class WriteQueue {
     const applied = (w: StepWrite) => (w.kind === "intent" ? counts.i : counts.u) === 1;
     if (batch.every((p) => applied(p.write as StepWrite))) return batch.map(() => undefined);
     const runId = batch[0]!.write.fence.runId;
-    const leases = leaseMap((await client.query(`SELECT run_id, epoch, attempt FROM ${this.sql.s}.leases WHERE run_id = $1`, [runId])).rows);
+    const leases = leaseMap((await client.query(this.sql.readLease, [runId])).rows);
     const results: Array<unknown | undefined> = [];
     for (const p of batch) {
       const w = p.write as StepWrite;
