@@ -19,6 +19,8 @@ import { types } from "node:util";
 import { ValueNotSerializableError, ValueTooLargeError, type SteplogErrorDetails } from "../base/errors.js";
 
 const TAG = "$type";
+/** The tag as it appears in stored text (decodeValue looks for it in every value it reads). */
+const QUOTED_TAG = `"${TAG}"`;
 
 /** The typed arrays that are stored, each under its constructor's name. */
 const TYPED_ARRAYS = [
@@ -338,7 +340,7 @@ function nameOf(what: ValueName, details: SteplogErrorDetails): string {
 export function decodeValue(text: string): unknown {
   const json = JSON.parse(text) as Json;
   // Text with no tag anywhere is plain JSON already: nothing to rebuild.
-  return text.includes(`"${TAG}"`) ? fromJson(json) : json;
+  return text.includes(QUOTED_TAG) ? fromJson(json) : json;
 }
 
 export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;

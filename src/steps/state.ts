@@ -242,7 +242,8 @@ export class AttemptState implements PlanState {
   }
 
   compensations(key: string): number {
-    return this.#compensations.get(key) ?? 0;
+    // Asked on every step's path; most runs never compensate.
+    return this.#compensations.size === 0 ? 0 : (this.#compensations.get(key) ?? 0);
   }
 
   addCompensation(key: string): void {

@@ -214,7 +214,8 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     // The new row replaces an earlier record of the key; a key with none gets its row when the
     // step fails or stops (nothing reads an in-flight key's row, and adding then deleting a
     // Map's only entry rebuilds its table: an allocation a step).
-    if (state.latest.has(key)) state.latest.set(key, row);
+    const replaces = state.latest.has(key);
+    if (replaces) state.latest.set(key, row);
     fault("after-intent", key);
 
     let value: unknown;
@@ -227,12 +228,28 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
       }
       if (state.listening) state.emit({ type: "step-started", runId: state.runId, step: key, retry });
       row.calls++;
-      const result = await callOnce(state, key, call, identity, retry, row);
-      if (result.ok) {
-        value = result.value;
-        break;
+      const given = new CallInfo(state.runId, key, identity.idempotencyKey, state.number, retry, state.controller.signal, row);
+      if (identity.previous) given.previous = identity.previous;
+      let error: unknown;
+      if (call.options.timeoutMs !== undefined || state.settings.hooks !== undefined || call.span !== undefined) {
+        const result = await callWatched(state, key, call, given);
+        if (result.ok) {
+          value = result.value;
+          break;
+        }
+        error = result.error;
+      } else {
+        // The common call (no timeout, hooks or span), awaited here: no promise or closures of its own.
+        let threw = false;
+        try {
+          value = await call.fn(given);
+        } catch (thrown) {
+          threw = true;
+          error = thrown;
+        }
+        if (given.onParentAbort) given.parent.removeEventListener("abort", given.onParentAbort);
+        if (!threw) break;
       }
-      const error = result.error;
       // Every failed call's error is kept on the row, the ones a retry follows too.
       if (!(error instanceof StopRequest)) {
         const info = toErrorInfo(error, key);
@@ -314,7 +331,8 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     state.ran++;
     // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
     // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
-    state.latest.delete(key);
+    // (A key with no earlier record got none: its row went in only on the paths that threw above.)
+    if (replaces) state.latest.delete(key);
     if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
     // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
     if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;
@@ -368,8 +386,6 @@ class CallInfo implements StepInfo {
   /** The call's own signal, a child of the attempt's, made when first asked for (most steps never look at it). */
   controller: AbortController | undefined = undefined;
   onParentAbort: (() => void) | undefined = undefined;
-  /** Kept as a property (not a method) so `const { usage } = info` still works. */
-  readonly usage: (used: Usage) => void;
 
   constructor(
     readonly runId: string,
@@ -378,9 +394,13 @@ class CallInfo implements StepInfo {
     readonly attempt: number,
     readonly retry: number,
     readonly parent: AbortSignal,
-    row: StepRow,
-  ) {
-    this.usage = (used: Usage) => addUsage(row, used);
+    private readonly row: StepRow,
+  ) {}
+
+  /** A function, not a method, so `const { usage } = info` works; made when asked for (most steps never report usage). */
+  get usage(): (used: Usage) => void {
+    const row = this.row;
+    return (used: Usage) => addUsage(row, used);
   }
 
   get signal(): AbortSignal {
@@ -394,30 +414,6 @@ class CallInfo implements StepInfo {
     }
     return this.controller.signal;
   }
-}
-
-/** A call's outcome as the retry loop takes it; a throw is an outcome too, never a rejection. */
-function callOnce(state: AttemptState, key: string, call: StepCall, identity: Identity, retry: number, row: StepRow): Promise<CallResult> {
-  const info = new CallInfo(state.runId, key, identity.idempotencyKey, state.number, retry, state.controller.signal, row);
-  if (identity.previous) info.previous = identity.previous;
-  if (call.options.timeoutMs !== undefined || state.settings.hooks !== undefined || call.span !== undefined) return callWatched(state, key, call, info);
-  // The common call (no timeout, hooks or span): one promise, no async frame of its own.
-  let returned: unknown;
-  try {
-    returned = call.fn(info);
-  } catch (error) {
-    return Promise.resolve(ended(info, { ok: false, error }));
-  }
-  return Promise.resolve(returned).then(
-    (value) => ended(info, { ok: true, value }),
-    (error: unknown) => ended(info, { ok: false, error }),
-  );
-}
-
-/** The call is over: the listener its signal put on the attempt's goes. */
-function ended(info: CallInfo, result: CallResult): CallResult {
-  if (info.onParentAbort) info.parent.removeEventListener("abort", info.onParentAbort);
-  return result;
 }
 
 /** A call with a timeout, test hooks or a span. */

@@ -151,8 +151,13 @@ class SqliteStoreImpl implements SqliteStore {
     this.#checkedForBatch = true;
   }
 
+  /** The connection found writable (a connection's read-only state never changes; asked on every write). */
+  #writableDb: Db | undefined;
+
   #writable(db: Db, runId: string): void {
+    if (db === this.#writableDb) return;
     checkWritable(this.#settings, this.#opened, db, runId);
+    this.#writableDb = db;
   }
 
   /** A synchronous write transaction, after any queued attempt writes (so order is kept). */
@@ -398,6 +403,7 @@ class SqliteStoreImpl implements SqliteStore {
       } finally {
         this.#db.close();
         this.#db = undefined;
+        this.#writableDb = undefined;
         this.#writes?.runNums.clear();
       }
     }
