@@ -300,7 +300,10 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     try {
       const encoded = state.settings.payloads.encode(value, stepValueName, { runId: state.runId, step: key });
       text = "then" in encoded ? await encoded : encoded;
-      decoded = decodeValue(text.plain);
+      // The step hands back what a continue would: the value decoded from its record. A primitive
+      // that encodes decodes to itself (strings, numbers, bigints, undefined; -0 and NaN too), so
+      // only an object is parsed back (a long model answer is not copied again).
+      decoded = typeof value === "object" || typeof value === "function" ? decodeValue(text.plain) : value;
       if (options.result) {
         const checked = await validate(options.result, decoded);
         if (!checked.ok) throw new ResultRejectedError(state.runId, key, checked.issues, false);

@@ -519,6 +519,53 @@ describe("sqlite store: group commit", () => {
     }
   });
 
+  it("an outcome whose intent's row was renumbered meanwhile (as VACUUM may) lands on its own row, and the row now at the old number is untouched", async () => {
+    const file = tmpDb();
+    let other: Database.Database | undefined;
+    const moved: { from: number; to: number }[] = [];
+    const wf = defineWorkflow({
+      name: "renumbered",
+      async run(ctx) {
+        const a = await ctx.step("a", async ({ runId }) => {
+          // Inside the step: its intent is committed. Move its row to a new rowid, and put another
+          // run's row (same seq, intended) where it was.
+          other ??= new Database(file);
+          const row = other.prepare("SELECT rowid AS r, run_num AS n FROM steps WHERE run_id = ? AND seq = 1").get(runId) as { r: number; n: number };
+          const to = row.r + 1000;
+          other.prepare("UPDATE steps SET rowid = ? WHERE rowid = ?").run(to, row.r);
+          other
+            .prepare(
+              `INSERT INTO steps (rowid, run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, intended_at, calls)
+               VALUES (?, ?, 'decoy', 1, 1, 'a', 'a', 'intended', 'idempotent', 'decoy:a', 0, 0)`,
+            )
+            .run(row.r, row.n + 1_000_000);
+          moved.push({ from: row.r, to });
+          return "A";
+        });
+        return ctx.step("b", async () => `${a}B`);
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file, durability: "process" }), workflows: [wf] });
+    try {
+      const result = await engine.start(wf, undefined, { id: "moved" });
+      expect(result).toMatchObject({ status: "completed", value: "AB" });
+      const run = await engine.get("moved");
+      expect(run?.steps.map((s) => [s.key, s.status, s.value])).toEqual([
+        ["a", "succeeded", "A"],
+        ["b", "succeeded", "AB"],
+      ]);
+      expect(moved).toHaveLength(1);
+      const rows = other!.prepare("SELECT rowid AS r, run_id AS id, status FROM steps WHERE seq = 1 AND run_id IN ('moved', 'decoy') ORDER BY rowid").all();
+      expect(rows).toEqual([
+        { r: moved[0]!.from, id: "decoy", status: "intended" },
+        { r: moved[0]!.to, id: "moved", status: "succeeded" },
+      ]);
+    } finally {
+      other?.close();
+      await engine.close();
+    }
+  });
+
   it("a long run of fast steps still lets the event loop turn (timers: the lease's heartbeat, deadlines)", async () => {
     const wf = steps(3000);
     const engine = createEngine({ store: sqliteStore({ path: tmpDb(), durability: "process" }), workflows: [wf] });

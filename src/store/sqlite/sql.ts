@@ -61,6 +61,8 @@ export interface Statements {
   outcome: Stmt;
   /** outcome for the common success (no error, resolution or usage to record): 5 values bound instead of 9. */
   outcomeSucceeded: Stmt;
+  /** outcomeSucceeded for the row its intent was inserted as: value, ended at, calls, rowid, run number, seq. */
+  outcomeSucceededAtRow: Stmt;
   /** Positional: ending, ended at, error, reused, run id, number. */
   endAttempt: Stmt;
 }
@@ -131,6 +133,9 @@ export function prepare(db: Database.Database): Statements {
     // (the engine writes one row object, adding to it): they need no binding.
     outcomeSucceeded: db.prepare(
       `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE run_num = ? AND seq = ? AND status = 'intended'`,
+    ),
+    outcomeSucceededAtRow: db.prepare(
+      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE rowid = ? AND run_num = ? AND seq = ? AND status = 'intended'`,
     ),
     endAttempt: db.prepare(`UPDATE attempts SET ending = ?, ended_at = ?, error = ?, reused = ? WHERE run_id = ? AND number = ?`),
   };

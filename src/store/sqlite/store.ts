@@ -45,7 +45,7 @@ import { checkStillThere, checkWritable, openDatabase, recordIdentity, type Open
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
 import { flowFacts, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
-import { SqliteWrites } from "./writes.js";
+import { SqliteWrites, UNNUMBERED } from "./writes.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
@@ -313,9 +313,13 @@ class SqliteStoreImpl implements SqliteStore {
   #applyIntent(fence: Fence, s: StepRow): void {
     const writes = this.#writes!;
     writes.fence(fence, "intent");
+    const slot = writes.runSlot(fence.runId) ?? UNNUMBERED;
+    // The rowid is only a hint for the outcome (checked with run and seq): set before the insert
+    // succeeds, or left from a batch rolled back, it misses and the index finds the row.
+    slot.lastSeq = s.seq;
     if (s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null) {
-      this.#stmts!.insertIntentAt.run(
-        writes.runNum(fence.runId),
+      slot.lastRowid = this.#stmts!.insertIntentAt.run(
+        slot.num,
         fence.runId,
         s.seq,
         s.attempt,
@@ -327,11 +331,11 @@ class SqliteStoreImpl implements SqliteStore {
         s.intendedAt,
         s.resolution,
         s.position,
-      );
+      ).lastInsertRowid as number;
       return;
     }
-    this.#stmts!.insertStepAt.run(
-      writes.runNum(fence.runId),
+    slot.lastRowid = this.#stmts!.insertStepAt.run(
+      slot.num,
       fence.runId,
       s.seq,
       s.attempt,
@@ -349,7 +353,7 @@ class SqliteStoreImpl implements SqliteStore {
       s.resolution,
       s.usage,
       s.position,
-    );
+    ).lastInsertRowid as number;
   }
 
   #applyOutcome(fence: Fence, o: StepOutcome): void {
@@ -359,11 +363,15 @@ class SqliteStoreImpl implements SqliteStore {
       const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
       if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
     }
-    const changed = (
-      o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null
-        ? this.#stmts!.outcomeSucceeded.run(o.value, o.endedAt, o.calls, writes.runNum(fence.runId), o.seq)
-        : this.#stmts!.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, writes.runNum(fence.runId), o.seq)
-    ).changes;
+    const slot = writes.runSlot(fence.runId) ?? UNNUMBERED;
+    const stmts = this.#stmts!;
+    let changed: number;
+    if (o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null) {
+      changed = slot.lastSeq === o.seq ? stmts.outcomeSucceededAtRow.run(o.value, o.endedAt, o.calls, slot.lastRowid, slot.num, o.seq).changes : 0;
+      if (changed !== 1) changed = stmts.outcomeSucceeded.run(o.value, o.endedAt, o.calls, slot.num, o.seq).changes;
+    } else {
+      changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, slot.num, o.seq).changes;
+    }
     if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
   }
 

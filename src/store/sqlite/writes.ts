@@ -20,8 +20,8 @@ export class SqliteWrites {
   readonly #db: Db;
   readonly #s: Statements;
   readonly #patchStmts = new Map<string, Stmt>();
-  /** Run id → its number in `runs`, for the runs this store writes steps of (a number never changes). */
-  readonly runNums = new Map<string, number>();
+  /** Run id → its number in `runs` (which never changes) and its latest intent's row, for the runs this store writes steps of. */
+  readonly runNums = new Map<string, RunSlot>();
   /**
    * Run id → the lease epoch its fence was last found at. A write transaction holds SQLite's
    * write lock, so no other connection can move a lease until it commits; and between batches a
@@ -156,13 +156,34 @@ export class SqliteWrites {
 
   /** Inside a write transaction: the run's number, or null when the run has no row (the fence then refuses). */
   runNum(runId: string): number | null {
-    let num = this.runNums.get(runId);
-    if (num === undefined) {
+    return this.runSlot(runId)?.num ?? null;
+  }
+
+  /** Inside a write transaction: what this connection knows of the run's rows, or null when the run has none. */
+  runSlot(runId: string): RunSlot | null {
+    let slot = this.runNums.get(runId);
+    if (slot === undefined) {
       const row = this.#s.getRunNum.get(runId) as { num: number | null } | undefined;
       if (!row || row.num === null) return null;
-      num = row.num;
-      this.runNums.set(runId, num);
+      slot = new RunSlot(row.num);
+      this.runNums.set(runId, slot);
     }
-    return num;
+    return slot;
   }
 }
+
+/**
+ * A run's number, and the seq and rowid of the last intent this connection inserted for it: a
+ * step's outcome usually follows its own intent, and is then found by rowid (one B-tree search)
+ * rather than through the (run_num, seq) index (two). The rowid is a hint, checked against the
+ * run and seq in the same statement; the index is the answer when it misses (a VACUUM may
+ * renumber rows).
+ */
+export class RunSlot {
+  lastSeq = -1;
+  lastRowid = 0;
+  constructor(readonly num: number | null) {}
+}
+
+/** For a run with no row or no number: its writes find no row (the fence refuses them first). */
+export const UNNUMBERED = new RunSlot(null);
