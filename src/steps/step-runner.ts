@@ -214,8 +214,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     // The new row replaces an earlier record of the key; a key with none gets its row when the
     // step fails or stops (nothing reads an in-flight key's row, and adding then deleting a
     // Map's only entry rebuilds its table: an allocation a step).
-    const replaces = state.latest.has(key);
-    if (replaces) state.latest.set(key, row);
+    if (state.latest.has(key)) state.latest.set(key, row);
     fault("after-intent", key);
 
     let value: unknown;
@@ -334,8 +333,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     state.ran++;
     // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
     // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
-    // (A key with no earlier record got none: its row went in only on the paths that threw above.)
-    if (replaces) state.latest.delete(key);
+    state.latest.delete(key);
     if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
     // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
     if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;
@@ -389,6 +387,8 @@ class CallInfo implements StepInfo {
   /** The call's own signal, a child of the attempt's, made when first asked for (most steps never look at it). */
   controller: AbortController | undefined = undefined;
   onParentAbort: (() => void) | undefined = undefined;
+  /** Kept as an own property (not a method or getter) so `const { usage } = info` and `{ ...info }` keep it. */
+  readonly usage: (used: Usage) => void;
 
   constructor(
     readonly runId: string,
@@ -397,13 +397,9 @@ class CallInfo implements StepInfo {
     readonly attempt: number,
     readonly retry: number,
     readonly parent: AbortSignal,
-    private readonly row: StepRow,
-  ) {}
-
-  /** A function, not a method, so `const { usage } = info` works; made when asked for (most steps never report usage). */
-  get usage(): (used: Usage) => void {
-    const row = this.row;
-    return (used: Usage) => addUsage(row, used);
+    row: StepRow,
+  ) {
+    this.usage = (used: Usage) => addUsage(row, used);
   }
 
   get signal(): AbortSignal {

@@ -88,6 +88,26 @@ describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {
     expect(view.usage.costUsd).toBeCloseTo(0.022);
   });
 
+  it("info.usage survives a copy of info ({ ...info }) handed to a helper, and info shows nothing of the step's record", async () => {
+    const report = (info: { usage(used: { inputTokens: number }): void }) => info.usage({ inputTokens: 7 });
+    let keys: string[] = [];
+    const workflow = defineWorkflow({
+      name: "copied-info",
+      async run(ctx) {
+        return ctx.step("ask", (info) => {
+          keys = Object.keys(info);
+          report({ ...info });
+          return "answer";
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "c" })).toMatchObject({ status: "completed", value: "answer" });
+    expect((await engine.get("c")).steps[0]!.usage).toEqual({ inputTokens: 7 });
+    expect(keys).toEqual(expect.arrayContaining(["runId", "step", "idempotencyKey", "attempt", "retry", "usage"]));
+    expect(keys).not.toContain("row");
+  });
+
   it("the source given at the start is recorded and never overwritten", async () => {
     const workflow = defineWorkflow({
       name: "src",

@@ -45,7 +45,7 @@ import { checkStillThere, checkWritable, openDatabase, recordIdentity, type Open
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
 import { flowFacts, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
-import { SqliteWrites, UNNUMBERED } from "./writes.js";
+import { SqliteWrites } from "./writes.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
@@ -313,13 +313,12 @@ class SqliteStoreImpl implements SqliteStore {
   #applyIntent(fence: Fence, s: StepRow): void {
     const writes = this.#writes!;
     writes.fence(fence, "intent");
-    const slot = writes.runSlot(fence.runId) ?? UNNUMBERED;
-    // The rowid is only a hint for the outcome (checked with run and seq): set before the insert
-    // succeeds, or left from a batch rolled back, it misses and the index finds the row.
-    slot.lastSeq = s.seq;
+    const slot = writes.runSlot(fence.runId);
+    const num = slot === null ? null : slot.num;
+    let rowid: number;
     if (s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null) {
-      slot.lastRowid = this.#stmts!.insertIntentAt.run(
-        slot.num,
+      rowid = this.#stmts!.insertIntentAt.run(
+        num,
         fence.runId,
         s.seq,
         s.attempt,
@@ -332,28 +331,29 @@ class SqliteStoreImpl implements SqliteStore {
         s.resolution,
         s.position,
       ).lastInsertRowid as number;
-      return;
+    } else {
+      rowid = this.#stmts!.insertStepAt.run(
+        num,
+        fence.runId,
+        s.seq,
+        s.attempt,
+        s.key,
+        s.name,
+        s.status,
+        s.effect,
+        s.idempotencyKey,
+        s.value,
+        s.error,
+        s.version,
+        s.intendedAt,
+        s.endedAt,
+        s.calls,
+        s.resolution,
+        s.usage,
+        s.position,
+      ).lastInsertRowid as number;
     }
-    slot.lastRowid = this.#stmts!.insertStepAt.run(
-      slot.num,
-      fence.runId,
-      s.seq,
-      s.attempt,
-      s.key,
-      s.name,
-      s.status,
-      s.effect,
-      s.idempotencyKey,
-      s.value,
-      s.error,
-      s.version,
-      s.intendedAt,
-      s.endedAt,
-      s.calls,
-      s.resolution,
-      s.usage,
-      s.position,
-    ).lastInsertRowid as number;
+    if (slot !== null) slot.intended(s.seq, rowid);
   }
 
   #applyOutcome(fence: Fence, o: StepOutcome): void {
@@ -363,14 +363,16 @@ class SqliteStoreImpl implements SqliteStore {
       const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
       if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
     }
-    const slot = writes.runSlot(fence.runId) ?? UNNUMBERED;
+    const slot = writes.runSlot(fence.runId);
+    const num = slot === null ? null : slot.num;
     const stmts = this.#stmts!;
     let changed: number;
     if (o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null) {
-      changed = slot.lastSeq === o.seq ? stmts.outcomeSucceededAtRow.run(o.value, o.endedAt, o.calls, slot.lastRowid, slot.num, o.seq).changes : 0;
-      if (changed !== 1) changed = stmts.outcomeSucceeded.run(o.value, o.endedAt, o.calls, slot.num, o.seq).changes;
+      // The row its intent was inserted at, if this connection inserted it last (a hint: see RunSlot).
+      changed = slot !== null && slot.lastSeq === o.seq ? stmts.outcomeSucceededAtRow.run(o.value, o.endedAt, o.calls, slot.lastRowid, num, o.seq).changes : 0;
+      if (changed !== 1) changed = stmts.outcomeSucceeded.run(o.value, o.endedAt, o.calls, num, o.seq).changes;
     } else {
-      changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, slot.num, o.seq).changes;
+      changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, num, o.seq).changes;
     }
     if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
   }

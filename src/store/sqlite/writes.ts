@@ -177,13 +177,16 @@ export class SqliteWrites {
  * step's outcome usually follows its own intent, and is then found by rowid (one B-tree search)
  * rather than through the (run_num, seq) index (two). The rowid is a hint, checked against the
  * run and seq in the same statement; the index is the answer when it misses (a VACUUM may
- * renumber rows).
+ * renumber rows; a batch rolled back after the insert leaves a rowid that names no row, or
+ * another run's).
  */
 export class RunSlot {
   lastSeq = -1;
   lastRowid = 0;
-  constructor(readonly num: number | null) {}
-}
+  constructor(readonly num: number) {}
 
-/** For a run with no row or no number: its writes find no row (the fence refuses them first). */
-export const UNNUMBERED = new RunSlot(null);
+  intended(seq: number, rowid: number): void {
+    this.lastSeq = seq;
+    this.lastRowid = rowid;
+  }
+}
