@@ -394,7 +394,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.#open(true);
     return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
       const writes = this.#writes!;
-      writes.runNums.delete(fence.runId);
+      writes.runSlots.delete(fence.runId);
       writes.fence(fence, "attempt ending");
       this.#stmts!.endAttempt.run(end.ending, end.endedAt, end.error, end.reused ? JSON.stringify(end.reused) : null, fence.runId, end.attempt);
       writes.patchRun(fence.runId, end.run);
@@ -414,7 +414,7 @@ class SqliteStoreImpl implements SqliteStore {
         this.#db.close();
         this.#db = undefined;
         this.#writableDb = undefined;
-        this.#writes?.runNums.clear();
+        this.#writes?.runSlots.clear();
       }
     }
     if (this.#opened.snapshotDir) fs.rmSync(this.#opened.snapshotDir, { recursive: true, force: true });

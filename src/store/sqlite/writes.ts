@@ -21,7 +21,7 @@ export class SqliteWrites {
   readonly #s: Statements;
   readonly #patchStmts = new Map<string, Stmt>();
   /** Run id → its number in `runs` (which never changes) and its latest intent's row, for the runs this store writes steps of. */
-  readonly runNums = new Map<string, RunSlot>();
+  readonly runSlots = new Map<string, RunSlot>();
   /**
    * Run id → the lease epoch its fence was last found at. A write transaction holds SQLite's
    * write lock, so no other connection can move a lease until it commits; and between batches a
@@ -154,19 +154,14 @@ export class SqliteWrites {
     }
   }
 
-  /** Inside a write transaction: the run's number, or null when the run has no row (the fence then refuses). */
-  runNum(runId: string): number | null {
-    return this.runSlot(runId)?.num ?? null;
-  }
-
-  /** Inside a write transaction: what this connection knows of the run's rows, or null when the run has none. */
+  /** Inside a write transaction: what this connection knows of the run's rows, or null when the run has no row or number (the fence then refuses). */
   runSlot(runId: string): RunSlot | null {
-    let slot = this.runNums.get(runId);
+    let slot = this.runSlots.get(runId);
     if (slot === undefined) {
       const row = this.#s.getRunNum.get(runId) as { num: number | null } | undefined;
       if (!row || row.num === null) return null;
       slot = new RunSlot(row.num);
-      this.runNums.set(runId, slot);
+      this.runSlots.set(runId, slot);
     }
     return slot;
   }
