@@ -6,7 +6,7 @@
  */
 
 import { CodecKeyMissingError, StoreUnreadableError, type ErrorInfo, type SteplogErrorDetails } from "../base/errors.js";
-import { decodeValue, encodeValue, type EncodeLimits, type ValueName } from "./values.js";
+import { decodeValue, encodeValueAndDecoded, NOT_DECODED, type EncodeLimits, type ValueName } from "./values.js";
 import type { StoredRun } from "../store/types.js";
 
 /** Turns stored text into other stored text and back; async allowed. */
@@ -35,6 +35,18 @@ export interface Encoded {
   plain: string;
   /** What is written: the plain text, or what the codec made of it. */
   stored: string;
+  /** What decoding `plain` gives, when the encoder had it at hand (a plain-JSON value's copy); else NOT_DECODED. */
+  decoded: unknown;
+}
+
+/**
+ * What `value`, encoded as `encoded`, is handed back as: what decoding its text gives, as a
+ * continue would hand it back. A plain value's copy is that already, and every encodable
+ * primitive decodes to itself (undefined, bigints, NaN and -0 too); only the rest is parsed.
+ */
+export function decodedOf(value: unknown, encoded: Encoded): unknown {
+  if (encoded.decoded !== NOT_DECODED) return encoded.decoded;
+  return typeof value === "object" ? decodeValue(encoded.plain) : value;
 }
 
 export class Payloads {
@@ -82,10 +94,10 @@ export class Payloads {
   /** Encode a value; `plain` is the readable JSON (what the first attempt decodes), `stored` what is written. */
   /** Without a codec the answer is immediate (no promise): the step hot path takes it as it is. */
   encode(value: unknown, what: ValueName, details: SteplogErrorDetails = {}): Encoded | Promise<Encoded> {
-    const plain = encodeValue(value, what, this.#limits, details);
-    if (!this.codec) return { plain, stored: plain };
+    const { text: plain, decoded } = encodeValueAndDecoded(value, what, this.#limits, details);
+    if (!this.codec) return { plain, stored: plain, decoded };
     const sealed = this.codec.encode(plain);
-    return typeof sealed === "string" ? { plain, stored: sealed } : sealed.then((stored) => ({ plain, stored }));
+    return typeof sealed === "string" ? { plain, stored: sealed, decoded } : sealed.then((stored) => ({ plain, stored, decoded }));
   }
 
   /** Without a codec the answer is immediate (no promise), as with encode. */

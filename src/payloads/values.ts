@@ -266,52 +266,81 @@ function plainObject(json: { [key: string]: Json }): Record<string, unknown> {
 /** Past this depth the plain check gives up and the full encoder (which finds cycles) decides. */
 const PLAIN_DEPTH_LIMIT = 64;
 
+/** What plainCopy returns for a value JSON does not carry exactly. */
+const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
+
 /**
- * True when JSON.stringify(value) is the value's exact encoding: strings, booleans, null, finite
- * numbers other than -0, plain arrays of those with no holes, and objects whose prototype is
- * Object.prototype or null, with no symbol keys, no "$type" key, no undefined values and no
- * toJSON. (A getter is read here and again by JSON.stringify; what the second read gives is what
- * is recorded and handed back.)
+ * A copy of a value JSON.stringify encodes exactly, or NOT_PLAIN: strings, booleans, null,
+ * finite numbers other than -0, plain arrays of those with no holes, and objects whose
+ * prototype is Object.prototype or null, with no symbol keys, no "$type" key, no undefined
+ * values and no toJSON. The copy is what JSON.parse of its text gives (plain objects and packed
+ * arrays, keys in the same order), so it is what is recorded and what the step hands back
+ * without parsing the text again; each property is read once, so a getter cannot make the two
+ * differ.
  */
-function isPlainJson(value: unknown, depth: number): boolean {
+function plainCopy(value: unknown, depth: number): unknown {
   switch (typeof value) {
     case "string":
     case "boolean":
-      return true;
+      return value;
     case "number":
-      return Number.isFinite(value) && !Object.is(value, -0);
+      return Number.isFinite(value) && !Object.is(value, -0) ? value : NOT_PLAIN;
     case "object":
       break;
     default:
-      return false;
+      return NOT_PLAIN;
   }
-  if (value === null) return true;
-  if (depth > PLAIN_DEPTH_LIMIT) return false;
+  if (value === null) return null;
+  if (depth > PLAIN_DEPTH_LIMIT) return NOT_PLAIN;
   // A toJSON anywhere (own, inherited, not enumerable) would change what JSON.stringify writes.
-  if ("toJSON" in value) return false;
+  if ("toJSON" in value) return NOT_PLAIN;
   const proto = Object.getPrototypeOf(value);
   if (proto === Array.prototype) {
     const array = value as unknown[];
-    for (let i = 0; i < array.length; i++) if (!isPlainJson(array[i], depth + 1)) return false;
-    return true;
+    const out: unknown[] = [];
+    for (let i = 0; i < array.length; i++) {
+      const item = plainCopy(array[i], depth + 1);
+      if (item === NOT_PLAIN) return NOT_PLAIN;
+      out.push(item);
+    }
+    return out;
   }
-  if (proto !== Object.prototype && proto !== null) return false;
-  if (Object.getOwnPropertySymbols(value).length > 0) return false;
+  if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
+  if (Object.getOwnPropertySymbols(value).length > 0) return NOT_PLAIN;
   const record = value as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
   for (const key in record) {
     if (!Object.hasOwn(record, key)) continue;
-    if (key === TAG || !isPlainJson(record[key], depth + 1)) return false;
+    if (key === TAG) return NOT_PLAIN;
+    const item = plainCopy(record[key], depth + 1);
+    if (item === NOT_PLAIN) return NOT_PLAIN;
+    setOwn(out, key, item);
   }
-  return true;
+  return out;
+}
+
+/** A value's stored text, and `decoded`: what decoding the text gives, when the encoder had it at hand (else NOT_DECODED). */
+export interface EncodedText {
+  text: string;
+  decoded: unknown;
+}
+
+/** EncodedText.decoded of a value whose text must be decoded to get it. */
+export const NOT_DECODED: unique symbol = Symbol("not decoded");
+
+function encodeToText(value: unknown): EncodedText | Unencodable {
+  // Most step values are plain JSON already: then JSON.stringify of their copy writes exactly
+  // what the tagged encoding would, without building a tagged tree first.
+  const copy = plainCopy(value, 0);
+  if (copy !== NOT_PLAIN) return { text: JSON.stringify(copy), decoded: copy };
+  const json = toJson(value, [], new Set());
+  return json instanceof Unencodable ? json : { text: JSON.stringify(json), decoded: NOT_DECODED };
 }
 
 /** Encode to stored text, or describe why the value cannot be stored faithfully. */
 export function tryEncode(value: unknown): string | Unencodable {
-  // Most step values are plain JSON already: then JSON.stringify writes exactly what the tagged
-  // encoding would, without building a copy of the value first.
-  if (isPlainJson(value, 0)) return JSON.stringify(value);
-  const json = toJson(value, [], new Set());
-  return json instanceof Unencodable ? json : JSON.stringify(json);
+  const encoded = encodeToText(value);
+  return encoded instanceof Unencodable ? encoded : encoded.text;
 }
 
 export interface EncodeLimits {
@@ -323,14 +352,20 @@ export type ValueName = string | ((details: SteplogErrorDetails) => string);
 
 /** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
 export function encodeValue(value: unknown, what: ValueName, limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
-  const text = tryEncode(value);
-  if (text instanceof Unencodable) throw new ValueNotSerializableError(nameOf(what, details), text.path, text.found, details);
+  return encodeValueAndDecoded(value, what, limits, details).text;
+}
+
+/** As encodeValue, with what decoding the text gives when that is at hand (a plain value's copy). */
+export function encodeValueAndDecoded(value: unknown, what: ValueName, limits: EncodeLimits, details: SteplogErrorDetails = {}): EncodedText {
+  const encoded = encodeToText(value);
+  if (encoded instanceof Unencodable) throw new ValueNotSerializableError(nameOf(what, details), encoded.path, encoded.found, details);
+  const text = encoded.text;
   // A string's UTF-8 size is at most 3 bytes per UTF-16 unit; count exactly only near the cap.
   if (text.length * 3 > limits.maxBytes) {
     const bytes = Buffer.byteLength(text, "utf8");
     if (bytes > limits.maxBytes) throw new ValueTooLargeError(nameOf(what, details), bytes, limits.maxBytes, details);
   }
-  return text;
+  return encoded;
 }
 
 function nameOf(what: ValueName, details: SteplogErrorDetails): string {

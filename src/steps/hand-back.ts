@@ -8,7 +8,7 @@ import { rebuildError, ResultRejectedError, VersionChangedError } from "../base/
 import type { StepOptions } from "../workflow/context.js";
 import { validate } from "../workflow/schema.js";
 import { isBreakingChange } from "../workflow/versions.js";
-import { decodeValue } from "../payloads/values.js";
+import { decodedOf } from "../payloads/payloads.js";
 import type { StepRow } from "../store/types.js";
 import { newRow, writeIntent } from "./step-log.js";
 import { markFailedStep, type AttemptState, type StepCall } from "./state.js";
@@ -79,7 +79,7 @@ export function noteReused(state: AttemptState, key: string, record: StepRow): v
 /** A value given with `continue(id, { values })` for a step before the start point with no record. */
 export async function supply(state: AttemptState, key: string, call: StepCall, given: unknown): Promise<unknown> {
   const text = await state.settings.payloads.encode(given, `The value given for step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
-  let value = decodeValue(text.plain);
+  let value = decodedOf(given, text);
   if (call.options.result) {
     const checked = await validate(call.options.result, value);
     if (!checked.ok) state.stopWith(new ResultRejectedError(state.runId, key, checked.issues, false));

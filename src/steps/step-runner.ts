@@ -23,7 +23,7 @@ import { backoffDelay, retryPolicy } from "../workflow/retry-policy.js";
 import { validate } from "../workflow/schema.js";
 import type { StepOptions } from "../workflow/context.js";
 import type { Effect, StepRow } from "../store/types.js";
-import { decodeValue } from "../payloads/values.js";
+import { decodedOf, type Encoded } from "../payloads/payloads.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
 import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
@@ -294,15 +294,14 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     const endedWhileRunning = endReasonOf(state);
     if (endedWhileRunning?.ending === "lease-lost") throw endedWhileRunning.error;
 
-    let text: { plain: string; stored: string };
+    let text: Encoded;
     let decoded: unknown;
     try {
       const encoded = state.settings.payloads.encode(value, stepValueName, { runId: state.runId, step: key });
       text = "then" in encoded ? await encoded : encoded;
-      // The step hands back what a continue would: the value decoded from its record. A primitive
-      // that encodes decodes to itself (strings, numbers, bigints, undefined; -0 and NaN too), so
-      // only an object is parsed back (a long model answer is not copied again).
-      decoded = typeof value === "object" || typeof value === "function" ? decodeValue(text.plain) : value;
+      // The step hands back what a continue would: the value decoded from its record (a plain
+      // value's copy, made as it was encoded; a long model answer is not copied again).
+      decoded = decodedOf(value, text);
       if (options.result) {
         const checked = await validate(options.result, decoded);
         if (!checked.ok) throw new ResultRejectedError(state.runId, key, checked.issues, false);

@@ -12,7 +12,7 @@ import type { UnknownOutcomePolicy } from "../workflow/context.js";
 import { QueryAnswerInvalidError, QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "../base/errors.js";
 import { validate } from "../workflow/schema.js";
 import type { Effect, StepRow } from "../store/types.js";
-import { decodeValue } from "../payloads/values.js";
+import { decodedOf } from "../payloads/payloads.js";
 import { newRow, writeIntent, writeOutcome } from "./step-log.js";
 import type { AttemptState, Identity, StepCall } from "./state.js";
 import { formatResolution, isCompensation, parseResolution, type StepResolution } from "../workflow/step-resolution.js";
@@ -162,7 +162,7 @@ async function recordFound(state: AttemptState, key: string, record: StepRow, ca
     runId: state.runId,
     step: key,
   });
-  let value = decodeValue(text.plain);
+  let value = decodedOf(found, text);
   if (call.options.result) {
     const checked = await validate(call.options.result, value);
     if (!checked.ok) {

@@ -130,6 +130,43 @@ describe.each(STORES)("step values (%s)", (_name, makeStore) => {
     expect((await engine.get("r")).steps[0]!.value).toStrictEqual(got[0]);
   });
 
+  it("a plain value is handed back as a continue hands it back: a copy, plain prototypes, the same key order, a getter read once", async () => {
+    const got: unknown[] = [];
+    let reads = 0;
+    let fail = true;
+    const workflow = defineWorkflow({
+      name: "plain-values",
+      async run(ctx) {
+        const value = await ctx.step("plain", async () => {
+          const nullProto = Object.assign(Object.create(null) as Record<string, unknown>, { z: 1, 10: "ten", a: [{ n: 2 }] });
+          const withProtoKey = JSON.parse('{"__proto__": {"polluted": true}, "b": 1}') as Record<string, unknown>;
+          // A getter that answers differently on each read: what is recorded is what is handed back.
+          const moving = Object.defineProperty({}, "count", { get: () => ++reads, enumerable: true });
+          return { nullProto, withProtoKey, moving, list: [1, "x", null, true, 2.5] };
+        });
+        got.push(value);
+        if (fail) throw new Error("after the step");
+        return null;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "p" });
+    fail = false;
+    await engine.continue("p");
+    const [first, second] = got as Array<Record<string, Record<string, unknown>>>;
+    expect(first).toStrictEqual(second);
+    expect(reads).toBe(1);
+    expect(first!.moving).toEqual({ count: 1 });
+    expect(Object.getPrototypeOf(first!.nullProto)).toBe(Object.prototype);
+    expect(Object.keys(first!.nullProto!)).toEqual(["10", "z", "a"]);
+    expect(Object.keys(first!.nullProto!)).toEqual(Object.keys(second!.nullProto!));
+    // "__proto__" stays an own key, as JSON.parse makes it; it does not become the prototype.
+    expect(Object.hasOwn(first!.withProtoKey!, "__proto__")).toBe(true);
+    expect(Object.getPrototypeOf(first!.withProtoKey)).toBe(Object.prototype);
+    expect((first!.withProtoKey as { polluted?: boolean }).polluted).toBeUndefined();
+    expect((await engine.get("p")).steps[0]!.value).toStrictEqual(first);
+  });
+
   it("mutating the returned object after the step does not change what was recorded", async () => {
     const workflow = defineWorkflow({
       name: "mutate",
