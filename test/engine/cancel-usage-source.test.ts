@@ -6,17 +6,21 @@ import { STORES } from "../helpers/stores.js";
 describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {
   it("cancel(id) of a run this engine runs: the attempt ends cancelled, the step's signal aborted; a continue goes on", async () => {
     let release = false;
+    let entered!: () => void;
+    const inStep = new Promise<void>((resolve) => (entered = resolve));
     const workflow = defineWorkflow({
       name: "long",
       async run(ctx) {
-        return ctx.step("wait", ({ signal }) =>
-          release ? "done" : new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))),
-        );
+        return ctx.step("wait", ({ signal }) => {
+          if (release) return "done";
+          entered();
+          return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))));
+        });
       },
     });
     const engine = createEngine({ store: makeStore(), workflows: [workflow] });
     const running = engine.start(workflow, undefined, { id: "c" });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await inStep;
     expect(await engine.cancel("c", { reason: "operator said so" })).toBe("cancelled");
     expect(await running).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED", step: "wait" } });
     expect((await running).error!.message).toContain("operator said so");

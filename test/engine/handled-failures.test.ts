@@ -3,6 +3,7 @@
 // Only the failure that ended the attempt is redone. And what a stored error keeps.
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, isSteplogError, StepTimedOutError } from "../../src/entries/index.js";
+import { fakeClock } from "../../src/entries/testing.js";
 import { STORES } from "../helpers/stores.js";
 
 class CardDeclined extends Error {
@@ -167,19 +168,25 @@ describe.each(STORES)("a failure the workflow handled (%s)", (_name, makeStore) 
   it("a failure cut short by the attempt's deadline is redone; one the workflow handled before the deadline is not", async () => {
     const calls: string[] = [];
     let slow = true;
+    // The deadline passes once "b" has begun (the clock is moved from inside it), however slowly
+    // a loaded machine gets there.
+    const clock = fakeClock();
     const workflow = defineWorkflow({
       name: "deadline",
       async run(ctx) {
         const a = await ctx.step("a", async () => (calls.push("a"), Promise.reject(new Error("a failed")))).catch(() => "a handled");
         const b = await ctx.step("b", async ({ signal }) => {
           calls.push("b");
-          if (slow) await new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))));
+          if (slow) {
+            clock.advance(1_000);
+            await new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))));
+          }
           return "b done";
         });
         return [a, b];
       },
     });
-    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow], clock });
     expect(await engine.start(workflow, undefined, { id: "d", timeoutMs: 100 })).toMatchObject({ status: "timed-out" });
     slow = false;
     expect(await engine.continue("d")).toMatchObject({ status: "completed", value: ["a handled", "b done"] });

@@ -74,12 +74,15 @@ describe.each(STORES)("refusals (%s)", (_name, makeStore) => {
   it("a second continue while an attempt holds the run: RUN_BUSY naming the holder; the running attempt is unaffected", async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inStep = new Promise<void>((resolve) => (entered = resolve));
     let calls = 0;
     const slow = defineWorkflow({
       name: "slow",
       async run(ctx) {
         return ctx.step("wait", async () => {
           calls++;
+          entered();
           await gate;
           return "done";
         });
@@ -87,7 +90,7 @@ describe.each(STORES)("refusals (%s)", (_name, makeStore) => {
     });
     const engine = createEngine({ store: makeStore(), workflows: [slow] });
     const running = engine.start(slow, undefined, { id: "r" });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await inStep;
     const error = await engine.continue("r").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "RUN_BUSY", runId: "r" });
     expect((error as Error).message).toMatch(new RegExp(`attempt 1 \\(host .*, pid ${process.pid}\\)`));

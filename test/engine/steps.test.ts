@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, StoreWriteFailedError, type StepInfo } from "../../src/entries/index.js";
 import { memoryStore } from "../../src/entries/memory.js";
 import type { StepRow, Store } from "../../src/store/types.js";
+import { fakeClock } from "../../src/entries/testing.js";
 import { STORES, withOverrides } from "../helpers/stores.js";
 
 describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
@@ -140,18 +141,20 @@ describe.each(STORES)("ctx.step (%s)", (_name, makeStore) => {
 
   it("a function that ignores its signal: the engine waits for it and records what it returned (its effect happened); the attempt still ends timed-out", async () => {
     let charges = 0;
+    // The deadline passes once the charge has begun (the clock is moved from inside it), however
+    // slowly a loaded machine gets there; the charge finishes after it, ignoring its signal.
+    const clock = fakeClock();
     const late = defineWorkflow({
       name: "late",
       async run(ctx) {
-        const receipt = await ctx.step(
-          "charge",
-          { effect: "irreversible" },
-          () => new Promise((resolve) => setTimeout(() => resolve(`receipt ${++charges}`), 300)),
-        );
+        const receipt = await ctx.step("charge", { effect: "irreversible" }, ({ signal }) => {
+          clock.advance(1_000);
+          return new Promise((resolve) => signal.addEventListener("abort", () => setTimeout(() => resolve(`receipt ${++charges}`), 30), { once: true }));
+        });
         return ctx.step("email", async () => `sent ${String(receipt)}`);
       },
     });
-    const engine = createEngine({ store: makeStore(), workflows: [late] });
+    const engine = createEngine({ store: makeStore(), workflows: [late], clock });
     const result = await engine.start(late, undefined, { id: "r", timeoutMs: 100 });
     expect(result).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT", step: "charge" } });
     expect((await engine.get("r")).steps.map((s) => [s.key, s.status, s.value])).toEqual([["charge", "succeeded", "receipt 1"]]);

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/entries/index.js";
+import { fakeClock } from "../../src/entries/testing.js";
 import { STORES } from "../helpers/stores.js";
 
 /** A three-step workflow whose step functions are swapped per test; counts every call. */
@@ -101,10 +102,14 @@ describe.each(STORES)("what survives what (%s)", (_name, makeStore) => {
 
   it("run deadline passes: attempt timed-out, the step recorded failed, continue redoes that step with no deadline", async () => {
     let slow = true;
+    // The deadline passes once "build" has begun (the clock is moved from inside it), however
+    // slowly a loaded machine gets there.
+    const clock = fakeClock();
     const { workflow, calls } = threeSteps({
       build: (ctx) =>
         new Promise((resolve, reject) => {
           if (!slow) return resolve("binary");
+          clock.advance(1_000);
           const timer = setTimeout(() => resolve("too late"), 5_000);
           ctx.signal.addEventListener("abort", () => {
             clearTimeout(timer);
@@ -112,7 +117,7 @@ describe.each(STORES)("what survives what (%s)", (_name, makeStore) => {
           });
         }),
     });
-    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow], clock });
     const first = await engine.start(workflow, { issue: "#4" }, { id: "r", timeoutMs: 150 });
     expect(first).toMatchObject({ status: "timed-out", runStatus: "timed-out", error: { code: "RUN_TIMED_OUT", step: "build" } });
     const view = await engine.get("r");
