@@ -296,25 +296,31 @@ function plainCopy(value: unknown, depth: number): unknown {
   if ("toJSON" in value) return NOT_PLAIN;
   const proto = Object.getPrototypeOf(value);
   if (proto === Array.prototype) {
-    const array = value as unknown[];
-    const out: unknown[] = [];
-    for (let i = 0; i < array.length; i++) {
-      const item = plainCopy(array[i], depth + 1);
-      if (item === NOT_PLAIN) return NOT_PLAIN;
-      out.push(item);
+    // slice and spread read each element or property once, and copy a flat value in one go
+    // (no property added one at a time); what they copied is checked, and what nests is
+    // replaced by its own copy.
+    const out = (value as unknown[]).slice();
+    for (let i = 0; i < out.length; i++) {
+      const item = out[i];
+      if (typeof item === "object" && item !== null) {
+        const copy = plainCopy(item, depth + 1);
+        if (copy === NOT_PLAIN) return NOT_PLAIN;
+        out[i] = copy;
+      } else if (plainCopy(item, depth + 1) === NOT_PLAIN) return NOT_PLAIN;
     }
     return out;
   }
   if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
   if (Object.getOwnPropertySymbols(value).length > 0) return NOT_PLAIN;
-  const record = value as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const key in record) {
-    if (!Object.hasOwn(record, key)) continue;
+  const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+  for (const key of Object.keys(out)) {
     if (key === TAG) return NOT_PLAIN;
-    const item = plainCopy(record[key], depth + 1);
-    if (item === NOT_PLAIN) return NOT_PLAIN;
-    setOwn(out, key, item);
+    const item = out[key];
+    if (typeof item === "object" && item !== null) {
+      const copy = plainCopy(item, depth + 1);
+      if (copy === NOT_PLAIN) return NOT_PLAIN;
+      setOwn(out, key, copy);
+    } else if (plainCopy(item, depth + 1) === NOT_PLAIN) return NOT_PLAIN;
   }
   return out;
 }

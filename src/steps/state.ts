@@ -32,7 +32,9 @@ export class InFlight {
 
   delete(key: string): void {
     const keys = this.#keys;
-    const at = keys.lastIndexOf(key);
+    // Most often the key added last (a run's one step in flight): no search.
+    const last = keys.length - 1;
+    const at = last >= 0 && keys[last] === key ? last : keys.lastIndexOf(key);
     if (at === -1) return;
     keys[at] = keys[keys.length - 1]!;
     keys.pop();

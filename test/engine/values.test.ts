@@ -134,6 +134,7 @@ describe.each(STORES)("step values (%s)", (_name, makeStore) => {
     const got: unknown[] = [];
     let reads = 0;
     let fail = true;
+    const kept = { inner: [1], rows: [{ n: 1 }] };
     const workflow = defineWorkflow({
       name: "plain-values",
       async run(ctx) {
@@ -142,8 +143,11 @@ describe.each(STORES)("step values (%s)", (_name, makeStore) => {
           const withProtoKey = JSON.parse('{"__proto__": {"polluted": true}, "b": 1}') as Record<string, unknown>;
           // A getter that answers differently on each read: what is recorded is what is handed back.
           const moving = Object.defineProperty({}, "count", { get: () => ++reads, enumerable: true });
-          return { nullProto, withProtoKey, moving, list: [1, "x", null, true, 2.5] };
+          return { nullProto, withProtoKey, moving, list: [1, "x", null, true, 2.5], nested: kept };
         });
+        // The function's own objects, changed after it returned, do not reach what was handed back.
+        kept.inner.push(2);
+        kept.rows[0]!.n = 99;
         got.push(value);
         if (fail) throw new Error("after the step");
         return null;
@@ -156,6 +160,7 @@ describe.each(STORES)("step values (%s)", (_name, makeStore) => {
     const [first, second] = got as Array<Record<string, Record<string, unknown>>>;
     expect(first).toStrictEqual(second);
     expect(reads).toBe(1);
+    expect(first!.nested).toEqual({ inner: [1], rows: [{ n: 1 }] });
     expect(first!.moving).toEqual({ count: 1 });
     expect(Object.getPrototypeOf(first!.nullProto)).toBe(Object.prototype);
     expect(Object.keys(first!.nullProto!)).toEqual(["10", "z", "a"]);
