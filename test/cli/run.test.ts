@@ -1,5 +1,6 @@
 // `steplog run`: start and continue runs through the built bin, against SQLite stores in temp
 // dirs: args, recorded sources, live progress, exit codes, a real SIGKILL and Ctrl-C.
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -300,7 +301,7 @@ describe("Ctrl-C", () => {
     const child = spawnCli(["run", example("slow.mjs"), "--id", "k1", "--", "30000"], { cwd });
     const done = collect(child, 20_000);
     await waitForOutput(child, (t) => /✓ warm-up/.test(t));
-    await new Promise((r) => setTimeout(r, 200));
+    await untilIntended(cwd, "k1", "long");
     child.kill("SIGINT");
     const r = await done;
     expect(r.code, r.output).toBe(130);
@@ -317,9 +318,10 @@ describe("Ctrl-C", () => {
     const child = spawnCli(["run", example("slow.mjs"), "--id", "k2", "--", '{"ms":30000,"stubborn":true}'], { cwd });
     const done = collect(child, 20_000);
     await waitForOutput(child, (t) => /✓ warm-up/.test(t));
-    await new Promise((r) => setTimeout(r, 200));
+    await untilIntended(cwd, "k2", "long");
     child.kill("SIGINT");
-    await new Promise((r) => setTimeout(r, 400));
+    // The second only once the first was handled (two sent close together can merge into one).
+    await waitForStderr(child, (t) => /SIGINT: cancelling the attempt cleanly; press Ctrl-C again/.test(t));
     child.kill("SIGINT");
     const r = await done;
     expect(r.code, r.output).toBe(130);
@@ -328,3 +330,39 @@ describe("Ctrl-C", () => {
     expect(runs).toMatchObject([{ id: "k2", status: "interrupted", step: { key: "long", status: "intended" } }]);
   });
 });
+
+/** Poll `steplog show <id> --json` until step `key` of the run's latest attempt is intended (its function called). */
+async function untilIntended(cwd: string, id: string, key: string, limitMs = 20_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  let last = "";
+  for (;;) {
+    const shown = await cli(["show", id, "--json"], { cwd });
+    last = shown.output;
+    if (shown.code === 0) {
+      const entries: { key: string; status: string }[] = shown.json().attempts.at(-1)?.entries ?? [];
+      if (entries.some((e) => e.key === key && e.status === "intended")) return;
+    }
+    if (Date.now() > deadline) throw new Error(`step "${key}" of run ${id} was not intended within ${limitMs} ms; last show:\n${last}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Wait until `predicate(stderr)` holds for a running child (stderr from now on). */
+function waitForStderr(child: ChildProcess, predicate: (text: string) => boolean, limitMs = 20_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const timer = setTimeout(() => {
+      child.stderr!.off("data", onData);
+      reject(new Error(`stderr never matched within ${limitMs} ms:\n${text}`));
+    }, limitMs);
+    const onData = (chunk: Buffer | string) => {
+      text += chunk.toString();
+      if (predicate(text)) {
+        clearTimeout(timer);
+        child.stderr!.off("data", onData);
+        resolve();
+      }
+    };
+    child.stderr!.on("data", onData);
+  });
+}

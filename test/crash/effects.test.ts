@@ -168,8 +168,9 @@ describe("steps launched together, one cut off by a crash", () => {
   it("a sibling that succeeded beside the cut-off step is reused on continue, not done again", async () => {
     const file = tmpDb();
     const fixture = new URL("./fixtures/siblings.mjs", import.meta.url).pathname;
+    // "slow" SIGKILLs the process once the store holds "book" succeeded beside it.
     const crashed = await spawnNode(fixture, [file, "r", "start"], { env: { CRASH_IN_SLOW: "1" } }).done;
-    expect(crashed.signal).toBe("SIGKILL");
+    expect(crashed.signal, crashed.stdout + crashed.stderr).toBe("SIGKILL");
     const next = await spawnNode(fixture, [file, "r", "continue"]).done;
     expect(next.report?.result).toMatchObject({ status: "completed", value: "slow done; booking made in attempt 1" });
     expect(readLedger(file).map((e) => `${e.step} ${e.attempt}`)).toEqual(["slow 1", "book 1", "slow 2"]);

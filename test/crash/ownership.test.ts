@@ -36,10 +36,11 @@ describe("ownership across processes", () => {
 
   it("a zombie: the holder is frozen (SIGSTOP) past its lease, another process takes over, and every write the zombie tries after SIGCONT is refused", async () => {
     const file = tmpDb();
-    const zombie = spawnWorker(file, "r", "start", { LEASE_MS: "300", STEP_DELAY_MS: "400" });
+    // Step one takes 30 s unless its signal aborts it, so the zombie is frozen inside it however
+    // late the SIGSTOP lands; after SIGCONT its refused lease renewal aborts it.
+    const zombie = spawnWorker(file, "r", "start", { LEASE_MS: "300", STEP_DELAY_MS: "30000" });
     // Freeze it inside step one's effect (its intent is durable, its outcome is not).
-    await zombie.ready;
-    await waitFor(() => fs.existsSync(file) && inspectDb(file).steps.some((s) => s.key === "one"));
+    await waitFor(() => zombie.output().includes("entered one\n"), 20_000, 'the zombie never printed "entered one"');
     zombie.child.kill("SIGSTOP");
     await new Promise((resolve) => setTimeout(resolve, 700)); // past the 300 ms lease
     const taker = await runWorker(file, "r", "continue", { LEASE_MS: "300" });
@@ -66,7 +67,7 @@ describe("ownership across processes", () => {
   });
 });
 
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function waitFor(check: () => boolean, timeoutMs = 10_000, what = "waitFor timed out"): Promise<void> {
   const start = Date.now();
   const safe = () => {
     try {
@@ -76,7 +77,7 @@ async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> 
     }
   };
   while (!safe()) {
-    if (Date.now() - start > timeoutMs) throw new Error("waitFor timed out");
+    if (Date.now() - start > timeoutMs) throw new Error(`${what} (within ${timeoutMs} ms)`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }

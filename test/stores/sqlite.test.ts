@@ -140,19 +140,31 @@ describe("sqlite store", () => {
   it("a new file another process holds the write lock of (making the same store): the store waits for it, as for any lock, and opens in WAL mode", async () => {
     const file = tmpDb();
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    // The other process: the file in SQLite's default journal mode, its write lock held for 400 ms.
+    // The other process: the file in SQLite's default journal mode, its write lock held until
+    // 400 ms after this test says it is opening the store (a line on its stdin). Opening waits
+    // synchronously (this process's event loop cannot run meanwhile), so the holder times the
+    // release itself, from a moment after `started`: the open cannot end sooner, however slowly
+    // either process is scheduled.
     const holder = spawn(
       process.execPath,
       [
         "-e",
-        `const db = new (require("better-sqlite3"))(process.argv[1]); db.exec("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.exec("COMMIT"); db.close(); }, 400);`,
+        `const db = new (require("better-sqlite3"))(process.argv[1]); db.exec("BEGIN IMMEDIATE"); console.log("locked");
+         process.stdin.once("data", () => setTimeout(() => { db.exec("COMMIT"); db.close(); }, 400));`,
         file,
       ],
-      { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] },
+      { cwd: process.cwd(), stdio: ["pipe", "pipe", "inherit"] },
     );
     const exited = new Promise((resolve) => holder.once("exit", resolve));
-    await new Promise((resolve) => holder.stdout!.once("data", resolve));
+    let said = "";
+    await new Promise<void>((resolve) =>
+      holder.stdout!.on("data", (chunk: Buffer) => {
+        said += chunk.toString();
+        if (said.includes("locked\n")) resolve();
+      }),
+    );
     const started = Date.now();
+    holder.stdin!.end("opening\n");
     const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
     expect(await engine.start(hello, undefined, { id: "w" })).toMatchObject({ status: "completed" });
     expect(Date.now() - started).toBeGreaterThanOrEqual(200);
