@@ -249,43 +249,8 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
         if (given.onParentAbort) given.parent.removeEventListener("abort", given.onParentAbort);
         if (!threw) break;
       }
-      // Every failed call's error is kept on the row, the ones a retry follows too.
-      if (!(error instanceof StopRequest)) {
-        const info = toErrorInfo(error, key);
-        call.span?.callFailed(row.calls, info);
-        await noteCallError(state, row, info);
-      }
-      if (error instanceof StopRequest) {
-        await settle(state, key, row, "stopped", toErrorInfo(state.endReason?.error ?? error, key));
-        throw error;
-      }
-      if (state.endReason) {
-        if (state.endReason.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(state.endReason.error, key));
-        throw state.endReason.error;
-      }
-      const verdict = retry + 1 < policy.maxAttempts ? await askRetryIf(policy, error, retry) : { again: false as const };
-      if (verdict.again) {
-        await sleep(backoffDelay(policy, retry + 1), state.controller.signal);
-        const ended = endReasonOf(state);
-        if (!ended) continue;
-        if (ended.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(ended.error, key));
-        throw ended.error;
-      }
-      // The predicate may have taken a while (it is awaited): an attempt that ended meanwhile says so.
-      const endedWhileAsking = endReasonOf(state);
-      if (endedWhileAsking) {
-        if (endedWhileAsking.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(endedWhileAsking.error, key));
-        throw endedWhileAsking.error;
-      }
-      const info = toErrorInfo(error, key);
-      if ("threw" in verdict && !(error instanceof Error && Object.hasOwn(error, "cause"))) {
-        // A predicate that throws decides nothing: the step failed with its own error, the
-        // predicate's kept as its cause (unless it has one: what is recorded is what is thrown).
-        info.cause = toErrorInfo(verdict.threw);
-        if (error instanceof Error) Object.defineProperty(error, "cause", { value: verdict.threw, configurable: true, writable: true });
-      }
-      await settle(state, key, row, "failed", info, thrownNow(state));
-      throw markFailedStep(error, key);
+      // Returns when the step is to be called again (after its backoff); else throws its error.
+      await afterFailedCall(state, key, call, row, policy, error, retry);
     }
     fault("after-fn", key);
     // The function returned: its effect happened and its value is known, so it is recorded even
@@ -308,16 +273,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
         decoded = checked.value;
       }
     } catch (error) {
-      if (effect === "compensatable" || effect === "irreversible") {
-        // The effect happened and its value is lost: a failure would be redone, a second charge.
-        // Left intended, it is an unknown outcome the next continue settles by the step's policy.
-        const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
-        const unrecorded = new EffectUnrecordedError(state.runId, key, effect, error, policy);
-        state.endWith("failed", unrecorded);
-        throw markFailedStep(unrecorded, key);
-      }
-      await settle(state, key, row, "failed", toErrorInfo(error, key), thrownNow(state));
-      throw markFailedStep(error, key);
+      throw await valueFailure(state, key, row, effect, options, error);
     }
 
     row.status = "succeeded";
@@ -341,6 +297,76 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     state.inFlight.delete(key);
     state.checkEarlyEnd();
   }
+}
+
+/**
+ * After a call failed: its error kept on the row, then either a retry is due (returns after the
+ * backoff) or the step ends failed or stopped (throws). Kept out of `execute`, whose frame every
+ * step's awaits carry.
+ */
+async function afterFailedCall(
+  state: AttemptState,
+  key: string,
+  call: StepCall,
+  row: StepRow,
+  policy: ReturnType<typeof retryPolicy>,
+  error: unknown,
+  retry: number,
+): Promise<void> {
+  // Every failed call's error is kept on the row, the ones a retry follows too.
+  if (!(error instanceof StopRequest)) {
+    const info = toErrorInfo(error, key);
+    call.span?.callFailed(row.calls, info);
+    await noteCallError(state, row, info);
+  }
+  if (error instanceof StopRequest) {
+    await settle(state, key, row, "stopped", toErrorInfo(state.endReason?.error ?? error, key));
+    throw error;
+  }
+  if (state.endReason) {
+    if (state.endReason.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(state.endReason.error, key));
+    throw state.endReason.error;
+  }
+  const verdict = retry + 1 < policy.maxAttempts ? await askRetryIf(policy, error, retry) : { again: false as const };
+  if (verdict.again) {
+    await sleep(backoffDelay(policy, retry + 1), state.controller.signal);
+    const ended = endReasonOf(state);
+    if (!ended) return;
+    if (ended.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(ended.error, key));
+    throw ended.error;
+  }
+  // The predicate may have taken a while (it is awaited): an attempt that ended meanwhile says so.
+  const endedWhileAsking = endReasonOf(state);
+  if (endedWhileAsking) {
+    if (endedWhileAsking.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(endedWhileAsking.error, key));
+    throw endedWhileAsking.error;
+  }
+  const info = toErrorInfo(error, key);
+  if ("threw" in verdict && !(error instanceof Error && Object.hasOwn(error, "cause"))) {
+    // A predicate that throws decides nothing: the step failed with its own error, the
+    // predicate's kept as its cause (unless it has one: what is recorded is what is thrown).
+    info.cause = toErrorInfo(verdict.threw);
+    if (error instanceof Error) Object.defineProperty(error, "cause", { value: verdict.threw, configurable: true, writable: true });
+  }
+  await settle(state, key, row, "failed", info, thrownNow(state));
+  throw markFailedStep(error, key);
+}
+
+/**
+ * The function returned but its value cannot be recorded (it does not encode, or `result`
+ * rejects it): what the step throws, once what that means is recorded.
+ */
+async function valueFailure(state: AttemptState, key: string, row: StepRow, effect: Effect, options: StepOptions, error: unknown): Promise<unknown> {
+  if (effect === "compensatable" || effect === "irreversible") {
+    // The effect happened and its value is lost: a failure would be redone, a second charge.
+    // Left intended, it is an unknown outcome the next continue settles by the step's policy.
+    const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
+    const unrecorded = new EffectUnrecordedError(state.runId, key, effect, error, policy);
+    state.endWith("failed", unrecorded);
+    return markFailedStep(unrecorded, key);
+  }
+  await settle(state, key, row, "failed", toErrorInfo(error, key), thrownNow(state));
+  return markFailedStep(error, key);
 }
 
 /** A step's value, named for an error message from the error's details (no closure a step). */
