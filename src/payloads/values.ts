@@ -210,7 +210,7 @@ function toJson(value: unknown, trail: Segment[], seen: Set<object>): Json | Une
       if (item instanceof Unencodable) return item;
       setOwn(out, key, item);
     }
-    return TAG in out ? { [TAG]: "Object", value: out } : out;
+    return Object.hasOwn(out, TAG) ? { [TAG]: "Object", value: out } : out;
   } finally {
     seen.delete(object);
   }
@@ -219,7 +219,8 @@ function toJson(value: unknown, trail: Segment[], seen: Set<object>): Json | Une
 function fromJson(json: Json): unknown {
   if (json === null || typeof json !== "object") return json;
   if (Array.isArray(json)) return json.map(fromJson);
-  if (TAG in json) {
+  // Own keys only: a key added to Object.prototype must not make every object read as a tag.
+  if (Object.hasOwn(json, TAG)) {
     const raw = json.value;
     switch (json[TAG]) {
       case "undefined":
@@ -295,24 +296,28 @@ function plainCopy(value: unknown, depth: number): unknown {
   // A toJSON anywhere (own, inherited, not enumerable) would change what JSON.stringify writes.
   if ("toJSON" in value) return NOT_PLAIN;
   const proto = Object.getPrototypeOf(value);
-  if (proto === Array.prototype) {
-    // slice and spread read each element or property once, and copy a flat value in one go
-    // (no property added one at a time); what they copied is checked, and what nests is
-    // replaced by its own copy.
-    const out = (value as unknown[]).slice();
-    for (let i = 0; i < out.length; i++) {
-      const item = out[i];
-      if (typeof item === "object" && item !== null) {
-        const copy = plainCopy(item, depth + 1);
-        if (copy === NOT_PLAIN) return NOT_PLAIN;
-        out[i] = copy;
-      } else if (plainCopy(item, depth + 1) === NOT_PLAIN) return NOT_PLAIN;
+  // An array whose prototype was changed, or an object posing as an array, is the tagged
+  // encoder's to judge.
+  const isArray = Array.isArray(value);
+  if (isArray !== (proto === Array.prototype)) return NOT_PLAIN;
+  if (isArray) {
+    // Element by element (not slice, which builds through the array's own species).
+    const array = value as unknown[];
+    const out: unknown[] = [];
+    for (let i = 0; i < array.length; i++) {
+      const item = plainCopy(array[i], depth + 1);
+      if (item === NOT_PLAIN) return NOT_PLAIN;
+      out.push(item);
     }
     return out;
   }
   if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
   if (Object.getOwnPropertySymbols(value).length > 0) return NOT_PLAIN;
+  // The spread reads each property once and copies the object's shape in one go (no property
+  // added one at a time); what it copied is checked, and what nests is replaced by its own copy.
   const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+  // A proxy may answer its keys differently the second time.
+  if (Object.getOwnPropertySymbols(out).length > 0) return NOT_PLAIN;
   for (const key of Object.keys(out)) {
     if (key === TAG) return NOT_PLAIN;
     const item = out[key];

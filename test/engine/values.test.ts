@@ -1,7 +1,7 @@
 // Values: what a continue hands back is exactly what the first attempt got, or the step fails clearly.
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/entries/index.js";
-import { decodeValue, encodeValue, tryEncode, Unencodable } from "../../src/payloads/values.js";
+import { decodeValue, encodeValue, encodeValueAndDecoded, NOT_DECODED, tryEncode, Unencodable } from "../../src/payloads/values.js";
 import { STORES } from "../helpers/stores.js";
 
 const RICH = {
@@ -99,6 +99,32 @@ describe("the value codec", () => {
     expect(tryEncode(chain)).toBeInstanceOf(Unencodable);
     expect((tryEncode({ s: Symbol("x") }) as Unencodable).found).toBe("a symbol (Symbol(x))");
     expect(tryEncode(Object.assign({ a: 1 }, { [Symbol("k")]: 1 }))).toBeInstanceOf(Unencodable);
+  });
+
+  it("what an encoding hands back is what decoding its text gives, for arrays and objects that only look plain", () => {
+    class Sub extends Array<number> {}
+    const species = Object.assign([1, 2], { constructor: { [Symbol.species]: Sub } });
+    const ownConstructor = Object.assign([1, 2], { constructor: "x" });
+    const nullProtoArray = Object.setPrototypeOf([1, 2], null) as unknown[];
+    const posingAsArray = Object.assign(Object.create(Array.prototype) as object, { 0: "x", length: 1 });
+    for (const value of [species, ownConstructor, nullProtoArray, { nested: [species, nullProtoArray] }]) {
+      const { text, decoded } = encodeValueAndDecoded(value, "v", { maxBytes: 1e6 });
+      expect(text).toContain("[1,2]");
+      const fromText = decodeValue(text);
+      if (decoded !== NOT_DECODED) expect(decoded).toStrictEqual(fromText);
+      expect(JSON.stringify(decoded === NOT_DECODED ? fromText : decoded)).toBe(JSON.stringify(fromText));
+    }
+    // An object posing as an array is not taken for one: it is refused, naming it.
+    expect(tryEncode(posingAsArray)).toMatchObject({ path: "$", found: "an instance of Array" });
+    // A key added to Object.prototype does not make every stored object read as a tag.
+    const polluted = Object.prototype as Record<string, unknown>;
+    polluted.$type = "undefined";
+    try {
+      const text = encodeValue({ a: { b: 1 }, s: "$type" }, "v", { maxBytes: 1e6 });
+      expect(decodeValue(text)).toEqual({ a: { b: 1 }, s: "$type" });
+    } finally {
+      delete polluted.$type;
+    }
   });
 
   it("a shared (not circular) reference is fine", () => {
