@@ -9,6 +9,8 @@ import { spawnNode, type ChildOutcome } from "../helpers/child.js";
 
 const WORKER = fileURLToPath(new URL("./fixtures/jsonl-worker.mjs", import.meta.url));
 const STALE_MS = 2000;
+/** The reader's own lockStaleMs: a read that waited for the dead holder's lock to go stale would take about a minute. */
+const READER_STALE_MS = 60_000;
 
 type Mode = "start" | "continue" | "get" | "many" | "kill-under-lock" | "kill-mid-append";
 
@@ -85,10 +87,12 @@ describe("jsonl store across processes", () => {
     expect(fs.existsSync(`${file}.lock`)).toBe(true);
     const lockedAt = fs.statSync(`${file}.lock`).mtimeMs;
 
-    // A read takes no lock, so it does not wait for the dead holder's.
-    const seen = await run(file, "r", "get");
+    // A read takes no lock, so it does not wait for the dead holder's. The reader counts a lock stale
+    // only after READER_STALE_MS, so the lock is live to it throughout, and a read that waited would
+    // take about that long: well past STALE_MS, the bound here.
+    const seen = await run(file, "r", "get", { LOCK_STALE_MS: String(READER_STALE_MS) });
     expect(seen.report?.view?.status).toBe("interrupted");
-    expect(seen.report!.view!.ms).toBeLessThan(STALE_MS / 2);
+    expect(seen.report!.view!.ms).toBeLessThan(STALE_MS);
 
     const second = await run(file, "r", "continue");
     expect(second.report?.result).toMatchObject({ status: "completed", attempt: 2 });

@@ -11,7 +11,8 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../
 describe("examples/schedules/every-second.mjs", () => {
   it("two copies on one store start each tick once between them", async () => {
     const db = tmpDb();
-    const run = () => spawnNode("examples/schedules/every-second.mjs", [db], { cwd: repoRoot, env: { RUN_FOR_MS: "2500" } }).done;
+    // Four seconds hold at least three tick boundaries, so two ticks come due even when a loaded machine is slow to start polling.
+    const run = () => spawnNode("examples/schedules/every-second.mjs", [db], { cwd: repoRoot, env: { RUN_FOR_MS: "4000" } }).done;
     const [a, b] = await Promise.all([run(), run()]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);

@@ -9,6 +9,15 @@ import { EVERY_STORE } from "../helpers/stores.js";
 
 const calls: string[] = [];
 
+/** Poll `check` until it holds; give up with a message naming `what` after `ms` (generous: a loaded machine is slow). */
+async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 const review = defineWorkflow({
   name: "review",
   async run(ctx, args: { pr: number; wait?: boolean; fail?: boolean }) {
@@ -80,8 +89,11 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     await engine.send("r2/review", "verdict", "lgtm");
     const stop = new AbortController();
     const working = engine.work({ pollMs: 20, signal: stop.signal });
-    for (let i = 0; i < 200 && (await engine.get("r2")).status !== "completed"; i++) await new Promise((r) => setTimeout(r, 10));
-    stop.abort();
+    try {
+      await until("the worker to complete r2", async () => (await engine.get("r2")).status === "completed");
+    } finally {
+      stop.abort();
+    }
     const { attempts } = await working;
     expect(attempts.map((a) => [a.id, a.status])).toEqual([
       ["r2/review", "completed"],
@@ -187,8 +199,11 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     clock.advance(61_000);
     const stop = new AbortController();
     const working = engine.work({ pollMs: 20, signal: stop.signal });
-    for (let i = 0; i < 200 && (await engine.get("r6")).status !== "timed-out"; i++) await new Promise((r) => setTimeout(r, 10));
-    stop.abort();
+    try {
+      await until("the worker to end r6 timed-out", async () => (await engine.get("r6")).status === "timed-out");
+    } finally {
+      stop.abort();
+    }
     await working;
     expect(await engine.get("r6")).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT" } });
     expect((await engine.get("r6/review")).status).toBe("waiting");

@@ -121,12 +121,14 @@ describe.each(STORES)("ownership (%s)", (_name, makeStore) => {
       clearInterval(renewer);
     }
     // Nobody renews it: taken over once this process has seen it unrenewed for its 400 ms, with a clock 2 h behind.
+    // Promptly: not after the 2 h the clock is off, nor after a period of the claimer's own leases
+    // (set to 100 s, under the longest a continue waits), so the bound can be generous.
     await leftBy(store, "abandoned", { host: "another-host", bootId: "b", pid: 1, processStart: 1 }, Date.now() + 400);
-    const behind = createEngine({ store, workflows: [noop], clock: { now: () => Date.now() - 2 * hour } });
+    const behind = createEngine({ store, workflows: [noop], clock: { now: () => Date.now() - 2 * hour }, leaseMs: 100_000 });
     const started = Date.now();
     expect(await behind.continue("abandoned")).toMatchObject({ status: "completed", attempt: 2 });
     expect(Date.now() - started).toBeGreaterThanOrEqual(350);
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it("another boot on the same host is judged by lease expiry only", async () => {

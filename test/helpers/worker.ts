@@ -6,8 +6,8 @@ import { spawnNode, type ChildOptions, type ChildOutcome, type ChildRun } from "
 const WORKER = fileURLToPath(new URL("../crash/fixtures/worker.mjs", import.meta.url));
 
 export interface WorkerOutcome extends ChildOutcome {
-  /** The last JSON line the worker printed: { result } or { refused }. */
-  report: { result?: Record<string, any>; refused?: { code: string; message: string } } | undefined;
+  /** The last JSON line the worker printed: { result } or { refused }, with { ms } under REPORT_MS. */
+  report: { result?: Record<string, any>; refused?: { code: string; message: string }; ms?: number } | undefined;
 }
 
 export interface WorkerRun extends ChildRun {
