@@ -14,6 +14,7 @@ import {
   ResultRejectedError,
   StepTimedOutError,
   toErrorInfo,
+  type SteplogError,
   type SteplogErrorDetails,
 } from "../base/errors.js";
 import { fault, faultArmed } from "../base/faults.js";
@@ -32,7 +33,7 @@ import { planStep, type Plan, type StepDecision } from "./plan.js";
 import type { StepOutcomeName } from "./tracing.js";
 import { handBack, supply } from "./hand-back.js";
 import { newRow, noteCallError, settle, thrownNow, writeOutcome, writeOutcomeLater } from "./step-log.js";
-import { markFailedStep, NO_OPTIONS, StopRequest, type AttemptState, type Identity, type StepCall } from "./state.js";
+import { markFailedStep, NO_OPTIONS, StopRequest, type AttemptState, type EndReason, type Identity, type StepCall } from "./state.js";
 
 export type { StepCall, Identity };
 
@@ -221,10 +222,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     for (let retry = 0; ; retry++) {
       // The attempt may have ended while the intent was being written: then the function is not called.
       const endedBefore = endReasonOf(state);
-      if (endedBefore) {
-        if (endedBefore.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(endedBefore.error, key));
-        throw endedBefore.error;
-      }
+      if (endedBefore) throw await endedUnderway(state, key, row, endedBefore);
       if (state.listening) state.emit({ type: "step-started", runId: state.runId, step: key, retry });
       row.calls++;
       const given = new CallInfo(state.runId, key, identity.idempotencyKey, state.number, retry, state.controller.signal, row);
@@ -323,24 +321,17 @@ async function afterFailedCall(
     await settle(state, key, row, "stopped", toErrorInfo(state.endReason?.error ?? error, key));
     throw error;
   }
-  if (state.endReason) {
-    if (state.endReason.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(state.endReason.error, key));
-    throw state.endReason.error;
-  }
+  if (state.endReason) throw await endedUnderway(state, key, row, state.endReason);
   const verdict = retry + 1 < policy.maxAttempts ? await askRetryIf(policy, error, retry) : { again: false as const };
   if (verdict.again) {
     await sleep(backoffDelay(policy, retry + 1), state.controller.signal);
     const ended = endReasonOf(state);
     if (!ended) return;
-    if (ended.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(ended.error, key));
-    throw ended.error;
+    throw await endedUnderway(state, key, row, ended);
   }
   // The predicate may have taken a while (it is awaited): an attempt that ended meanwhile says so.
   const endedWhileAsking = endReasonOf(state);
-  if (endedWhileAsking) {
-    if (endedWhileAsking.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(endedWhileAsking.error, key));
-    throw endedWhileAsking.error;
-  }
+  if (endedWhileAsking) throw await endedUnderway(state, key, row, endedWhileAsking);
   const info = toErrorInfo(error, key);
   if ("threw" in verdict && !(error instanceof Error && Object.hasOwn(error, "cause"))) {
     // A predicate that throws decides nothing: the step failed with its own error, the
@@ -350,6 +341,16 @@ async function afterFailedCall(
   }
   await settle(state, key, row, "failed", info, thrownNow(state));
   throw markFailedStep(error, key);
+}
+
+/**
+ * The attempt ended while the step was under way (before its call, or between calls): the step
+ * is recorded failed with the ending's error, unless the lease is lost (then nothing may be
+ * written), and that error is what it throws.
+ */
+async function endedUnderway(state: AttemptState, key: string, row: StepRow, ended: EndReason): Promise<SteplogError> {
+  if (ended.ending !== "lease-lost") await settle(state, key, row, "failed", toErrorInfo(ended.error, key));
+  return ended.error;
 }
 
 /**

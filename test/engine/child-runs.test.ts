@@ -6,17 +6,9 @@ import { describe, expect, it } from "vitest";
 import { ChildFailedError, createEngine, defineWorkflow, isSteplogError } from "../../src/entries/index.js";
 import { fakeClock } from "../../src/entries/testing.js";
 import { EVERY_STORE } from "../helpers/stores.js";
+import { until } from "../helpers/until.js";
 
 const calls: string[] = [];
-
-/** Poll `check` until it holds; give up with a message naming `what` after `ms` (generous: a loaded machine is slow). */
-async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 const review = defineWorkflow({
   name: "review",

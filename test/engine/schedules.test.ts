@@ -8,18 +8,11 @@ import { createEngine, defineWorkflow, type Engine, type WorkSummary } from "../
 import { fakeClock } from "../../src/entries/testing.js";
 import type { Store } from "../../src/store/types.js";
 import { EVERY_STORE, sameDataStores } from "../helpers/stores.js";
+import { until } from "../helpers/until.js";
 
 const at = (hour: number, minute = 0, second = 0) => Date.UTC(2030, 0, 1, hour, minute, second);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(what: string, condition: () => Promise<boolean> | boolean, ms = 8000): Promise<void> {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > ms) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 /** A worker on `engine` until stop() (which resolves with its summary). */
 function startWorker(engine: Engine, options: { concurrency?: number } = {}) {
