@@ -201,7 +201,7 @@ function toJson(value: unknown, trail: Segment[], seen: Set<object>): Json | Une
     }
     const proto = Object.getPrototypeOf(object) as object | null;
     if (proto !== Object.prototype && proto !== null) return builtinToJson(object, proto) ?? new Unencodable(pathOf(trail), describe(object));
-    if (Object.getOwnPropertySymbols(object).length > 0) return new Unencodable(pathOf(trail), "an object with symbol keys");
+    if (hasEnumerableSymbol(object)) return new Unencodable(pathOf(trail), "an object with symbol keys");
     const out: { [key: string]: Json } = {};
     for (const key of Object.keys(object)) {
       trail.push(key);
@@ -267,13 +267,22 @@ function plainObject(json: { [key: string]: Json }): Record<string, unknown> {
 /** Past this depth the plain check gives up and the full encoder (which finds cycles) decides. */
 const PLAIN_DEPTH_LIMIT = 64;
 
+/**
+ * An enumerable own symbol key would be lost (JSON has no symbols), so a value with one is
+ * refused; a non-enumerable property, symbol or string, is not part of the value, as for JSON.
+ */
+function hasEnumerableSymbol(object: object): boolean {
+  for (const symbol of Object.getOwnPropertySymbols(object)) if (Object.prototype.propertyIsEnumerable.call(object, symbol)) return true;
+  return false;
+}
+
 /** What plainCopy returns for a value JSON does not carry exactly. */
 const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
 
 /**
  * A copy of a value JSON.stringify encodes exactly, or NOT_PLAIN: strings, booleans, null,
  * finite numbers other than -0, plain arrays of those with no holes, and objects whose
- * prototype is Object.prototype or null, with no symbol keys, no "$type" key, no undefined
+ * prototype is Object.prototype or null, with no enumerable symbol keys, no "$type" key, no undefined
  * values and no toJSON. The copy is what JSON.parse of its text gives (plain objects and packed
  * arrays, keys in the same order), so it is what is recorded and what the step hands back
  * without parsing the text again; each property is read once, so a getter cannot make the two
@@ -312,11 +321,11 @@ function plainCopy(value: unknown, depth: number): unknown {
     return out;
   }
   if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
-  if (Object.getOwnPropertySymbols(value).length > 0) return NOT_PLAIN;
   // The spread reads each property once and copies the object's shape in one go (no property
   // added one at a time); what it copied is checked, and what nests is replaced by its own copy.
+  // It copies enumerable symbol keys too (a proxy's as it answered them): the copy is checked
+  // for them once, and the tagged encoder refuses them.
   const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
-  // A proxy may answer its keys differently the second time.
   if (Object.getOwnPropertySymbols(out).length > 0) return NOT_PLAIN;
   for (const key of Object.keys(out)) {
     if (key === TAG) return NOT_PLAIN;

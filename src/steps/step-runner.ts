@@ -65,7 +65,8 @@ function route(state: AttemptState, call: StepCall): Promise<unknown> {
   state.lastEntered = key;
   state.settings.hooks?.onEnter?.(key, call.name);
   if (state.plan.mode === "compensate") return replayForSaga(state, key, call);
-  const record = state.latest.get(key);
+  // A run's first attempt has no records: its fresh key is then never hashed.
+  const record = state.latest.size === 0 ? undefined : state.latest.get(key);
   const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
   const { decision, started, siblings } = planStep(state, {
     key,
@@ -215,7 +216,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     // The new row replaces an earlier record of the key; a key with none gets its row when the
     // step fails or stops (nothing reads an in-flight key's row, and adding then deleting a
     // Map's only entry rebuilds its table: an allocation a step).
-    if (state.latest.has(key)) state.latest.set(key, row);
+    if (state.latest.size !== 0 && state.latest.has(key)) state.latest.set(key, row);
     fault("after-intent", key);
 
     let value: unknown;
@@ -286,7 +287,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     state.ran++;
     // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
     // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
-    state.latest.delete(key);
+    if (state.latest.size !== 0) state.latest.delete(key);
     if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
     // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
     if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;

@@ -127,6 +127,22 @@ describe("the value codec", () => {
     }
   });
 
+  it("an enumerable symbol key is refused on both paths; a non-enumerable property, symbol or string, is not part of the value", () => {
+    const sym = Symbol("k");
+    // Plain, and beside a Date (the tagged encoder's path), at depth.
+    for (const wrap of [(o: object) => o, (o: object) => ({ when: new Date(0), inner: [o] })]) {
+      expect(tryEncode(wrap({ a: 1, [sym]: 1 }))).toMatchObject({ found: "an object with symbol keys" });
+      const hidden = Object.defineProperty(Object.defineProperty({ a: 1 }, sym, { value: 2, enumerable: false }), "b", { value: 3, enumerable: false });
+      const { text, decoded } = encodeValueAndDecoded(wrap(hidden), "v", { maxBytes: 1e6 });
+      const back = decodeValue(text);
+      expect(back).toStrictEqual(wrap({ a: 1 }));
+      if (decoded !== NOT_DECODED) expect(decoded).toStrictEqual(back);
+    }
+    // A proxy that shows a symbol key to the copy is refused like any object with one.
+    const proxy = new Proxy({ a: 1 }, { ownKeys: () => ["a", sym], getOwnPropertyDescriptor: (_t, k) => ({ value: k === sym ? 2 : 1, enumerable: true, configurable: true }) });
+    expect(tryEncode(proxy)).toBeInstanceOf(Unencodable);
+  });
+
   it("a shared (not circular) reference is fine", () => {
     const shared = { x: 1 };
     expect(decodeValue(encodeValue({ a: shared, b: shared }, "v", { maxBytes: 1e6 }))).toEqual({ a: { x: 1 }, b: { x: 1 } });

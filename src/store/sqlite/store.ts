@@ -294,7 +294,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   // The hot path: an intent and an outcome per step, queued as data (no closure a write) and
   // applied as one statement each with positional parameters, after the run's fence (checked
-  // once, see fencesChecked in writes.ts).
+  // once, see the fence generation in writes.ts).
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
     this.#writable(this.#open(true)!, fence.runId);
     return this.#queue!.enqueueOp(OP_INTENT, fence.runId, fence, step, true);
@@ -312,8 +312,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   #applyIntent(fence: Fence, s: StepRow): void {
     const writes = this.#writes!;
-    writes.fence(fence, "intent");
-    const slot = writes.runSlot(fence.runId);
+    const slot = writes.fencedSlot(fence, "intent");
     const num = slot === null ? null : slot.num;
     let rowid: number;
     if (s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null) {
@@ -357,13 +356,11 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   #applyOutcome(fence: Fence, o: StepOutcome): void {
-    const writes = this.#writes!;
-    writes.fence(fence, "outcome");
+    const slot = this.#writes!.fencedSlot(fence, "outcome");
     if (o.consumes) {
       const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
       if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
     }
-    const slot = writes.runSlot(fence.runId);
     const num = slot === null ? null : slot.num;
     const stmts = this.#stmts!;
     let changed: number;
@@ -394,14 +391,14 @@ class SqliteStoreImpl implements SqliteStore {
     this.#open(true);
     return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
       const writes = this.#writes!;
-      writes.runSlots.delete(fence.runId);
       writes.fence(fence, "attempt ending");
       this.#stmts!.endAttempt.run(end.ending, end.endedAt, end.error, end.reused ? JSON.stringify(end.reused) : null, fence.runId, end.attempt);
       writes.patchRun(fence.runId, end.run);
       if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
       this.#stmts!.releaseLease.run(end.endedAt, fence.runId);
-      // The lease is released (see fencesChecked in writes.ts): a later write of this attempt in the same batch must be refused.
-      writes.fencesChecked.delete(fence.runId);
+      // The lease is released: a later write of this attempt in the same batch must be refused
+      // (its fence checked again). The run's slot goes with it (its steps' rows are done).
+      writes.runSlots.delete(fence.runId);
     });
   }
 

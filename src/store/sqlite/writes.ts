@@ -23,16 +23,17 @@ export class SqliteWrites {
   /** Run id → its number in `runs` (which never changes) and its latest intent's row, for the runs this store writes steps of. */
   readonly runSlots = new Map<string, RunSlot>();
   /**
-   * Run id → the lease epoch its fence was last found at. A write transaction holds SQLite's
-   * write lock, so no other connection can move a lease until it commits; and between batches a
-   * lease moves only by a commit of another connection (which changes `PRAGMA data_version`) or
-   * by this connection's own claims and fence-outs (transactions outside the queue, which call
-   * forgetFences). So a check holds across batches until one of those happens: a run writing
-   * alone in one process checks its fence once, not once a step. A queued write that changes a
-   * lease row must forget that run's entry (endAttempt and a new run's insert do).
+   * Fences are checked once per run, not once a step: each run's slot keeps the lease epoch its
+   * fence was last found at, with the generation it was found in. A write transaction holds
+   * SQLite's write lock, so no other connection can move a lease until it commits; and between
+   * batches a lease moves only by a commit of another connection (which changes `PRAGMA
+   * data_version`) or by this connection's own claims and fence-outs (transactions outside the
+   * queue, which call forgetFences). Either starts a new generation, and every slot's check is
+   * stale. A queued write that changes a lease row forgets that run's check (forgetFence: a new
+   * run's insert; endAttempt drops the slot).
    */
-  readonly fencesChecked = new Map<string, number>();
-  /** data_version when fencesChecked was last known good, or -1: check every fence again. */
+  #fenceGeneration = 0;
+  /** data_version when the current generation began, or -1: start a new one at the next batch. */
   #dataVersion = -1;
   /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
   readonly insertNewRun: (run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow };
@@ -44,7 +45,7 @@ export class SqliteWrites {
     this.#s = stmts;
     this.insertNewRun = db.transaction((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Lease | { exists: RunRow } => {
       const s = this.#s;
-      this.fencesChecked.delete(run.id);
+      this.forgetFence(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
       s.insertRun.run(runInsertValues(run));
@@ -53,7 +54,7 @@ export class SqliteWrites {
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     });
     this.insertQueuedRun = db.transaction((run: RunRow, now: number): { queued: true } | { exists: RunRow } => {
-      this.fencesChecked.delete(run.id);
+      this.forgetFence(run.id);
       const existing = this.#taken(run);
       if (existing) return { exists: existing };
       this.#s.insertRun.run(runInsertValues(run));
@@ -130,21 +131,46 @@ export class SqliteWrites {
   beginBatch(): void {
     const version = this.#s.dataVersion.get() as number;
     if (version === this.#dataVersion) return;
-    this.fencesChecked.clear();
+    this.#fenceGeneration++;
     this.#dataVersion = version;
   }
 
   /** Before this connection's own claims and fence-outs, and after a batch that failed: check every fence again. */
   forgetFences(): void {
-    this.fencesChecked.clear();
+    this.#fenceGeneration++;
     this.#dataVersion = -1;
+  }
+
+  /** A write in this batch changed the run's lease row: a later write must check its fence again. */
+  forgetFence(runId: string): void {
+    const slot = this.runSlots.get(runId);
+    if (slot !== undefined) slot.fenceEpoch = -1;
   }
 
   /** Inside a batch: refuse the write unless the run's lease is still at this fence's epoch. */
   fence(fence: Fence, what: string): void {
-    if (this.fencesChecked.get(fence.runId) === fence.epoch) return;
+    const slot = this.runSlots.get(fence.runId);
+    if (slot !== undefined && slot.fenceEpoch === fence.epoch && slot.fenceGeneration === this.#fenceGeneration) return;
     this.#checkFence(fence, what);
-    this.fencesChecked.set(fence.runId, fence.epoch);
+    if (slot !== undefined) this.#fenceFound(slot, fence);
+  }
+
+  /**
+   * A step's write: the fence, as `fence`, and the run's slot (null when the run has no row or
+   * number: the fence has refused it by then) — one map lookup for both once the fence is known.
+   */
+  fencedSlot(fence: Fence, what: string): RunSlot | null {
+    const slot = this.runSlots.get(fence.runId);
+    if (slot !== undefined && slot.fenceEpoch === fence.epoch && slot.fenceGeneration === this.#fenceGeneration) return slot;
+    this.#checkFence(fence, what);
+    const found = slot ?? this.#newSlot(fence.runId);
+    if (found !== null) this.#fenceFound(found, fence);
+    return found;
+  }
+
+  #fenceFound(slot: RunSlot, fence: Fence): void {
+    slot.fenceEpoch = fence.epoch;
+    slot.fenceGeneration = this.#fenceGeneration;
   }
 
   #checkFence(fence: Fence, what: string): void {
@@ -154,21 +180,18 @@ export class SqliteWrites {
     }
   }
 
-  /** Inside a write transaction: what this connection knows of the run's rows, or null when the run has no row or number (the fence then refuses). */
-  runSlot(runId: string): RunSlot | null {
-    let slot = this.runSlots.get(runId);
-    if (slot === undefined) {
-      const row = this.#s.getRunNum.get(runId) as { num: number | null } | undefined;
-      if (!row || row.num === null) return null;
-      slot = new RunSlot(row.num);
-      this.runSlots.set(runId, slot);
-    }
+  #newSlot(runId: string): RunSlot | null {
+    const row = this.#s.getRunNum.get(runId) as { num: number | null } | undefined;
+    if (!row || row.num === null) return null;
+    const slot = new RunSlot(row.num);
+    this.runSlots.set(runId, slot);
     return slot;
   }
 }
 
 /**
- * A run's number, and the seq and rowid of the last intent this connection inserted for it: a
+ * A run's number; the lease epoch its fence was last found at (see SqliteWrites' fence
+ * generation); and the seq and rowid of the last intent this connection inserted for it: a
  * step's outcome usually follows its own intent, and is then found by rowid (one B-tree search)
  * rather than through the (run_num, seq) index (two). The rowid is a hint, checked against the
  * run and seq in the same statement; the index is the answer when it misses (a VACUUM may
@@ -176,6 +199,8 @@ export class SqliteWrites {
  * another run's).
  */
 export class RunSlot {
+  fenceEpoch = -1;
+  fenceGeneration = -1;
   lastSeq = -1;
   lastRowid = 0;
   constructor(readonly num: number) {}
