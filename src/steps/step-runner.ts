@@ -65,7 +65,7 @@ function route(state: AttemptState, call: StepCall): Promise<unknown> {
   state.lastEntered = key;
   state.settings.hooks?.onEnter?.(key, call.name);
   if (state.plan.mode === "compensate") return replayForSaga(state, key, call);
-  // A run's first attempt has no records: its fresh key is then never hashed.
+  // With no records to look in (a run's first attempt, most often), a fresh key is never hashed.
   const record = state.latest.size === 0 ? undefined : state.latest.get(key);
   const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
   const { decision, started, siblings } = planStep(state, {

@@ -391,14 +391,18 @@ class SqliteStoreImpl implements SqliteStore {
     this.#open(true);
     return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
       const writes = this.#writes!;
-      writes.fence(fence, "attempt ending");
-      this.#stmts!.endAttempt.run(end.ending, end.endedAt, end.error, end.reused ? JSON.stringify(end.reused) : null, fence.runId, end.attempt);
-      writes.patchRun(fence.runId, end.run);
-      if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
-      this.#stmts!.releaseLease.run(end.endedAt, fence.runId);
-      // The lease is released: a later write of this attempt in the same batch must be refused
-      // (its fence checked again). The run's slot goes with it (its steps' rows are done).
-      writes.runSlots.delete(fence.runId);
+      try {
+        writes.fence(fence, "attempt ending");
+        this.#stmts!.endAttempt.run(end.ending, end.endedAt, end.error, end.reused ? JSON.stringify(end.reused) : null, fence.runId, end.attempt);
+        writes.patchRun(fence.runId, end.run);
+        if (end.wakeOnEvent !== undefined) this.#stmts!.wakeOnEvent.run({ runId: fence.runId, name: end.wakeOnEvent, now: end.endedAt });
+        this.#stmts!.releaseLease.run(end.endedAt, fence.runId);
+      } finally {
+        // The attempt is over, its lease released or lost: a later write of it in the same batch
+        // must be refused (its fence checked again), and a worker that lost many runs keeps no
+        // slot for them. The run's slot goes (its steps' rows are done).
+        writes.runSlots.delete(fence.runId);
+      }
     });
   }
 
