@@ -23,7 +23,7 @@ import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { backoffDelay, retryPolicy } from "../workflow/retry-policy.js";
 import { validate } from "../workflow/schema.js";
 import type { StepOptions } from "../workflow/context.js";
-import type { Effect, StepRow } from "../store/types.js";
+import { EFFECTS, type Effect, type StepRow } from "../store/types.js";
 import { decodedOf, type Encoded } from "../payloads/payloads.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./waits.js";
@@ -37,7 +37,6 @@ import { markFailedStep, NO_OPTIONS, StopRequest, type AttemptState, type EndRea
 
 export type { StepCall, Identity };
 
-const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
 const POLICIES = ["redrive", "query", "compensate", "escalate"];
 
 /**

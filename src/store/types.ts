@@ -35,6 +35,9 @@ export type StepStatus = "intended" | "succeeded" | "failed" | "stopped" | "esca
 
 export type Effect = "read" | "idempotent" | "compensatable" | "irreversible";
 
+/** Every effect a step may declare. */
+export const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
+
 /** One run. `args`, `value` and `error` are encoded text. */
 export interface RunRow {
   id: string;

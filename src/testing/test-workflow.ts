@@ -9,12 +9,11 @@ import { createEngine, TEST_HOOKS, type ContinueOptions } from "../engine/engine
 import { InvalidOptionError, type ErrorInfo } from "../base/errors.js";
 import { checkKnownKeys, nearest, type KnownKeys } from "../base/options.js";
 import { memoryStore } from "../store/memory.js";
-import type { Effect, Store, StepRow } from "../store/types.js";
+import { EFFECTS, type Effect, type Store, type StepRow } from "../store/types.js";
 import { encodeValue } from "../payloads/values.js";
 import type { RunView, StepView } from "../commands/views.js";
 import type { StepInfo } from "../workflow/context.js";
 
-const EFFECTS: readonly Effect[] = ["read", "idempotent", "compensatable", "irreversible"];
 
 export interface EarlierAttempt {
   /** Succeeded records of attempt 1, by step key ("plan", "fetch#2"), in execution order. */

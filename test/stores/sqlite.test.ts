@@ -578,6 +578,40 @@ describe("sqlite store: group commit", () => {
     }
   });
 
+  it("each effect's intent is stored with its own effect, whether the intent takes the short statement or the full one", async () => {
+    const file = tmpDb();
+    const effects = ["read", "idempotent", "compensatable", "irreversible"] as const;
+    const seenInside: unknown[] = [];
+    const wf = defineWorkflow({
+      name: "effects",
+      version: "v'1",
+      async run(ctx) {
+        for (const effect of effects) {
+          await ctx.step(effect, { effect, compensate: async () => {} }, async ({ runId }) => {
+            // Inside the step: its intent is committed, with the effect and version it declared.
+            const db = new Database(file, { readonly: true });
+            try {
+              seenInside.push(db.prepare("SELECT effect, version, status FROM steps WHERE run_id = ? AND key = ?").get(runId, effect));
+            } finally {
+              db.close();
+            }
+            return effect;
+          });
+        }
+        return "done";
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file, durability: "process" }), workflows: [wf] });
+    try {
+      expect(await engine.start(wf, undefined, { id: "fx" })).toMatchObject({ status: "completed", value: "done" });
+      expect(seenInside).toEqual(effects.map((effect) => ({ effect, version: "v'1", status: "intended" })));
+      const run = await engine.get("fx");
+      expect(run?.steps.map((s) => [s.key, s.effect, s.status, s.version])).toEqual(effects.map((e) => [e, e, "succeeded", "v'1"]));
+    } finally {
+      await engine.close();
+    }
+  });
+
   it("a long run of fast steps still lets the event loop turn (timers: the lease's heartbeat, deadlines)", async () => {
     const wf = steps(3000);
     const engine = createEngine({ store: sqliteStore({ path: tmpDb(), durability: "process" }), workflows: [wf] });

@@ -20,6 +20,7 @@ import type {
   AttemptRow,
   ClaimJudge,
   ClaimResult,
+  Effect,
   Fence,
   FlowQuery,
   Lease,
@@ -315,15 +316,15 @@ class SqliteStoreImpl implements SqliteStore {
     const slot = writes.fencedSlot(fence, "intent");
     const num = slot === null ? null : slot.num;
     let rowid: number;
-    if (s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null) {
-      rowid = this.#stmts!.insertIntentAt.run(
+    const intent = s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null ? intentStatement(this.#stmts!, s.effect) : undefined;
+    if (intent !== undefined) {
+      rowid = intent.run(
         num,
         fence.runId,
         s.seq,
         s.attempt,
         s.key,
         s.name,
-        s.effect,
         s.idempotencyKey,
         s.version,
         s.intendedAt,
@@ -420,5 +421,21 @@ class SqliteStoreImpl implements SqliteStore {
     }
     if (this.#opened.snapshotDir) fs.rmSync(this.#opened.snapshotDir, { recursive: true, force: true });
     this.#closed = true;
+  }
+}
+
+/** The common intent's statement for an effect (a switch: most steps are idempotent, and a literal compares fastest). */
+function intentStatement(stmts: Statements, effect: Effect): Database.Statement | undefined {
+  switch (effect) {
+    case "idempotent":
+      return stmts.insertIntentIdempotent;
+    case "read":
+      return stmts.insertIntentRead;
+    case "compensatable":
+      return stmts.insertIntentCompensatable;
+    case "irreversible":
+      return stmts.insertIntentIrreversible;
+    default:
+      return undefined;
   }
 }
