@@ -14,7 +14,6 @@ import { encodeValue } from "../payloads/values.js";
 import type { RunView, StepView } from "../commands/views.js";
 import type { StepInfo } from "../workflow/context.js";
 
-
 export interface EarlierAttempt {
   /** Succeeded records of attempt 1, by step key ("plan", "fetch#2"), in execution order. */
   steps?: Record<string, unknown>;

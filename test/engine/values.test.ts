@@ -139,7 +139,10 @@ describe("the value codec", () => {
       if (decoded !== NOT_DECODED) expect(decoded).toStrictEqual(back);
     }
     // A proxy that shows a symbol key to the copy is refused like any object with one.
-    const proxy = new Proxy({ a: 1 }, { ownKeys: () => ["a", sym], getOwnPropertyDescriptor: (_t, k) => ({ value: k === sym ? 2 : 1, enumerable: true, configurable: true }) });
+    const proxy = new Proxy(
+      { a: 1 },
+      { ownKeys: () => ["a", sym], getOwnPropertyDescriptor: (_t, k) => ({ value: k === sym ? 2 : 1, enumerable: true, configurable: true }) },
+    );
     expect(tryEncode(proxy)).toBeInstanceOf(Unencodable);
   });
 
