@@ -20,7 +20,7 @@ import { bigStoreCase, buildBigStore } from "./cases/big-store.mjs";
 import { memoryCase } from "./cases/memory.mjs";
 import { jsonlCase, postgresCase } from "./cases/other-stores.mjs";
 import { testWorkflowCase } from "./cases/test-workflow.mjs";
-import { instructionsCase } from "./cases/instructions.mjs";
+import { concurrentInstructionsCase, instructionsCase } from "./cases/instructions.mjs";
 import { scaleOutCase } from "./cases/scale-out.mjs";
 import { scalingCase } from "./cases/scaling.mjs";
 
@@ -169,6 +169,22 @@ await section(1, "instructions per step (callgrind)", async () => {
     `${int(r.steady.rawPerStep)} instr./step`,
     `${int(r.steady.steplogPerStep)} instr./step`,
     times(r.steady.ratio),
+    "info",
+  );
+});
+
+await section(2, "instructions per step, runs at once (callgrind)", async () => {
+  const r = await concurrentInstructionsCase();
+  results.cases["2-instructions"] = r;
+  if (r.skipped) {
+    row("2. CPU instructions per step, runs at once (callgrind)", `skipped: ${r.skipped}`, "-", "-", "info");
+    return;
+  }
+  row(
+    `2. CPU instructions per step, ${r.runs} runs at once, process (callgrind), ${int(r.sizes[0])} → ${int(r.sizes[1])} steps; ratio raw ÷ steplog`,
+    `raw group commit ${int(r.rawPerStep)} instr./step`,
+    `${int(r.steplogPerStep)} instr./step`,
+    times(r.ratio),
     "info",
   );
 });
