@@ -11,6 +11,7 @@ import { judgeOwner } from "../ownership/owner.js";
 import { watchLease } from "../ownership/lease-watch.js";
 import { isLiveHere, markDone, markLive, type LiveToken } from "../ownership/live-attempts.js";
 import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
+import { NO_KEYS } from "../steps/handled-failures.js";
 import type { EngineSettings } from "../steps/settings.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { FlowQuery, RunRow, RunStatus, Store, StoredRun } from "../store/types.js";
@@ -146,8 +147,8 @@ export async function claimAndRun(
     mode,
     fromStep: options.fromStep,
     values: options.values,
-    redo: new Set(options.redo ?? []),
-    reuse: new Set(options.reuse ?? []),
+    redo: options.redo?.length ? new Set(options.redo) : NO_KEYS,
+    reuse: options.reuse?.length ? new Set(options.reuse) : NO_KEYS,
     // A run that has ever parked reuses its succeeded steps whatever the version: a deploy
     // while a run waits is normal.
     ignoreVersion: claimed.state.attempts.some((a) => a.ending === "waiting"),

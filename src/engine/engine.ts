@@ -9,6 +9,7 @@
 
 import { newRunId } from "./run-ids.js";
 import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
+import { NO_KEYS } from "../steps/handled-failures.js";
 import { NotReady } from "../ownership/claim.js";
 import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "../workflow/define-workflow.js";
 import type { EngineSettings } from "../steps/settings.js";
@@ -269,8 +270,8 @@ class SteplogEngine implements Engine {
       mode: "run",
       fromStep: undefined,
       values: undefined,
-      redo: new Set(),
-      reuse: new Set(),
+      redo: NO_KEYS,
+      reuse: NO_KEYS,
       ignoreVersion: false,
       deadline,
       signal: options.signal,

@@ -25,6 +25,13 @@ import type { AttemptRow, StepRow, StoredRun } from "../store/types.js";
 import { parseResolution, type Thrown } from "../workflow/step-resolution.js";
 
 /** Endings whose error names the step that brought them about. */
+/**
+ * An empty set of step keys, shared: most attempts have no handled failures and no keys to redo
+ * or reuse, and each empty Set an attempt holds while its run is in flight is a hash table the
+ * collector copies (a few hundred bytes a run, with a thousand runs at once).
+ */
+export const NO_KEYS: ReadonlySet<string> = new Set();
+
 const ENDED_BY_A_STEP = new Set(["failed", "stopped", "timed-out", "cancelled"]);
 
 /** What a failed row's resolution holds when its error was thrown into the workflow's code. */
@@ -61,9 +68,9 @@ export function handledFailures(steps: readonly StepRow[], attempts: readonly At
 }
 
 /** handledFailures for a stored run, decoding the attempts' errors it needs (through the engine's codec). */
-export async function findHandledFailures(stored: Pick<StoredRun, "steps" | "attempts">, payloads: Payloads): Promise<Set<string>> {
+export async function findHandledFailures(stored: Pick<StoredRun, "steps" | "attempts">, payloads: Payloads): Promise<ReadonlySet<string>> {
   const rows = candidates(stored.steps);
-  if (rows.length === 0) return new Set();
+  if (rows.length === 0) return NO_KEYS;
   const first = Math.min(...rows.map(({ thrown }) => thrown.attempt));
   const errors = new Map<number, ErrorInfo>();
   for (const a of stored.attempts) {

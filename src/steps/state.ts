@@ -13,6 +13,7 @@ import type { PlanState } from "./plan.js";
 import type { EngineSettings, ProgressEvent } from "./settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
 import type { AttemptTrace, StepSpan } from "./tracing.js";
+import { NO_KEYS } from "./handled-failures.js";
 
 /**
  * The keys of the steps in flight: a key per entry, one entry per add (a resolution and the run it
@@ -134,7 +135,7 @@ export class AttemptState implements PlanState {
   /** The step the previous attempt stopped at, if it stopped (read before the code runs: decoding is async). */
   previousStopStep: string | undefined;
   /** Keys whose current row is a failure the workflow handled: thrown again, not redone (handled-failures.ts). */
-  handled: ReadonlySet<string> = new Set();
+  handled: ReadonlySet<string> = NO_KEYS;
   /** Step names already found valid in this attempt (a loop calls the same name many times). */
   readonly checkedNames = new Set<string>();
   readonly controller = new AbortController();
@@ -143,7 +144,8 @@ export class AttemptState implements PlanState {
   /** Compensatable steps found by a saga's replay, in the order the code reached them. */
   readonly saga: SagaEntry[] = [];
   readonly #keyCounts = new Map<string, number>();
-  readonly #compensations = new Map<string, number>();
+  /** Made on the first compensation (most runs have none; see NO_KEYS). */
+  #compensations: Map<string, number> | undefined = undefined;
   nextSeq: number;
   /** Whether the start point has been reached: before it records are handed back, from it steps run. */
   started = false;
@@ -245,11 +247,11 @@ export class AttemptState implements PlanState {
 
   compensations(key: string): number {
     // Asked on every step's path; most runs never compensate.
-    return this.#compensations.size === 0 ? 0 : (this.#compensations.get(key) ?? 0);
+    return this.#compensations === undefined ? 0 : (this.#compensations.get(key) ?? 0);
   }
 
   addCompensation(key: string): void {
-    this.#compensations.set(key, this.compensations(key) + 1);
+    (this.#compensations ??= new Map()).set(key, this.compensations(key) + 1);
   }
 
   /** `${runId}:${key}`, and `…:2`, `…:3` once the step has been compensated. */
