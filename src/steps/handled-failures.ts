@@ -24,7 +24,6 @@ import type { Payloads } from "../payloads/payloads.js";
 import type { AttemptRow, StepRow, StoredRun } from "../store/types.js";
 import { parseResolution, type Thrown } from "../workflow/step-resolution.js";
 
-/** Endings whose error names the step that brought them about. */
 /**
  * An empty set of step keys, shared: most attempts have no handled failures and no keys to redo
  * or reuse, and each empty Set an attempt holds while its run is in flight is a hash table the
@@ -32,6 +31,7 @@ import { parseResolution, type Thrown } from "../workflow/step-resolution.js";
  */
 export const NO_KEYS: ReadonlySet<string> = new Set();
 
+/** Endings whose error names the step that brought them about. */
 const ENDED_BY_A_STEP = new Set(["failed", "stopped", "timed-out", "cancelled"]);
 
 /** What a failed row's resolution holds when its error was thrown into the workflow's code. */
