@@ -11,7 +11,7 @@ import { judgeOwner } from "../ownership/owner.js";
 import { watchLease } from "../ownership/lease-watch.js";
 import { isLiveHere, markDone, markLive, type LiveToken } from "../ownership/live-attempts.js";
 import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
-import { NO_KEYS } from "../steps/handled-failures.js";
+import { NO_KEYS } from "../steps/state.js";
 import type { EngineSettings } from "../steps/settings.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { FlowQuery, RunRow, RunStatus, Store, StoredRun } from "../store/types.js";

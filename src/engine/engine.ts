@@ -9,7 +9,7 @@
 
 import { newRunId } from "./run-ids.js";
 import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
-import { NO_KEYS } from "../steps/handled-failures.js";
+import { NO_KEYS } from "../steps/state.js";
 import { NotReady } from "../ownership/claim.js";
 import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "../workflow/define-workflow.js";
 import type { EngineSettings } from "../steps/settings.js";

@@ -282,8 +282,8 @@ const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
 /**
  * A copy of a value JSON.stringify encodes exactly, or NOT_PLAIN: strings, booleans, null,
  * finite numbers other than -0, plain arrays of those with no holes, and objects whose
- * prototype is Object.prototype or null, with no enumerable symbol keys, no "$type" key, no undefined
- * values and no toJSON. The copy is what JSON.parse of its text gives (plain objects and packed
+ * prototype is Object.prototype or null, with no enumerable symbol keys, no "$type" key, no
+ * undefined values and no toJSON. The copy is what JSON.parse of its text gives (plain objects and packed
  * arrays, keys in the same order), so it is what is recorded and what the step hands back
  * without parsing the text again; each property is read once, so a getter cannot make the two
  * differ.

@@ -23,13 +23,7 @@ import type { ErrorInfo } from "../base/errors.js";
 import type { Payloads } from "../payloads/payloads.js";
 import type { AttemptRow, StepRow, StoredRun } from "../store/types.js";
 import { parseResolution, type Thrown } from "../workflow/step-resolution.js";
-
-/**
- * An empty set of step keys, shared: most attempts have no handled failures and no keys to redo
- * or reuse, and each empty Set an attempt holds while its run is in flight is a hash table the
- * collector copies (a few hundred bytes a run, with a thousand runs at once).
- */
-export const NO_KEYS: ReadonlySet<string> = new Set();
+import { NO_KEYS } from "./state.js";
 
 /** Endings whose error names the step that brought them about. */
 const ENDED_BY_A_STEP = new Set(["failed", "stopped", "timed-out", "cancelled"]);

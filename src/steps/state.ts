@@ -13,7 +13,6 @@ import type { PlanState } from "./plan.js";
 import type { EngineSettings, ProgressEvent } from "./settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
 import type { AttemptTrace, StepSpan } from "./tracing.js";
-import { NO_KEYS } from "./handled-failures.js";
 
 /**
  * The keys of the steps in flight: a key per entry, one entry per add (a resolution and the run it
@@ -49,6 +48,13 @@ export class InFlight {
 
 /** The options of a step called without any (shared: never written to). */
 export const NO_OPTIONS: StepOptions = Object.freeze({});
+
+/**
+ * An empty set of step keys, shared: most attempts have no handled failures and no keys to redo
+ * or reuse, and each empty Set an attempt holds while its run is in flight is a hash table the
+ * collector copies (a few hundred bytes a run, with a thousand runs at once).
+ */
+export const NO_KEYS: ReadonlySet<string> = new Set();
 
 /** One ctx.step call as the protocol carries it. */
 export interface StepCall {

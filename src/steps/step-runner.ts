@@ -311,16 +311,14 @@ async function afterFailedCall(
   error: unknown,
   retry: number,
 ): Promise<void> {
-  // Every failed call's error is kept on the row, the ones a retry follows too.
-  if (!(error instanceof StopRequest)) {
-    const info = toErrorInfo(error, key);
-    call.span?.callFailed(row.calls, info);
-    await noteCallError(state, row, info);
-  }
   if (error instanceof StopRequest) {
     await settle(state, key, row, "stopped", toErrorInfo(state.endReason?.error ?? error, key));
     throw error;
   }
+  // Every failed call's error is kept on the row, the ones a retry follows too.
+  const callError = toErrorInfo(error, key);
+  call.span?.callFailed(row.calls, callError);
+  await noteCallError(state, row, callError);
   if (state.endReason) throw await endedUnderway(state, key, row, state.endReason);
   const verdict = retry + 1 < policy.maxAttempts ? await askRetryIf(policy, error, retry) : { again: false as const };
   if (verdict.again) {

@@ -150,7 +150,7 @@ export class SqliteWrites {
   /** Inside a batch: refuse the write unless the run's lease is still at this fence's epoch. */
   fence(fence: Fence, what: string): void {
     const slot = this.runSlots.get(fence.runId);
-    if (slot !== undefined && slot.fenceEpoch === fence.epoch && slot.fenceGeneration === this.#fenceGeneration) return;
+    if (slot !== undefined && this.#fenceKnown(slot, fence)) return;
     this.#checkFence(fence, what);
     if (slot !== undefined) this.#fenceFound(slot, fence);
   }
@@ -161,11 +161,16 @@ export class SqliteWrites {
    */
   fencedSlot(fence: Fence, what: string): RunSlot | null {
     const slot = this.runSlots.get(fence.runId);
-    if (slot !== undefined && slot.fenceEpoch === fence.epoch && slot.fenceGeneration === this.#fenceGeneration) return slot;
+    if (slot !== undefined && this.#fenceKnown(slot, fence)) return slot;
     this.#checkFence(fence, what);
     const found = slot ?? this.#newSlot(fence.runId);
     if (found !== null) this.#fenceFound(found, fence);
     return found;
+  }
+
+  /** The slot's fence was found at this epoch in the current generation: it still stands. */
+  #fenceKnown(slot: RunSlot, fence: Fence): boolean {
+    return slot.fenceEpoch === fence.epoch && slot.fenceGeneration === this.#fenceGeneration;
   }
 
   #fenceFound(slot: RunSlot, fence: Fence): void {
