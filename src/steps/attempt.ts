@@ -126,7 +126,7 @@ export class Attempt {
     state.emit({ type: "attempt-started", runId: state.runId, workflow: state.workflow.name, attempt: state.number, fromStep: state.plan.fromStep });
     try {
       state.handled = await findHandledFailures(state.stored, state.settings.payloads);
-      const settled = await Promise.race([this.#runCode(args), state.endedEarly.then(() => ({ kind: "ended" as const }))]);
+      const settled = await Promise.race([this.#runCode(args), state.endedEarly.then(ended)]);
       if (settled.kind !== "ended") await this.#drain();
       if (state.plan.mode === "compensate") return await this.#finishSaga();
       return await this.#finish(settled);
@@ -137,16 +137,22 @@ export class Attempt {
     }
   }
 
-  async #runCode(args: unknown): Promise<{ kind: "returned"; value: unknown } | { kind: "threw"; error: unknown }> {
+  /**
+   * The workflow's code, run to how it settled. Not an async function: the attempt waits here for
+   * the whole run, and a suspended async frame (its registers, its promise, its await's closures)
+   * is held by every run in flight.
+   */
+  #runCode(args: unknown): Promise<Settled> {
+    let running: unknown;
     try {
       const ctx = contextFor(this.state);
       const trace = this.state.trace;
       // Traced: the workflow's code runs with the attempt's span active, so the app's own spans hang from it.
-      const value = await (trace ? trace.activate(() => this.state.workflow.run(ctx, args as never)) : this.state.workflow.run(ctx, args as never));
-      return { kind: "returned", value };
+      running = trace ? trace.activate(() => this.state.workflow.run(ctx, args as never)) : this.state.workflow.run(ctx, args as never);
     } catch (error) {
-      return { kind: "threw", error };
+      return Promise.resolve(threw(error));
     }
+    return Promise.resolve(running).then(returned, threw);
   }
 
   /** Wait for steps the code did not await before it returned. */
@@ -185,7 +191,7 @@ export class Attempt {
     return cleanups;
   }
 
-  async #finish(settled: { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "ended" }): Promise<RunResult> {
+  async #finish(settled: Settled | { kind: "ended" }): Promise<RunResult> {
     let ending: AttemptEnding;
     let error: ErrorInfo | undefined;
     let valueText: { plain: string; stored: string } | null = null;
@@ -359,6 +365,14 @@ export class Attempt {
     return { id: this.state.runId, status: "failed", runStatus, error: info, attempt: this.state.number };
   }
 }
+
+/** How the workflow's code settled. */
+type Settled = { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown };
+
+// Shared, so settling a run's code makes no closures of its own.
+const returned = (value: unknown): Settled => ({ kind: "returned", value });
+const threw = (error: unknown): Settled => ({ kind: "threw", error });
+const ended = () => ({ kind: "ended" as const });
 
 function earliest(a: number | undefined, b: number | undefined): number | null {
   if (a === undefined) return b ?? null;

@@ -140,7 +140,7 @@ async function mockedChild(state: AttemptState, key: string, id: string, workflo
     idempotencyKey: `${state.runId}:${key}`,
     attempt: state.number,
     retry: 0,
-    signal: state.controller.signal,
+    signal: state.signal,
     usage: () => {},
     child: id,
   });

@@ -12,34 +12,51 @@ import { child, startChild } from "./children.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 
 export function contextFor(state: AttemptState): WorkflowContext {
-  return {
-    runId: state.runId,
-    attempt: state.number,
-    signal: state.controller.signal,
-    step(name: string, optionsOrFn: StepOptions | StepFunction<unknown>, maybeFn?: StepFunction<unknown>) {
+  return new AttemptContext(state) as unknown as WorkflowContext;
+}
+
+/**
+ * A class, not an object literal: `signal` is a getter (the attempt's controller is made when
+ * first asked for, state.ts), and V8 keeps a literal with an accessor as a dictionary. The
+ * methods are own closures over the attempt, so `const { step } = ctx` keeps working.
+ */
+class AttemptContext {
+  readonly runId: string;
+  readonly attempt: number;
+  readonly step: (name: string, optionsOrFn: StepOptions | StepFunction<unknown>, maybeFn?: StepFunction<unknown>) => Promise<unknown>;
+  readonly waitForEvent: (name: string, options?: { schema?: never; timeoutMs?: number }) => Promise<unknown>;
+  readonly child: (name: string, workflow: Workflow, args: unknown, options?: { id?: string }) => Promise<unknown>;
+  readonly startChild: (name: string, workflow: Workflow, args: unknown, options?: { id?: string }) => ReturnType<typeof startChild>;
+  readonly sleep: (name: string, msOrDate: number | Date) => Promise<void>;
+  readonly stop: (reason: string) => never;
+  readonly [IN_SIBLING_WINDOW]: () => number | undefined;
+  readonly #state: AttemptState;
+
+  constructor(state: AttemptState) {
+    this.runId = state.runId;
+    this.attempt = state.number;
+    this.#state = state;
+    this.step = (name, optionsOrFn, maybeFn) => {
       // Every field set here, in one order: each step's call has the same shape (its position and span are filled in later).
       const call: StepCall =
         typeof optionsOrFn === "function"
           ? { name, options: NO_OPTIONS, fn: optionsOrFn, position: undefined, span: undefined }
           : { name, options: optionsOrFn ?? NO_OPTIONS, fn: maybeFn!, position: undefined, span: undefined };
       return runStep(state, call);
-    },
-    waitForEvent(name: string, options?: { schema?: never; timeoutMs?: number }) {
-      return waitForEvent(state, name, options);
-    },
-    child(name: string, workflow: Workflow, args: unknown, options?: { id?: string }) {
-      return child(state, name, workflow, args, options);
-    },
-    startChild(name: string, workflow: Workflow, args: unknown, options?: { id?: string }) {
-      return startChild(state, name, workflow, args, options);
-    },
-    sleep(name: string, msOrDate: number | Date) {
-      return sleep(state, name, msOrDate);
-    },
-    stop(reason: string): never {
+    };
+    this.waitForEvent = (name, options) => waitForEvent(state, name, options);
+    this.child = (name, workflow, args, options) => child(state, name, workflow, args, options);
+    this.startChild = (name, workflow, args, options) => startChild(state, name, workflow, args, options);
+    this.sleep = (name, msOrDate) => sleep(state, name, msOrDate);
+    this.stop = (reason) => {
       state.endWith("stopped", state.stopError(String(reason)));
       throw new StopRequest(String(reason));
-    },
-    [IN_SIBLING_WINDOW]: () => (state.siblingsOf !== undefined ? state.newestReused : undefined),
-  } as WorkflowContext;
+    };
+    this[IN_SIBLING_WINDOW] = () => (state.siblingsOf !== undefined ? state.newestReused : undefined);
+  }
+
+  /** Made when first read: most workflows never look at it. */
+  get signal(): AbortSignal {
+    return this.#state.signal;
+  }
 }

@@ -12,6 +12,7 @@ import type { StepFunction, StepInfo, StepOptions } from "../workflow/context.js
 import type { PlanState } from "./plan.js";
 import type { EngineSettings, ProgressEvent } from "./settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
+import { checkName } from "../workflow/names.js";
 import type { AttemptTrace, StepSpan } from "./tracing.js";
 
 /**
@@ -55,6 +56,9 @@ export const NO_OPTIONS: StepOptions = Object.freeze({});
  * collector copies (a few hundred bytes a run, with a thousand runs at once).
  */
 export const NO_KEYS: ReadonlySet<string> = new Set();
+
+/** No step rows: an attempt's latest rows before it keeps any (shared: never written to). */
+const NO_ROWS: ReadonlyMap<string, StepRow> = new Map();
 
 /** One ctx.step call as the protocol carries it. */
 export interface StepCall {
@@ -123,7 +127,11 @@ export class AttemptState implements PlanState {
    * no earlier record (its row comes in once a failed or stopped outcome of it is written; a row
    * whose outcome was never written, its attempt cut short, stays out).
    */
-  readonly latest = new Map<string, StepRow>();
+  get latest(): ReadonlyMap<string, StepRow> {
+    return this.#latest ?? NO_ROWS;
+  }
+  /** Made for the first row kept (a run's first attempt often has none: no empty table held while it runs). */
+  #latest: Map<string, StepRow> | undefined = undefined;
   /**
    * Steps whose function ran to an outcome in this attempt, and cut-off records settled by their
    * policy, counted (not kept: with many runs at once, every key a running attempt kept would be
@@ -142,9 +150,12 @@ export class AttemptState implements PlanState {
   previousStopStep: string | undefined;
   /** Keys whose current row is a failure the workflow handled: thrown again, not redone (handled-failures.ts). */
   handled: ReadonlySet<string> = NO_KEYS;
-  /** Step names already found valid in this attempt (a loop calls the same name many times). */
-  readonly checkedNames = new Set<string>();
-  readonly controller = new AbortController();
+  /**
+   * The signal's controller, made when first asked for (`ctx.signal`, a step's `info.signal`, a
+   * retry's back-off): with many runs in flight, each unused one is an event target and two hash
+   * tables the collector copies.
+   */
+  #controller: AbortController | undefined = undefined;
   /** What the run parked on, when the attempt ends `waiting`. */
   parkedOn: WaitingFor | undefined;
   /** Compensatable steps found by a saga's replay, in the order the code reached them. */
@@ -187,10 +198,20 @@ export class AttemptState implements PlanState {
     this.number = lease.attempt;
     this.fence = lease;
     for (const row of stored.steps) {
-      this.latest.set(row.key, row);
+      this.keepLatest(row);
       if (row.status === "compensated") this.addCompensation(row.key);
     }
     this.nextSeq = (stored.steps.at(-1)?.seq ?? 0) + 1;
+  }
+
+  /** Make `row` its key's latest row. */
+  keepLatest(row: StepRow): void {
+    (this.#latest ??= new Map()).set(row.key, row);
+  }
+
+  /** Forget a key's latest row (a step that succeeded in this attempt: nothing reads it again). */
+  dropLatest(key: string): void {
+    if (this.#latest !== undefined && this.#latest.size !== 0) this.#latest.delete(key);
   }
 
   get version(): string | null {
@@ -227,11 +248,20 @@ export class AttemptState implements PlanState {
     }
   }
 
-  /** The next key for a step name in call order: name, name#2, name#3, … */
+  /**
+   * The next key for a step name in call order: name, name#2, name#3, … A name is checked the
+   * first time it is entered (a loop calls the same name many times); an invalid one throws
+   * before it counts.
+   */
   nextKey(name: string): string {
-    const n = (this.#keyCounts.get(name) ?? 0) + 1;
-    this.#keyCounts.set(name, n);
-    return n === 1 ? name : `${name}#${n}`;
+    const seen = this.#keyCounts.get(name);
+    if (seen === undefined) {
+      checkName("step name", name);
+      this.#keyCounts.set(name, 1);
+      return name;
+    }
+    this.#keyCounts.set(name, seen + 1);
+    return `${name}#${seen + 1}`;
   }
 
   /** Whether a step of this name was entered in this attempt. */
@@ -267,11 +297,20 @@ export class AttemptState implements PlanState {
     return compensations === 0 ? base : `${base}:${compensations + 1}`;
   }
 
+  /** The attempt's abort signal (`ctx.signal`): aborted when the attempt ends early, with the reason. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.endReason) this.#controller.abort(this.endReason.error);
+    }
+    return this.#controller.signal;
+  }
+
   /** End the attempt early: no step starts after this, and the signal is aborted. */
   endWith(ending: EndReason["ending"], error: SteplogError): void {
     if (this.endReason) return;
     this.endReason = { ending, error };
-    this.controller.abort(error);
+    this.#controller?.abort(error);
     this.checkEarlyEnd();
   }
 

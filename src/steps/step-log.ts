@@ -55,7 +55,7 @@ export function outcomeOf(row: StepRow): StepOutcome {
  */
 export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
   return state.settings.store.writeIntent(state.fence, row).then(
-    () => void state.latest.set(row.key, row),
+    () => state.keepLatest(row),
     (error: unknown) => {
       throw state.writeFailed(error);
     },
@@ -66,7 +66,7 @@ export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
 export function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepOutcome["consumes"]): Promise<void> {
   const outcome = outcomeOf(row);
   return state.settings.store.writeOutcome(state.fence, consumes ? { ...outcome, consumes } : outcome).then(
-    () => void state.latest.set(row.key, row),
+    () => state.keepLatest(row),
     (error: unknown) => {
       throw state.writeFailed(error);
     },

@@ -18,7 +18,6 @@ import {
   type SteplogErrorDetails,
 } from "../base/errors.js";
 import { fault, faultArmed } from "../base/faults.js";
-import { checkName } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { backoffDelay, retryPolicy } from "../workflow/retry-policy.js";
 import { validate } from "../workflow/schema.js";
@@ -54,10 +53,6 @@ export function runStep(state: AttemptState, call: StepCall): Promise<unknown> {
 
 function route(state: AttemptState, call: StepCall): Promise<unknown> {
   state.assertRunning();
-  if (!state.checkedNames.has(call.name)) {
-    checkName("step name", call.name);
-    state.checkedNames.add(call.name);
-  }
   checkOptions(state, call);
   const key = state.nextKey(call.name);
   call.position = state.entered++;
@@ -215,7 +210,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     // The new row replaces an earlier record of the key; a key with none gets its row when the
     // step fails or stops (nothing reads an in-flight key's row, and adding then deleting a
     // Map's only entry rebuilds its table: an allocation a step).
-    if (state.latest.size !== 0 && state.latest.has(key)) state.latest.set(key, row);
+    if (state.latest.size !== 0 && state.latest.has(key)) state.keepLatest(row);
     fault("after-intent", key);
 
     let value: unknown;
@@ -225,7 +220,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
       if (endedBefore) throw await endedUnderway(state, key, row, endedBefore);
       if (state.listening) state.emit({ type: "step-started", runId: state.runId, step: key, retry });
       row.calls++;
-      const given = new CallInfo(state.runId, key, identity.idempotencyKey, state.number, retry, state.controller.signal, row);
+      const given = new CallInfo(state, key, identity.idempotencyKey, retry, row);
       if (identity.previous) given.previous = identity.previous;
       let error: unknown;
       if (call.options.timeoutMs !== undefined || state.settings.hooks !== undefined || call.span !== undefined) {
@@ -244,7 +239,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
           threw = true;
           error = thrown;
         }
-        if (given.onParentAbort) given.parent.removeEventListener("abort", given.onParentAbort);
+        given.release();
         if (!threw) break;
       }
       // Returns when the step is to be called again (after its backoff); else throws its error.
@@ -286,7 +281,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     state.ran++;
     // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
     // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
-    if (state.latest.size !== 0) state.latest.delete(key);
+    state.dropLatest(key);
     if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
     // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
     if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;
@@ -322,7 +317,7 @@ async function afterFailedCall(
   if (state.endReason) throw await endedUnderway(state, key, row, state.endReason);
   const verdict = retry + 1 < policy.maxAttempts ? await askRetryIf(policy, error, retry) : { again: false as const };
   if (verdict.again) {
-    await sleep(backoffDelay(policy, retry + 1), state.controller.signal);
+    await sleep(backoffDelay(policy, retry + 1), state.signal);
     const ended = endReasonOf(state);
     if (!ended) return;
     throw await endedUnderway(state, key, row, ended);
@@ -407,29 +402,35 @@ function addUsage(row: StepRow, used: Usage): void {
  * call on every step's path, and V8 builds literals with accessors the slow way.
  */
 class CallInfo implements StepInfo {
+  readonly runId: string;
+  readonly attempt: number;
   previous?: StepInfo["previous"];
   /** The call's own signal, a child of the attempt's, made when first asked for (most steps never look at it). */
   controller: AbortController | undefined = undefined;
+  /** The attempt's signal, once the call's own was made from it, and what forwards its abort. */
+  parent: AbortSignal | undefined = undefined;
   onParentAbort: (() => void) | undefined = undefined;
   /** Kept as an own property (not a method or getter) so `const { usage } = info` and `{ ...info }` keep it. */
   readonly usage: (used: Usage) => void;
+  readonly #state: AttemptState;
 
   constructor(
-    readonly runId: string,
+    state: AttemptState,
     readonly step: string,
     readonly idempotencyKey: string,
-    readonly attempt: number,
     readonly retry: number,
-    readonly parent: AbortSignal,
     row: StepRow,
   ) {
+    this.runId = state.runId;
+    this.attempt = state.number;
+    this.#state = state;
     this.usage = (used: Usage) => addUsage(row, used);
   }
 
   get signal(): AbortSignal {
     if (!this.controller) {
       const child = new AbortController();
-      const parent = this.parent;
+      const parent = (this.parent = this.#state.signal);
       this.controller = child;
       this.onParentAbort = () => child.abort(parent.reason);
       if (parent.aborted) this.onParentAbort();
@@ -437,11 +438,15 @@ class CallInfo implements StepInfo {
     }
     return this.controller.signal;
   }
+
+  /** The call is over: the attempt's signal no longer forwards its abort to the call's. */
+  release(): void {
+    if (this.onParentAbort) this.parent!.removeEventListener("abort", this.onParentAbort);
+  }
 }
 
 /** A call with a timeout, test hooks or a span. */
 async function callWatched(state: AttemptState, key: string, call: StepCall, info: CallInfo): Promise<CallResult> {
-  const parent = info.parent;
   const timeoutMs = call.options.timeoutMs;
   let timedOut: StepTimedOutError | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -464,7 +469,7 @@ async function callWatched(state: AttemptState, key: string, call: StepCall, inf
     return { ok: false, error: timedOut && !(error instanceof StopRequest) ? timedOut : error };
   } finally {
     if (timer) clearTimeout(timer);
-    if (info.onParentAbort) parent.removeEventListener("abort", info.onParentAbort);
+    info.release();
   }
 }
 

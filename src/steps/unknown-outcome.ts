@@ -229,7 +229,7 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
   }
   state.addCompensation(key);
   // The key's current row is the compensation (the cut-off row, settled above, lies under it).
-  state.latest.set(key, done);
+  state.keepLatest(done);
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "compensate", found: "unknown" });
   return { kind: "run", identity: { idempotencyKey: state.idempotencyKeyFor(key), previous: previousOf(record) } };
 }

@@ -79,8 +79,7 @@ export async function enterWait(
   more?: (key: string) => Partial<WaitingFor>,
 ): Promise<{ key: string; row: StepRow; created: boolean; previous: StepRow | undefined } | { key: string; reused: unknown }> {
   state.assertRunning();
-  // A wait's name becomes its step key (name#2 for repeats), so it follows the step-name rule.
-  checkName("step name", name);
+  // A wait's name becomes its step key (name#2 for repeats), so it follows the step-name rule (nextKey checks it).
   const key = state.nextKey(name);
   const position = state.entered++;
   state.lastEntered = key;

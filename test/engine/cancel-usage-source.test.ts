@@ -4,6 +4,29 @@ import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { STORES } from "../helpers/stores.js";
 
 describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {
+  it("ctx.signal first read after the attempt ended early is already aborted, with the ending as its reason; `const { signal, step } = ctx` works", async () => {
+    const seen: Array<[boolean, string | undefined]> = [];
+    const workflow = defineWorkflow({
+      name: "late-signal",
+      async run(ctx) {
+        const { step, stop } = ctx;
+        await step("first", async () => 1);
+        try {
+          stop("enough for now");
+        } catch {
+          // The stop request is thrown through the code; caught here to read the signal after it.
+        }
+        // Nothing asked for the attempt's signal before the stop.
+        const { signal } = ctx;
+        seen.push([signal.aborted, (signal.reason as { code?: string } | undefined)?.code]);
+        return null;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "late" })).toMatchObject({ status: "stopped", error: { code: "STOPPED" } });
+    expect(seen).toEqual([[true, "STOPPED"]]);
+  });
+
   it("cancel(id) of a run this engine runs: the attempt ends cancelled, the step's signal aborted; a continue goes on", async () => {
     let release = false;
     let entered!: () => void;
