@@ -485,21 +485,37 @@ class SteplogEngine implements Engine {
     });
   }
 
+  /**
+   * An attempt run here, known as running until it (and a saga that follows it) ends. Plain
+   * handlers rather than an async wrapper or then-then-finally: every run in flight holds them.
+   */
   #runAttempt(attempt: Attempt, args: unknown): Promise<RunResult> {
-    const done = attempt.run(args).then((result) => this.#afterFailure(attempt, result));
+    const done: Promise<RunResult> = attempt.run(args).then(
+      (result) => {
+        if (!needsSaga(attempt, result)) {
+          this.#ended(entry);
+          return result;
+        }
+        return this.#compensateAfter(result).finally(() => this.#ended(entry));
+      },
+      (error: unknown) => {
+        this.#ended(entry);
+        throw error;
+      },
+    );
     const entry = { attempt, done };
     this.#running.add(entry);
     this.#signals?.install();
-    return done.finally(() => {
-      this.#running.delete(entry);
-      if (this.#running.size === 0) this.#signals?.uninstall();
-    });
+    return done;
+  }
+
+  #ended(entry: { attempt: Attempt; done: Promise<RunResult> }): void {
+    this.#running.delete(entry);
+    if (this.#running.size === 0) this.#signals?.uninstall();
   }
 
   /** onFailure: "compensate": a failed attempt is followed at once by the saga (unless past the pivot). */
-  async #afterFailure(attempt: Attempt, result: RunResult): Promise<RunResult> {
-    if (attempt.plan.mode !== "run" || attempt.workflow.onFailure !== "compensate" || result.status !== "failed" || result.error?.code === "LEASE_LOST")
-      return result;
+  async #compensateAfter(result: RunResult): Promise<RunResult> {
     try {
       const saga = await claimAndRun(this.#claims, result.id, "compensate", {}, undefined);
       return saga.status === "compensated" ? { ...result, runStatus: "compensated" } : result;
@@ -554,3 +570,8 @@ class SteplogEngine implements Engine {
 }
 
 export type { RunResult, RecoveredRun, Escalation, Resolution, SendOptions, Delivery, WorkOptions, WorkSummary, ScheduleView, SchedulesOptions };
+
+/** Whether a failed attempt is followed at once by the saga (onFailure: "compensate"; not after a lost lease). */
+function needsSaga(attempt: Attempt, result: RunResult): boolean {
+  return attempt.plan.mode === "run" && attempt.workflow.onFailure === "compensate" && result.status === "failed" && result.error?.code !== "LEASE_LOST";
+}

@@ -126,7 +126,11 @@ export class Attempt {
     state.emit({ type: "attempt-started", runId: state.runId, workflow: state.workflow.name, attempt: state.number, fromStep: state.plan.fromStep });
     try {
       state.handled = await findHandledFailures(state.stored, state.settings.payloads);
-      const settled = await Promise.race([this.#runCode(args), state.endedEarly.then(ended)]);
+      // Whichever comes first: the code settles, or the attempt ends early with nothing in flight.
+      const settled = await new Promise<Settled | Ended>((resolve) => {
+        this.#runCode(args, resolve);
+        state.whenEndedEarly(() => resolve(ENDED));
+      });
       if (settled.kind !== "ended") await this.#drain();
       if (state.plan.mode === "compensate") return await this.#finishSaga();
       return await this.#finish(settled);
@@ -138,11 +142,11 @@ export class Attempt {
   }
 
   /**
-   * The workflow's code, run to how it settled. Not an async function: the attempt waits here for
+   * The workflow's code, run until it settles; `settle` is told how. Not an async function: the attempt waits here for
    * the whole run, and a suspended async frame (its registers, its promise, its await's closures)
    * is held by every run in flight.
    */
-  #runCode(args: unknown): Promise<Settled> {
+  #runCode(args: unknown, settle: (settled: Settled) => void): void {
     let running: unknown;
     try {
       const ctx = contextFor(this.state);
@@ -150,9 +154,12 @@ export class Attempt {
       // Traced: the workflow's code runs with the attempt's span active, so the app's own spans hang from it.
       running = trace ? trace.activate(() => this.state.workflow.run(ctx, args as never)) : this.state.workflow.run(ctx, args as never);
     } catch (error) {
-      return Promise.resolve(threw(error));
+      return settle(threw(error));
     }
-    return Promise.resolve(running).then(returned, threw);
+    Promise.resolve(running).then(
+      (value) => settle(returned(value)),
+      (error: unknown) => settle(threw(error)),
+    );
   }
 
   /** Wait for steps the code did not await before it returned. */
@@ -191,7 +198,7 @@ export class Attempt {
     return cleanups;
   }
 
-  async #finish(settled: Settled | { kind: "ended" }): Promise<RunResult> {
+  async #finish(settled: Settled | Ended): Promise<RunResult> {
     let ending: AttemptEnding;
     let error: ErrorInfo | undefined;
     let valueText: { plain: string; stored: string } | null = null;
@@ -369,10 +376,12 @@ export class Attempt {
 /** How the workflow's code settled. */
 type Settled = { kind: "returned"; value: unknown } | { kind: "threw"; error: unknown };
 
-// Shared, so settling a run's code makes no closures of its own.
+/** The attempt ended early (a cancel, a deadline, a stop, a lost lease) with nothing in flight. */
+type Ended = { kind: "ended" };
+const ENDED: Ended = { kind: "ended" };
+
 const returned = (value: unknown): Settled => ({ kind: "returned", value });
 const threw = (error: unknown): Settled => ({ kind: "threw", error });
-const ended = () => ({ kind: "ended" as const });
 
 function earliest(a: number | undefined, b: number | undefined): number | null {
   if (a === undefined) return b ?? null;

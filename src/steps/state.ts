@@ -183,9 +183,8 @@ export class AttemptState implements PlanState {
   endReason: EndReason | undefined;
   /** The attempt's OpenTelemetry span (tracing.ts); undefined when the engine does not trace. */
   trace: AttemptTrace | undefined;
-  #settleEarly!: () => void;
-  /** Settles once the attempt has ended early and nothing is in flight any more. */
-  readonly endedEarly = new Promise<void>((resolve) => (this.#settleEarly = resolve));
+  /** Told once the attempt has ended early and nothing is in flight any more (set by the attempt: whenEndedEarly). */
+  #onEndedEarly: (() => void) | undefined = undefined;
 
   constructor(
     readonly settings: EngineSettings,
@@ -321,7 +320,17 @@ export class AttemptState implements PlanState {
   }
 
   checkEarlyEnd(): void {
-    if (this.endReason && this.inFlight.size === 0) this.#settleEarly();
+    if (this.endReason && this.inFlight.size === 0) this.#onEndedEarly?.();
+  }
+
+  /**
+   * Call `then` once the attempt has ended early and nothing is in flight (now, if it has). A
+   * callback rather than a promise raced against the code's: a run in flight holds one closure,
+   * not a promise and the race's reactions.
+   */
+  whenEndedEarly(then: () => void): void {
+    this.#onEndedEarly = then;
+    this.checkEarlyEnd();
   }
 
   assertRunning(): void {
