@@ -27,6 +27,25 @@ describe.each(STORES)("cancel, usage and source (%s)", (_name, makeStore) => {
     expect(seen).toEqual([[true, "STOPPED"]]);
   });
 
+  it("a start whose signal is already aborted ends cancelled before any step's function is called; a continue runs it", async () => {
+    let calls = 0;
+    const workflow = defineWorkflow({
+      name: "pre-aborted",
+      async run(ctx) {
+        return ctx.step("only", async () => ++calls);
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    const controller = new AbortController();
+    controller.abort(new Error("stopped before it began"));
+    const result = await engine.start(workflow, undefined, { id: "pre", signal: controller.signal });
+    expect(result).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED" } });
+    expect(result.error!.message).toContain("stopped before it began");
+    expect(calls).toBe(0);
+    expect(await engine.continue("pre")).toMatchObject({ status: "completed", value: 1 });
+    expect(calls).toBe(1);
+  });
+
   it("cancel(id) of a run this engine runs: the attempt ends cancelled, the step's signal aborted; a continue goes on", async () => {
     let release = false;
     let entered!: () => void;
