@@ -64,7 +64,7 @@ class SteplogEngine implements Engine {
   readonly #store: RuntimeStore;
   readonly #settings: EngineSettings;
   readonly #workflows = new Map<string, Workflow>();
-  readonly #running = new Set<{ attempt: Attempt; done: Promise<RunResult> }>();
+  readonly #running = new Set<RunningAttempt>();
   #closed = false;
   readonly #signals: SignalHandlers | undefined;
   readonly #workers = new Set<AbortController>();
@@ -490,6 +490,7 @@ class SteplogEngine implements Engine {
    * handlers rather than an async wrapper or then-then-finally: every run in flight holds them.
    */
   #runAttempt(attempt: Attempt, args: unknown): Promise<RunResult> {
+    // The handlers run after this returns, by when `entry` below is made.
     const done: Promise<RunResult> = attempt.run(args).then(
       (result) => {
         if (!needsSaga(attempt, result)) {
@@ -503,13 +504,13 @@ class SteplogEngine implements Engine {
         throw error;
       },
     );
-    const entry = { attempt, done };
+    const entry: RunningAttempt = { attempt, done };
     this.#running.add(entry);
     this.#signals?.install();
     return done;
   }
 
-  #ended(entry: { attempt: Attempt; done: Promise<RunResult> }): void {
+  #ended(entry: RunningAttempt): void {
     this.#running.delete(entry);
     if (this.#running.size === 0) this.#signals?.uninstall();
   }
@@ -570,6 +571,12 @@ class SteplogEngine implements Engine {
 }
 
 export type { RunResult, RecoveredRun, Escalation, Resolution, SendOptions, Delivery, WorkOptions, WorkSummary, ScheduleView, SchedulesOptions };
+
+/** An attempt running in this process, and its result (with the saga that may follow it). */
+interface RunningAttempt {
+  attempt: Attempt;
+  done: Promise<RunResult>;
+}
 
 /** Whether a failed attempt is followed at once by the saga (onFailure: "compensate"; not after a lost lease). */
 function needsSaga(attempt: Attempt, result: RunResult): boolean {

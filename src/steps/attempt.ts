@@ -142,9 +142,9 @@ export class Attempt {
   }
 
   /**
-   * The workflow's code, run until it settles; `settle` is told how. Not an async function: the attempt waits here for
-   * the whole run, and a suspended async frame (its registers, its promise, its await's closures)
-   * is held by every run in flight.
+   * The workflow's code, run until it settles; `settle` is told how. Not an async function: the
+   * attempt waits for it through the whole run, and a suspended async frame (its registers, its
+   * promise, its await's closures) would be held by every run in flight.
    */
   #runCode(args: unknown, settle: (settled: Settled) => void): void {
     let running: unknown;
