@@ -57,9 +57,6 @@ export const NO_OPTIONS: StepOptions = Object.freeze({});
  */
 export const NO_KEYS: ReadonlySet<string> = new Set();
 
-/** No step rows: an attempt's latest rows before it keeps any (shared: never written to). */
-const NO_ROWS: ReadonlyMap<string, StepRow> = new Map();
-
 /** One ctx.step call as the protocol carries it. */
 export interface StepCall {
   name: string;
@@ -127,10 +124,6 @@ export class AttemptState implements PlanState {
    * no earlier record (its row comes in once a failed or stopped outcome of it is written; a row
    * whose outcome was never written, its attempt cut short, stays out).
    */
-  get latest(): ReadonlyMap<string, StepRow> {
-    return this.#latest ?? NO_ROWS;
-  }
-  /** Made for the first row kept (a run's first attempt often has none: no empty table held while it runs). */
   #latest: Map<string, StepRow> | undefined = undefined;
   /**
    * Steps whose function ran to an outcome in this attempt, and cut-off records settled by their
@@ -203,14 +196,29 @@ export class AttemptState implements PlanState {
     this.nextSeq = (stored.steps.at(-1)?.seq ?? 0) + 1;
   }
 
+  /**
+   * The key's latest row, if it has one. The table is made for the first row kept (a run's first
+   * attempt often has none: no empty table held while it runs), and a key is hashed only when
+   * there are rows to look in.
+   */
+  latestRow(key: string): StepRow | undefined {
+    const latest = this.#latest;
+    return latest === undefined || latest.size === 0 ? undefined : latest.get(key);
+  }
+
   /** Make `row` its key's latest row. */
   keepLatest(row: StepRow): void {
     (this.#latest ??= new Map()).set(row.key, row);
   }
 
+  /** Make `row` its key's latest row if the key has one (a new row of a key with none is kept only once it fails or stops). */
+  replaceLatest(row: StepRow): void {
+    if (this.latestRow(row.key) !== undefined) this.#latest!.set(row.key, row);
+  }
+
   /** Forget a key's latest row (a step that succeeded in this attempt: nothing reads it again). */
   dropLatest(key: string): void {
-    if (this.#latest !== undefined && this.#latest.size !== 0) this.#latest.delete(key);
+    this.#latest?.delete(key);
   }
 
   get version(): string | null {

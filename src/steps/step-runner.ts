@@ -59,8 +59,7 @@ function route(state: AttemptState, call: StepCall): Promise<unknown> {
   state.lastEntered = key;
   state.settings.hooks?.onEnter?.(key, call.name);
   if (state.plan.mode === "compensate") return replayForSaga(state, key, call);
-  // With no records to look in (a run's first attempt, most often), a fresh key is never hashed.
-  const record = state.latest.size === 0 ? undefined : state.latest.get(key);
+  const record = state.latestRow(key);
   const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
   const { decision, started, siblings } = planStep(state, {
     key,
@@ -79,7 +78,7 @@ function route(state: AttemptState, call: StepCall): Promise<unknown> {
   } catch (error) {
     done = Promise.reject(error);
   }
-  return span.follow(done, () => state.latest.get(key));
+  return span.follow(done, () => state.latestRow(key));
 }
 
 /** The outcome a step span starts with, by the plan's decision (a resolution that re-drives the step makes it "ran"). */
@@ -210,7 +209,7 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     // The new row replaces an earlier record of the key; a key with none gets its row when the
     // step fails or stops (nothing reads an in-flight key's row, and adding then deleting a
     // Map's only entry rebuilds its table: an allocation a step).
-    if (state.latest.size !== 0 && state.latest.has(key)) state.keepLatest(row);
+    state.replaceLatest(row);
     fault("after-intent", key);
 
     let value: unknown;

@@ -84,7 +84,7 @@ export async function enterWait(
   const position = state.entered++;
   state.lastEntered = key;
   state.settings.hooks?.onEnter?.(key, name);
-  const record = state.latest.get(key);
+  const record = state.latestRow(key);
   if (state.plan.mode === "compensate") {
     if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
     return { key, reused: record.value === null ? undefined : await state.settings.payloads.decode(record.value) };
