@@ -276,6 +276,8 @@ function hasEnumerableSymbol(object: object): boolean {
   return false;
 }
 
+const hasOwnProperty = Object.prototype.hasOwnProperty;
+
 /** What plainCopy returns for a value JSON does not carry exactly. */
 const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
 
@@ -327,8 +329,11 @@ function plainCopy(value: unknown, depth: number): unknown {
   // for them once, and the tagged encoder refuses them.
   const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
   if (Object.getOwnPropertySymbols(out).length > 0) return NOT_PLAIN;
-  for (const key of Object.keys(out)) {
-    if (key === TAG) return NOT_PLAIN;
+  // for-in, not Object.keys: V8 reads each property through the object's enum cache (no keyed
+  // lookup, which is megamorphic here, every value having its own shape). It also visits an
+  // enumerable property inherited from Object.prototype: a value that meets one is not plain.
+  for (const key in out) {
+    if (!hasOwnProperty.call(out, key) || key === TAG) return NOT_PLAIN;
     const item = out[key];
     if (typeof item === "object" && item !== null) {
       const copy = plainCopy(item, depth + 1);

@@ -17,33 +17,40 @@ import type { AttemptTrace, StepSpan } from "./tracing.js";
 
 /**
  * The keys of the steps in flight: a key per entry, one entry per add (a resolution and the run it
- * leads to each hold the key until they end). An array, not a Set: a step adds and deletes a key
- * on every call, and a Set or Map rebuilds its table when it empties (an allocation a step).
+ * leads to each hold the key until they end). The first in a field of its own, the rest in an
+ * array made when a second is added: most runs have one step in flight at a time, and a Set or
+ * Map rebuilds its table each time it empties (an allocation a step).
  */
 export class InFlight {
-  readonly #keys: string[] = [];
+  #first: string | undefined = undefined;
+  #rest: string[] | undefined = undefined;
 
   get size(): number {
-    return this.#keys.length;
+    return this.#first === undefined ? 0 : 1 + (this.#rest?.length ?? 0);
   }
 
   add(key: string): void {
-    this.#keys.push(key);
+    if (this.#first === undefined) this.#first = key;
+    else (this.#rest ??= []).push(key);
   }
 
   delete(key: string): void {
-    const keys = this.#keys;
-    // Most often the key added last (a run's one step in flight): no search.
-    const last = keys.length - 1;
-    const at = last >= 0 && keys[last] === key ? last : keys.lastIndexOf(key);
+    const rest = this.#rest;
+    if (this.#first === key) {
+      this.#first = rest !== undefined && rest.length > 0 ? rest.pop() : undefined;
+      return;
+    }
+    if (rest === undefined) return;
+    const at = rest.lastIndexOf(key);
     if (at === -1) return;
-    keys[at] = keys[keys.length - 1]!;
-    keys.pop();
+    rest[at] = rest[rest.length - 1]!;
+    rest.pop();
   }
 
   /** The keys in flight other than `key`, each once. */
   others(key: string): string[] {
-    return [...new Set(this.#keys)].filter((k) => k !== key);
+    if (this.#first === undefined) return [];
+    return [...new Set([this.#first, ...(this.#rest ?? [])])].filter((k) => k !== key);
   }
 }
 

@@ -19,7 +19,7 @@ import {
 } from "../base/errors.js";
 import { fault, faultArmed } from "../base/faults.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
-import { backoffDelay, retryPolicy } from "../workflow/retry-policy.js";
+import { backoffDelay, retryPolicy, type RetryPolicy } from "../workflow/retry-policy.js";
 import { validate } from "../workflow/schema.js";
 import type { StepOptions } from "../workflow/context.js";
 import { EFFECTS, type Effect, type StepRow } from "../store/types.js";
@@ -181,23 +181,37 @@ function badOption(state: AttemptState, name: string, what: string): InvalidOpti
   return new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}: ${what}.`, { runId: state.runId, step: name });
 }
 
-/** Write the intent, call the function (with retries and timeouts), record the outcome. */
-export async function execute(state: AttemptState, key: string, call: StepCall, identity: Identity): Promise<unknown> {
-  // A step other than the start point runs anew: later records may have used what it returned before.
-  if (state.siblingsOf !== key) state.siblingsOf = undefined;
-  const { options } = call;
-  const effect = options.effect ?? "idempotent";
-  if (effect === "irreversible") checkPivotOrder(state, key);
-  if (options.approval) {
-    await checkApproval(state, key);
-    // Another step may have started while the approval was looked up.
+/**
+ * Write the intent, call the function (with retries and timeouts), record the outcome. Not an
+ * async function: what comes before the intent is checked here, and the step's path from its
+ * intent on (`run`) is an async function with as few locals as can be, since every await saves
+ * its whole frame and a step in flight holds it.
+ */
+export function execute(state: AttemptState, key: string, call: StepCall, identity: Identity): Promise<unknown> {
+  try {
+    // A step other than the start point runs anew: later records may have used what it returned before.
+    if (state.siblingsOf !== key) state.siblingsOf = undefined;
+    const effect = call.options.effect ?? "idempotent";
     if (effect === "irreversible") checkPivotOrder(state, key);
+    if (call.options.approval) return approvedThenRun(state, key, call, identity, effect);
+    return run(state, key, call, identity, retryPolicy(call.options.retry, key));
+  } catch (error) {
+    return Promise.reject(error);
   }
-  const policy = retryPolicy(options.retry, key);
-  const clock = state.settings.clock;
+}
+
+async function approvedThenRun(state: AttemptState, key: string, call: StepCall, identity: Identity, effect: Effect): Promise<unknown> {
+  await checkApproval(state, key);
+  // Another step may have started while the approval was looked up.
+  if (effect === "irreversible") checkPivotOrder(state, key);
+  return await run(state, key, call, identity, retryPolicy(call.options.retry, key));
+}
+
+/** From the intent to the outcome: the step is in flight throughout. */
+async function run(state: AttemptState, key: string, call: StepCall, identity: Identity, policy: RetryPolicy): Promise<unknown> {
   state.inFlight.add(key);
   try {
-    const row = newRow(state, key, call, identity.idempotencyKey, clock.now());
+    const row = newRow(state, key, call, identity.idempotencyKey, state.settings.clock.now());
     if (call.span) call.span.row = row;
     fault("before-intent", key);
     // writeIntent (step-log.ts) spelled out: on every step's path, one promise fewer.
@@ -212,83 +226,157 @@ export async function execute(state: AttemptState, key: string, call: StepCall, 
     state.replaceLatest(row);
     fault("after-intent", key);
 
+    // The attempt may have ended while the intent was being written: then the function is not called.
+    const endedBefore = endReasonOf(state);
+    if (endedBefore) throw await endedUnderway(state, key, row, endedBefore);
     let value: unknown;
-    for (let retry = 0; ; retry++) {
-      // The attempt may have ended while the intent was being written: then the function is not called.
-      const endedBefore = endReasonOf(state);
-      if (endedBefore) throw await endedUnderway(state, key, row, endedBefore);
-      if (state.listening) state.emit({ type: "step-started", runId: state.runId, step: key, retry });
-      row.calls++;
-      const given = new CallInfo(state, key, identity.idempotencyKey, retry, row);
-      if (identity.previous) given.previous = identity.previous;
+    if (call.options.timeoutMs !== undefined || state.settings.hooks !== undefined || call.span !== undefined) {
+      value = await callWithRetries(state, key, call, identity, row, policy, false, undefined);
+    } else {
+      // The common call (no timeout, hooks or span), awaited here: no promise or closures of its own.
+      const given = startCall(state, key, identity, row, 0);
+      let threw = false;
       let error: unknown;
-      if (call.options.timeoutMs !== undefined || state.settings.hooks !== undefined || call.span !== undefined) {
-        const result = await callWatched(state, key, call, given);
-        if (result.ok) {
-          value = result.value;
-          break;
-        }
-        error = result.error;
-      } else {
-        // The common call (no timeout, hooks or span), awaited here: no promise or closures of its own.
-        let threw = false;
-        try {
-          value = await call.fn(given);
-        } catch (thrown) {
-          threw = true;
-          error = thrown;
-        }
-        given.release();
-        if (!threw) break;
+      try {
+        value = await call.fn(given);
+      } catch (thrown) {
+        threw = true;
+        error = thrown;
       }
-      // Returns when the step is to be called again (after its backoff); else throws its error.
-      await afterFailedCall(state, key, call, row, policy, error, retry);
+      given.release();
+      if (threw) value = await callWithRetries(state, key, call, identity, row, policy, true, error);
     }
     fault("after-fn", key);
-    // The function returned: its effect happened and its value is known, so it is recorded even
-    // if the attempt ended meanwhile (a deadline, a cancel, another step's stop or escalation) —
-    // throwing it away would make a continue do the effect again. Only a lost lease forbids it.
-    const endedWhileRunning = endReasonOf(state);
-    if (endedWhileRunning?.ending === "lease-lost") throw endedWhileRunning.error;
-
-    let text: Encoded;
-    let decoded: unknown;
-    try {
-      const encoded = state.settings.payloads.encode(value, stepValueName, { runId: state.runId, step: key });
-      text = "then" in encoded ? await encoded : encoded;
-      // The step hands back what a continue would: the value decoded from its record (a plain
-      // value's copy, made as it was encoded; a long model answer is not copied again).
-      decoded = decodedOf(value, text);
-      if (options.result) {
-        const checked = await validate(options.result, decoded);
-        if (!checked.ok) throw new ResultRejectedError(state.runId, key, checked.issues, false);
-        decoded = checked.value;
-      }
-    } catch (error) {
-      throw await valueFailure(state, key, row, effect, options, error);
-    }
-
-    row.status = "succeeded";
-    row.value = text.stored;
-    row.endedAt = clock.now();
-    // Group commit: a read or idempotent step's outcome may commit with the next write (a
-    // crash before it re-drives the step with the same key); any other effect's outcome is
-    // durable before ctx.step returns.
-    if ((effect === "read" || effect === "idempotent") && !faultArmed("after-outcome", key)) writeOutcomeLater(state, row);
-    else await writeOutcome(state, row);
-    fault("after-outcome", key);
-    state.ran++;
-    // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
-    // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
-    state.dropLatest(key);
-    if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
-    // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
-    if (endedWhileRunning && endedWhileRunning.ending !== "waiting") throw endedWhileRunning.error;
-    return decoded;
+    const recorded = recordValue(state, key, call.options, row, value);
+    // A promise only on the paths that wait (see recordValue): a step's value is never one.
+    return recorded instanceof Promise ? await recorded : recorded;
   } finally {
     state.inFlight.delete(key);
     state.checkEarlyEnd();
   }
+}
+
+/**
+ * The calls of a step whose first call threw (`failed`, with its `error`), or that is watched (a
+ * timeout, test hooks or a span): each failure is kept on the row, then either a retry is due
+ * or the step ends failed or stopped (afterFailedCall throws).
+ */
+async function callWithRetries(
+  state: AttemptState,
+  key: string,
+  call: StepCall,
+  identity: Identity,
+  row: StepRow,
+  policy: RetryPolicy,
+  failed: boolean,
+  error: unknown,
+): Promise<unknown> {
+  let retry = 0;
+  for (;;) {
+    if (failed) {
+      // Returns when the step is to be called again (after its backoff); else throws its error.
+      await afterFailedCall(state, key, call, row, policy, error, retry);
+      retry++;
+      const ended = endReasonOf(state);
+      if (ended) throw await endedUnderway(state, key, row, ended);
+    }
+    const result = await callWatched(state, key, call, startCall(state, key, identity, row, retry));
+    if (result.ok) return result.value;
+    failed = true;
+    error = result.error;
+  }
+}
+
+/** A call about to be made: told to listeners, counted on the row, and what its function is given. */
+function startCall(state: AttemptState, key: string, identity: Identity, row: StepRow, retry: number): CallInfo {
+  if (state.listening) state.emit({ type: "step-started", runId: state.runId, step: key, retry });
+  row.calls++;
+  const given = new CallInfo(state, key, identity.idempotencyKey, retry, row);
+  if (identity.previous) given.previous = identity.previous;
+  return given;
+}
+
+/**
+ * The function returned `value`: its effect happened and its value is known, so it is recorded
+ * even if the attempt ended meanwhile (a deadline, a cancel, another step's stop or escalation) —
+ * throwing it away would make a continue do the effect again. Only a lost lease forbids it.
+ * Returns what the step hands back; on the common path (a read or idempotent step, no `result`
+ * schema, a codec that answers at once) without waiting, its outcome group-committed. Otherwise
+ * a promise of it (recordValueAwaited).
+ */
+function recordValue(state: AttemptState, key: string, options: StepOptions, row: StepRow, value: unknown): unknown {
+  const ended = endReasonOf(state);
+  if (ended?.ending === "lease-lost") throw ended.error;
+  const effect = row.effect;
+  let encoded: Encoded | Promise<Encoded>;
+  try {
+    encoded = state.settings.payloads.encode(value, stepValueName, { runId: state.runId, step: key });
+  } catch (error) {
+    return valueFailed(state, key, row, effect, options, error);
+  }
+  if ("then" in encoded || options.result || !(effect === "read" || effect === "idempotent") || faultArmed("after-outcome", key)) {
+    return recordValueAwaited(state, key, options, row, value, encoded, ended);
+  }
+  // The step hands back what a continue would: the value decoded from its record (a plain
+  // value's copy, made as it was encoded; a long model answer is not copied again).
+  const decoded = decodedOf(value, encoded);
+  succeeded(state, row, encoded.stored);
+  // Group commit: a read or idempotent step's outcome may commit with the next write (a crash
+  // before it re-drives the step with the same key).
+  writeOutcomeLater(state, row);
+  return recorded(state, key, row, decoded, ended);
+}
+
+/** recordValue's paths that wait: a codec's seal, a `result` schema, or an outcome durable before ctx.step returns (any effect but read and idempotent). */
+async function recordValueAwaited(
+  state: AttemptState,
+  key: string,
+  options: StepOptions,
+  row: StepRow,
+  value: unknown,
+  encoded: Encoded | Promise<Encoded>,
+  ended: EndReason | undefined,
+): Promise<unknown> {
+  let text: Encoded;
+  let decoded: unknown;
+  try {
+    text = "then" in encoded ? await encoded : encoded;
+    decoded = decodedOf(value, text);
+    if (options.result) {
+      const checked = await validate(options.result, decoded);
+      if (!checked.ok) throw new ResultRejectedError(state.runId, key, checked.issues, false);
+      decoded = checked.value;
+    }
+  } catch (error) {
+    throw await valueFailure(state, key, row, row.effect, options, error);
+  }
+  succeeded(state, row, text.stored);
+  if ((row.effect === "read" || row.effect === "idempotent") && !faultArmed("after-outcome", key)) writeOutcomeLater(state, row);
+  else await writeOutcome(state, row);
+  return recorded(state, key, row, decoded, ended);
+}
+
+function succeeded(state: AttemptState, row: StepRow, stored: string): void {
+  row.status = "succeeded";
+  row.value = stored;
+  row.endedAt = state.settings.clock.now();
+}
+
+/** The outcome is written (or queued for the next commit): counted, told, and handed back — unless the attempt ended meanwhile. */
+function recorded(state: AttemptState, key: string, row: StepRow, decoded: unknown, ended: EndReason | undefined): unknown {
+  fault("after-outcome", key);
+  state.ran++;
+  // No key is entered twice in one attempt, so nothing reads this row again: kept in `latest`
+  // until the run ends, every step's row would be a long-lived object the GC promotes and marks.
+  state.dropLatest(key);
+  if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
+  // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
+  if (ended && ended.ending !== "waiting") throw ended.error;
+  return decoded;
+}
+
+async function valueFailed(state: AttemptState, key: string, row: StepRow, effect: Effect, options: StepOptions, error: unknown): Promise<never> {
+  throw await valueFailure(state, key, row, effect, options, error);
 }
 
 /**
@@ -301,7 +389,7 @@ async function afterFailedCall(
   key: string,
   call: StepCall,
   row: StepRow,
-  policy: ReturnType<typeof retryPolicy>,
+  policy: RetryPolicy,
   error: unknown,
   retry: number,
 ): Promise<void> {
@@ -366,11 +454,7 @@ async function valueFailure(state: AttemptState, key: string, row: StepRow, effe
 const stepValueName = (details: SteplogErrorDetails): string => `The value of step ${JSON.stringify(details.step)} in run ${JSON.stringify(details.runId)}`;
 
 /** `retry.retryIf`, awaited (it may be async), and a throw kept rather than taken for an answer. */
-async function askRetryIf(
-  policy: ReturnType<typeof retryPolicy>,
-  error: unknown,
-  retry: number,
-): Promise<{ again: boolean } | { again: false; threw: unknown }> {
+async function askRetryIf(policy: RetryPolicy, error: unknown, retry: number): Promise<{ again: boolean } | { again: false; threw: unknown }> {
   try {
     return { again: Boolean(await policy.retryIf(error, retry)) };
   } catch (threw) {

@@ -127,6 +127,23 @@ describe("the value codec", () => {
     }
   });
 
+  it("an enumerable property inherited from Object.prototype is not part of a value, and the copy handed back has none of it", () => {
+    const polluted = Object.prototype as Record<string, unknown>;
+    polluted.inherited = { from: "the prototype" };
+    try {
+      for (const value of [{ a: 1, b: { c: [1, { d: "x" }] } }, [{ a: 1 }]]) {
+        const { text, decoded } = encodeValueAndDecoded(value, "v", { maxBytes: 1e6 });
+        expect(text).not.toContain("inherited");
+        expect(decodeValue(text)).toStrictEqual(value);
+        const handedBack = decoded === NOT_DECODED ? decodeValue(text) : decoded;
+        expect(handedBack).toStrictEqual(value);
+        expect(JSON.stringify(handedBack)).toBe(JSON.stringify(value));
+      }
+    } finally {
+      delete polluted.inherited;
+    }
+  });
+
   it("an enumerable symbol key is refused on both paths; a non-enumerable property, symbol or string, is not part of the value", () => {
     const sym = Symbol("k");
     // Plain, and beside a Date (the tagged encoder's path), at depth.
