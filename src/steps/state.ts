@@ -160,7 +160,8 @@ export class AttemptState implements PlanState {
   parkedOn: WaitingFor | undefined;
   /** Compensatable steps found by a saga's replay, in the order the code reached them. */
   readonly saga: SagaEntry[] = [];
-  readonly #keyCounts = new Map<string, number>();
+  /** Steps entered so far by name: a box a name, counted up in place (a step looks its name up once, and sets nothing). */
+  readonly #keyCounts = new Map<string, { entered: number }>();
   /** Made on the first compensation (most runs have none; see NO_KEYS). */
   #compensations: Map<string, number> | undefined = undefined;
   nextSeq: number;
@@ -268,14 +269,13 @@ export class AttemptState implements PlanState {
    * before it counts.
    */
   nextKey(name: string): string {
-    const seen = this.#keyCounts.get(name);
-    if (seen === undefined) {
+    const count = this.#keyCounts.get(name);
+    if (count === undefined) {
       checkName("step name", name);
-      this.#keyCounts.set(name, 1);
+      this.#keyCounts.set(name, { entered: 1 });
       return name;
     }
-    this.#keyCounts.set(name, seen + 1);
-    return `${name}#${seen + 1}`;
+    return `${name}#${++count.entered}`;
   }
 
   /** Whether a step of this name was entered in this attempt. */
@@ -290,7 +290,7 @@ export class AttemptState implements PlanState {
       const hash = key.lastIndexOf("#");
       const name = hash === -1 ? key : key.slice(0, hash);
       const n = hash === -1 ? 1 : Number(key.slice(hash + 1));
-      return entered.has(name) && (this.#keyCounts.get(name) ?? 0) >= n;
+      return entered.has(name) && (this.#keyCounts.get(name)?.entered ?? 0) >= n;
     };
     return [...new Set(this.stored.steps.map((s) => s.key))].filter((key) => !reached(key));
   }
