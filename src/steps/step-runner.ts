@@ -162,9 +162,13 @@ const STEP_KEYS: KnownKeys<StepOptions> = {
 };
 
 function checkOptions(state: AttemptState, call: StepCall): void {
+  if (typeof call.fn !== "function") throw badOption(state, call.name, "the last argument of ctx.step must be the step's function");
+  if (call.options !== NO_OPTIONS) checkGivenOptions(state, call);
+}
+
+/** Kept apart from checkOptions: its closure would make every step allocate a context, options or not. */
+function checkGivenOptions(state: AttemptState, call: StepCall): void {
   const { options, name } = call;
-  if (typeof call.fn !== "function") throw badOption(state, name, "the last argument of ctx.step must be the step's function");
-  if (options === NO_OPTIONS) return;
   const bad = (what: string) => badOption(state, name, what);
   checkKnownKeys(() => `Run ${JSON.stringify(state.runId)}, step ${JSON.stringify(name)}`, options, STEP_KEYS, { runId: state.runId, step: name });
   if (options.errors !== undefined && !(Array.isArray(options.errors) && options.errors.every((c) => typeof c === "function"))) {

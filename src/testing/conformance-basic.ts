@@ -77,6 +77,21 @@ export function writeAndClaimCases({ it, withStore }: SuiteCases): void {
   );
 
   it(
+    "an intent reads back exactly as written, whatever its effect, with or without a resolution carried on it",
+    withStore(async (store) => {
+      const lease = await created(store, "r");
+      const rows = [
+        stepRow("r", 1, "a", { effect: "read" }),
+        stepRow("r", 2, "b", { effect: "compensatable", resolution: '{"policy":"redrive","previous":{"attempt":1}}' }),
+        stepRow("r", 3, "c", { effect: "irreversible", version: null }),
+        stepRow("r", 4, "d", { resolution: '{"thrown":{"attempt":1,"entered":3}}', position: null }),
+      ];
+      for (const row of rows) await store.writeIntent(lease, row);
+      assert.deepEqual((await store.loadRun("r"))!.steps, rows);
+    }),
+  );
+
+  it(
     "an outcome needs an open intent",
     withStore(async (store) => {
       const lease = await created(store, "r");

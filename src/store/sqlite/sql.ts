@@ -57,8 +57,9 @@ export interface Statements {
   getRunNum: Stmt;
   insertStepAt: Stmt;
   /**
-   * insertStepAt for the common intent (nothing recorded yet), one statement per effect with the
-   * effect written in it: 11 values bound instead of 18 (a string bound costs its conversion).
+   * insertStepAt for the common intent (nothing recorded yet, no resolution carried over), one
+   * statement per effect with the effect written in it: 10 values bound instead of 18 (each value
+   * bound costs a call into V8, a string its conversion).
    */
   insertIntentIdempotent: Stmt;
   insertIntentRead: Stmt;
@@ -171,6 +172,6 @@ export function keyHolderFromDb(row: KeyHolderRow): { lease: LeaseRow; attempt: 
 function insertIntent(db: Database.Database, effect: Effect): Stmt {
   return db.prepare(
     `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
-     VALUES (?, ?, ?, ?, ?, ?, 'intended', '${effect}', ?, NULL, NULL, ?, ?, NULL, 0, ?, NULL, ?)`,
+     VALUES (?, ?, ?, ?, ?, ?, 'intended', '${effect}', ?, NULL, NULL, ?, ?, NULL, 0, NULL, NULL, ?)`,
   );
 }

@@ -317,12 +317,11 @@ class SqliteStoreImpl implements SqliteStore {
     const num = slot === null ? null : slot.num;
     let rowid: number;
     const intent =
-      s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null
+      s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null && s.resolution === null
         ? intentStatement(this.#stmts!, s.effect)
         : undefined;
     if (intent !== undefined) {
-      rowid = intent.run(num, fence.runId, s.seq, s.attempt, s.key, s.name, s.idempotencyKey, s.version, s.intendedAt, s.resolution, s.position)
-        .lastInsertRowid as number;
+      rowid = intent.run(num, fence.runId, s.seq, s.attempt, s.key, s.name, s.idempotencyKey, s.version, s.intendedAt, s.position).lastInsertRowid as number;
     } else {
       rowid = this.#stmts!.insertStepAt.run(
         num,
