@@ -316,19 +316,24 @@ function recordValue(state: AttemptState, key: string, options: StepOptions, row
   try {
     encoded = state.settings.payloads.encode(value, stepValueName, { runId: state.runId, step: key });
   } catch (error) {
-    return valueFailed(state, key, row, effect, options, error);
+    return rejectWithValueFailure(state, key, row, effect, options, error);
   }
-  if ("then" in encoded || options.result || !(effect === "read" || effect === "idempotent") || faultArmed("after-outcome", key)) {
-    return recordValueAwaited(state, key, options, row, value, encoded, ended);
-  }
+  if ("then" in encoded || options.result || outcomeWaits(row, key)) return recordValueAwaited(state, key, options, row, value, encoded, ended);
   // The step hands back what a continue would: the value decoded from its record (a plain
   // value's copy, made as it was encoded; a long model answer is not copied again).
   const decoded = decodedOf(value, encoded);
   succeeded(state, row, encoded.stored);
-  // Group commit: a read or idempotent step's outcome may commit with the next write (a crash
-  // before it re-drives the step with the same key).
   writeOutcomeLater(state, row);
   return recorded(state, key, row, decoded, ended);
+}
+
+/**
+ * Group commit: a read or idempotent step's outcome may commit with the next write (a crash
+ * before it re-drives the step with the same key); any other effect's outcome is durable before
+ * ctx.step returns (and so is one a crash test is to be killed after).
+ */
+function outcomeWaits(row: StepRow, key: string): boolean {
+  return !(row.effect === "read" || row.effect === "idempotent") || faultArmed("after-outcome", key);
 }
 
 /** recordValue's paths that wait: a codec's seal, a `result` schema, or an outcome durable before ctx.step returns (any effect but read and idempotent). */
@@ -355,8 +360,8 @@ async function recordValueAwaited(
     throw await valueFailure(state, key, row, row.effect, options, error);
   }
   succeeded(state, row, text.stored);
-  if ((row.effect === "read" || row.effect === "idempotent") && !faultArmed("after-outcome", key)) writeOutcomeLater(state, row);
-  else await writeOutcome(state, row);
+  if (outcomeWaits(row, key)) await writeOutcome(state, row);
+  else writeOutcomeLater(state, row);
   return recorded(state, key, row, decoded, ended);
 }
 
@@ -379,13 +384,14 @@ function recorded(state: AttemptState, key: string, row: StepRow, decoded: unkno
   return decoded;
 }
 
-async function valueFailed(state: AttemptState, key: string, row: StepRow, effect: Effect, options: StepOptions, error: unknown): Promise<never> {
+/** valueFailure's error, once what it means is recorded, as a rejection (recordValue's callers await what it returns). */
+async function rejectWithValueFailure(state: AttemptState, key: string, row: StepRow, effect: Effect, options: StepOptions, error: unknown): Promise<never> {
   throw await valueFailure(state, key, row, effect, options, error);
 }
 
 /**
  * After a call failed: its error kept on the row, then either a retry is due (returns after the
- * backoff) or the step ends failed or stopped (throws). Kept out of `execute`, whose frame every
+ * backoff) or the step ends failed or stopped (throws). Kept out of `run`, whose frame every
  * step's awaits carry.
  */
 async function afterFailedCall(
