@@ -498,11 +498,8 @@ class CallInfo implements StepInfo {
   readonly runId: string;
   readonly attempt: number;
   previous?: StepInfo["previous"];
-  /** The call's own signal, a child of the attempt's, made when first asked for (most steps never look at it). */
-  controller: AbortController | undefined = undefined;
-  /** The attempt's signal, once the call's own was made from it, and what forwards its abort. */
-  parent: AbortSignal | undefined = undefined;
-  onParentAbort: (() => void) | undefined = undefined;
+  /** The call's own signal and what links it to the attempt's, made when first asked for (most steps never look at it). */
+  #link: SignalLink | undefined = undefined;
   /** Kept as an own property (not a method or getter) so `const { usage } = info` and `{ ...info }` keep it. */
   readonly usage: (used: Usage) => void;
   readonly #state: AttemptState;
@@ -521,21 +518,34 @@ class CallInfo implements StepInfo {
   }
 
   get signal(): AbortSignal {
-    if (!this.controller) {
-      const child = new AbortController();
-      const parent = (this.parent = this.#state.signal);
-      this.controller = child;
-      this.onParentAbort = () => child.abort(parent.reason);
-      if (parent.aborted) this.onParentAbort();
-      else parent.addEventListener("abort", this.onParentAbort, { once: true });
-    }
-    return this.controller.signal;
+    return (this.#link ??= linkSignal(this.#state.signal)).controller.signal;
   }
 
   /** The call is over: the attempt's signal no longer forwards its abort to the call's. */
   release(): void {
-    if (this.onParentAbort) this.parent!.removeEventListener("abort", this.onParentAbort);
+    const link = this.#link;
+    if (link) link.parent.removeEventListener("abort", link.onParentAbort);
   }
+
+  /** Abort the call's own signal (its timeout fired). Static: not a member the step's function sees on its `info`. */
+  static abort(info: CallInfo, reason: unknown): void {
+    (info.#link ??= linkSignal(info.#state.signal)).controller.abort(reason);
+  }
+}
+
+/** A call's signal: a child of the attempt's, aborted with it (with its reason) until the call is over. */
+interface SignalLink {
+  controller: AbortController;
+  parent: AbortSignal;
+  onParentAbort: () => void;
+}
+
+function linkSignal(parent: AbortSignal): SignalLink {
+  const controller = new AbortController();
+  const onParentAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) onParentAbort();
+  else parent.addEventListener("abort", onParentAbort, { once: true });
+  return { controller, parent, onParentAbort };
 }
 
 /** A call with a timeout, test hooks or a span. */
@@ -544,10 +554,9 @@ async function callWatched(state: AttemptState, key: string, call: StepCall, inf
   let timedOut: StepTimedOutError | undefined;
   let timer: NodeJS.Timeout | undefined;
   if (timeoutMs !== undefined) {
-    void info.signal; // made now: the timer aborts it
     timer = setTimeout(() => {
       timedOut = new StepTimedOutError(state.runId, key, timeoutMs);
-      info.controller!.abort(timedOut);
+      CallInfo.abort(info, timedOut);
     }, timeoutMs);
   }
   try {
