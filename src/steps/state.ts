@@ -285,12 +285,11 @@ export class AttemptState implements PlanState {
 
   /** Recorded step keys this attempt has not entered (so far). */
   notReached(): string[] {
-    const entered = new Set(this.#keyCounts.keys());
     const reached = (key: string) => {
       const hash = key.lastIndexOf("#");
       const name = hash === -1 ? key : key.slice(0, hash);
       const n = hash === -1 ? 1 : Number(key.slice(hash + 1));
-      return entered.has(name) && (this.#keyCounts.get(name)?.entered ?? 0) >= n;
+      return (this.#keyCounts.get(name)?.entered ?? 0) >= n;
     };
     return [...new Set(this.stored.steps.map((s) => s.key))].filter((key) => !reached(key));
   }

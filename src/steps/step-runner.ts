@@ -522,7 +522,7 @@ class CallInfo implements StepInfo {
   }
 
   get signal(): AbortSignal {
-    return (this.#link ??= linkSignal(this.#state.signal)).controller.signal;
+    return this.#linked().controller.signal;
   }
 
   /** The call is over: the attempt's signal no longer forwards its abort to the call's. */
@@ -533,7 +533,11 @@ class CallInfo implements StepInfo {
 
   /** Abort the call's own signal (its timeout fired). Static: not a member the step's function sees on its `info`. */
   static abort(info: CallInfo, reason: unknown): void {
-    (info.#link ??= linkSignal(info.#state.signal)).controller.abort(reason);
+    info.#linked().controller.abort(reason);
+  }
+
+  #linked(): SignalLink {
+    return (this.#link ??= linkSignal(this.#state.signal));
   }
 }
 
