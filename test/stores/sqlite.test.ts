@@ -396,64 +396,63 @@ describe("sqlite store files are owner-only", () => {
 });
 
 describe("sqlite store: group commit", () => {
+  const now = Date.now();
+  const row = (id: string, extra: object = {}) => ({
+    id,
+    workflow: "w",
+    version: null,
+    args: "null",
+    status: "running" as const,
+    attempts: 1,
+    budgetUsed: 1,
+    source: null,
+    deadline: null,
+    value: null,
+    error: null,
+    waitingFor: null,
+    wakeAt: null,
+    createdAt: now,
+    updatedAt: now,
+    ...extra,
+  });
+  const attempt = (runId: string) => ({
+    runId,
+    number: 1,
+    host: "h",
+    bootId: null,
+    pid: 1,
+    processStart: null,
+    startedAt: now,
+    endedAt: null,
+    ending: null,
+    fromStep: null,
+    forced: false,
+    error: null,
+  });
+  const intentOf = (runId: string) => ({
+    runId,
+    seq: 1,
+    attempt: 1,
+    key: "s",
+    name: "s",
+    status: "intended" as const,
+    effect: "idempotent" as const,
+    idempotencyKey: `${runId}:s`,
+    value: null,
+    error: null,
+    version: null,
+    intendedAt: now,
+    endedAt: null,
+    calls: 0,
+    resolution: null,
+    usage: null,
+    position: 0,
+  });
+
   it("a new run that cannot be inserted fails alone: the other run's intent in the same commit is kept", async () => {
     const store = sqliteStore({ path: tmpDb(), durability: "process" });
-    const now = Date.now();
-    const row = (id: string, extra: object = {}) => ({
-      id,
-      workflow: "w",
-      version: null,
-      args: "null",
-      status: "running" as const,
-      attempts: 1,
-      budgetUsed: 1,
-      source: null,
-      deadline: null,
-      value: null,
-      error: null,
-      waitingFor: null,
-      wakeAt: null,
-      createdAt: now,
-      updatedAt: now,
-      ...extra,
-    });
-    const attempt = (runId: string) => ({
-      runId,
-      number: 1,
-      host: "h",
-      bootId: null,
-      pid: 1,
-      processStart: null,
-      startedAt: now,
-      endedAt: null,
-      ending: null,
-      fromStep: null,
-      forced: false,
-      error: null,
-    });
     const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
-    const intent = store.writeIntent(
-      { runId: "a", epoch: lease.epoch },
-      {
-        runId: "a",
-        seq: 1,
-        attempt: 1,
-        key: "s",
-        name: "s",
-        status: "intended",
-        effect: "idempotent",
-        idempotencyKey: "a:s",
-        value: null,
-        error: null,
-        version: null,
-        intendedAt: now,
-        endedAt: null,
-        calls: 0,
-        resolution: null,
-        usage: null,
-        position: 0,
-      },
-    );
+    const intent = store.writeIntent({ runId: "a", epoch: lease.epoch }, intentOf("a"));
     // Something SQLite cannot bind (an object) makes this run's insert throw inside the shared commit.
     const broken = store.createRun(row("b", { source: {} }) as never, attempt("b") as never, { expiresAt: now + 60_000, now });
     await expect(broken).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "b" });
@@ -461,6 +460,45 @@ describe("sqlite store: group commit", () => {
     const loaded = await store.loadRun("a");
     expect(loaded?.steps.map((s) => [s.key, s.status])).toEqual([["s", "intended"]]);
     expect(await store.loadRun("b")).toBeUndefined();
+    await store.close();
+  });
+
+  it("a new run's first intent is fenced: another connection that moved its lease after the run was created has it refused", async () => {
+    const file = tmpDb();
+    const store = sqliteStore({ path: file, durability: "process" });
+    const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
+    const other = new Database(file);
+    other.prepare("UPDATE leases SET epoch = epoch + 1, attempt = NULL WHERE run_id = 'a'").run();
+    other.close();
+    await expect(store.writeIntent({ runId: "a", epoch: lease.epoch }, intentOf("a"))).rejects.toMatchObject({ code: "LEASE_LOST", runId: "a" });
+    expect((await store.loadRun("a"))?.steps).toEqual([]);
+    await store.close();
+  });
+
+  it("a new run's first intent looks up neither the run's number nor its lease (its creation knows both); a taken id writes nothing", async () => {
+    const store = sqliteStore({ path: tmpDb(), durability: "process" });
+    const probe = new Database(":memory:");
+    const Statement = Object.getPrototypeOf(probe.prepare("SELECT 1"));
+    probe.close();
+    const original = Statement.get;
+    const reads: string[] = [];
+    Statement.get = function (this: { source: string }, ...args: unknown[]) {
+      reads.push(this.source);
+      return original.apply(this, args);
+    };
+    try {
+      const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
+      reads.length = 0;
+      await store.writeIntent({ runId: "a", epoch: lease.epoch }, intentOf("a"));
+      expect(reads.filter((sql) => /FROM (leases|runs)\b/.test(sql))).toEqual([]);
+      const again = await store.createRun(row("a", { workflow: "other" }) as never, attempt("a") as never, { expiresAt: now + 60_000, now });
+      expect(again).toMatchObject({ exists: { id: "a", workflow: "w" } });
+    } finally {
+      Statement.get = original;
+    }
+    const loaded = await store.loadRun("a");
+    expect(loaded?.attempts).toHaveLength(1);
+    expect(loaded?.steps.map((s) => [s.key, s.status])).toEqual([["s", "intended"]]);
     await store.close();
   });
 

@@ -37,7 +37,10 @@ export interface Statements {
   insertEvent: Stmt;
   wakeOnEvent: Stmt;
   consumeEvent: Stmt;
-  /** Positional (runInsertValues, run-values.ts): a run's start binds 21 values, faster by position than by name. */
+  /**
+   * Positional (runInsertValues, run-values.ts): a run's start binds 21 values, faster by position
+   * than by name. Returns the run's number, or no row when the id is taken (nothing written).
+   */
   insertRun: Stmt;
   /** A run with this dedupe key that has not ended. */
   getActiveByDedupeKey: Stmt;
@@ -94,7 +97,8 @@ export function prepare(db: Database.Database): Statements {
     consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
       `INSERT INTO runs (${RUN_INSERT_COLUMNS}, num)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(num), 0) + 1 FROM runs))`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(num), 0) + 1 FROM runs))
+       ON CONFLICT (id) DO NOTHING RETURNING num`,
     ),
     getActiveByDedupeKey: db.prepare(
       `SELECT ${RUN_COLUMNS} FROM runs WHERE dedupe_key = ? AND status NOT IN (${ENDED_STATUSES.map((s) => `'${s}'`).join(", ")}) LIMIT 1`,

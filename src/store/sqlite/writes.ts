@@ -46,28 +46,47 @@ export class SqliteWrites {
     this.insertNewRun = db.transaction((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Lease | { exists: RunRow } => {
       const s = this.#s;
       this.forgetFence(run.id);
-      const existing = this.#taken(run);
-      if (existing) return { exists: existing };
-      s.insertRun.run(runInsertValues(run));
+      const inserted = this.#insertRun(run);
+      if (typeof inserted !== "number") return inserted;
       this.insertAttempt(attempt);
       s.upsertLease.run(run.id, 1, attempt.number, lease.expiresAt, lease.now);
+      // The lease row now reads epoch 1, held: what the run's first fence check would find. Its
+      // number and that finding go in the run's slot, so the first step looks neither up.
+      this.#slotFound(run.id, inserted, 1);
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     });
     this.insertQueuedRun = db.transaction((run: RunRow, now: number): { queued: true } | { exists: RunRow } => {
       this.forgetFence(run.id);
-      const existing = this.#taken(run);
-      if (existing) return { exists: existing };
-      this.#s.insertRun.run(runInsertValues(run));
+      const inserted = this.#insertRun(run);
+      if (typeof inserted !== "number") return inserted;
       this.#s.upsertLease.run(run.id, 0, null, 0, now);
       return { queued: true };
     });
   }
 
-  /** The run that takes a new run's place: the one with its id, or one with its dedupe key that has not ended. */
-  #taken(run: RunRow): RunRow | undefined {
+  /**
+   * The run's row, inserted: its number. Or the run that takes its place, and nothing written:
+   * the one with its id, or one with its dedupe key that has not ended.
+   */
+  #insertRun(run: RunRow): number | { exists: RunRow } {
+    if (run.dedupeKey != null) {
+      const holder = (this.#s.getRun.get(run.id) ?? this.#s.getActiveByDedupeKey.get(run.dedupeKey)) as RunRow | undefined;
+      if (holder) return { exists: holder };
+    }
+    // ON CONFLICT (id) DO NOTHING: a taken id inserts nothing and returns no row.
+    const inserted = this.#s.insertRun.get(runInsertValues(run)) as { num: number } | undefined;
+    if (inserted) return inserted.num;
     const same = this.#s.getRun.get(run.id) as RunRow | undefined;
-    if (same || run.dedupeKey == null) return same;
-    return this.#s.getActiveByDedupeKey.get(run.dedupeKey) as RunRow | undefined;
+    if (!same) throw new Error(`steplog internal: run ${JSON.stringify(run.id)} was neither inserted nor found`);
+    return { exists: same };
+  }
+
+  /** A slot for the run with its fence found at `epoch` in the current generation (see fencedSlot). */
+  #slotFound(runId: string, runNum: number, epoch: number): void {
+    const slot = new RunSlot(runNum);
+    slot.fenceEpoch = epoch;
+    slot.fenceGeneration = this.#fenceGeneration;
+    this.runSlots.set(runId, slot);
   }
 
   /** Bound by position, one statement per set of fields (an attempt's ending patches every run it ends). */
