@@ -13,6 +13,7 @@ import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { WriteQueue } from "../../src/store/sqlite/write-queue.js";
 import { runtimeStore } from "../../src/store/runtime.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
+import { NOW, attemptRow, runRow, stepRow } from "../../src/testing/conformance-rows.js";
 import { createVersion3Store } from "../helpers/version3-store.js";
 
 const hello = defineWorkflow({
@@ -396,65 +397,15 @@ describe("sqlite store files are owner-only", () => {
 });
 
 describe("sqlite store: group commit", () => {
-  const now = Date.now();
-  const row = (id: string, extra: object = {}) => ({
-    id,
-    workflow: "w",
-    version: null,
-    args: "null",
-    status: "running" as const,
-    attempts: 1,
-    budgetUsed: 1,
-    source: null,
-    deadline: null,
-    value: null,
-    error: null,
-    waitingFor: null,
-    wakeAt: null,
-    createdAt: now,
-    updatedAt: now,
-    ...extra,
-  });
-  const attempt = (runId: string) => ({
-    runId,
-    number: 1,
-    host: "h",
-    bootId: null,
-    pid: 1,
-    processStart: null,
-    startedAt: now,
-    endedAt: null,
-    ending: null,
-    fromStep: null,
-    forced: false,
-    error: null,
-  });
-  const intentOf = (runId: string) => ({
-    runId,
-    seq: 1,
-    attempt: 1,
-    key: "s",
-    name: "s",
-    status: "intended" as const,
-    effect: "idempotent" as const,
-    idempotencyKey: `${runId}:s`,
-    value: null,
-    error: null,
-    version: null,
-    intendedAt: now,
-    endedAt: null,
-    calls: 0,
-    resolution: null,
-    usage: null,
-    position: 0,
-  });
+  const lease = { expiresAt: NOW + 60_000, now: NOW };
+  const intentOf = (runId: string) => stepRow(runId, 1, "s", { version: null, position: 0 });
 
   it("a new run that cannot be inserted fails alone: the other run's intent in the same commit is kept", async () => {
     const store = sqliteStore({ path: tmpDb(), durability: "process" });
-    const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
-    const intent = store.writeIntent({ runId: "a", epoch: lease.epoch }, intentOf("a"));
+    const held = (await store.createRun(runRow("a"), attemptRow("a", 1), lease)) as { epoch: number };
+    const intent = store.writeIntent({ runId: "a", epoch: held.epoch }, intentOf("a"));
     // Something SQLite cannot bind (an object) makes this run's insert throw inside the shared commit.
-    const broken = store.createRun(row("b", { source: {} }) as never, attempt("b") as never, { expiresAt: now + 60_000, now });
+    const broken = store.createRun(runRow("b", { source: {} as never }), attemptRow("b", 1), lease);
     await expect(broken).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "b" });
     await expect(intent).resolves.toBeUndefined();
     const loaded = await store.loadRun("a");
@@ -466,11 +417,11 @@ describe("sqlite store: group commit", () => {
   it("a new run's first intent is fenced: another connection that moved its lease after the run was created has it refused", async () => {
     const file = tmpDb();
     const store = sqliteStore({ path: file, durability: "process" });
-    const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
+    const held = (await store.createRun(runRow("a"), attemptRow("a", 1), lease)) as { epoch: number };
     const other = new Database(file);
     other.prepare("UPDATE leases SET epoch = epoch + 1, attempt = NULL WHERE run_id = 'a'").run();
     other.close();
-    await expect(store.writeIntent({ runId: "a", epoch: lease.epoch }, intentOf("a"))).rejects.toMatchObject({ code: "LEASE_LOST", runId: "a" });
+    await expect(store.writeIntent({ runId: "a", epoch: held.epoch }, intentOf("a"))).rejects.toMatchObject({ code: "LEASE_LOST", runId: "a" });
     expect((await store.loadRun("a"))?.steps).toEqual([]);
     await store.close();
   });
@@ -487,12 +438,12 @@ describe("sqlite store: group commit", () => {
       return original.apply(this, args);
     };
     try {
-      const lease = (await store.createRun(row("a") as never, attempt("a") as never, { expiresAt: now + 60_000, now })) as { epoch: number };
+      const held = (await store.createRun(runRow("a"), attemptRow("a", 1), lease)) as { epoch: number };
       reads.length = 0;
-      await store.writeIntent({ runId: "a", epoch: lease.epoch }, intentOf("a"));
+      await store.writeIntent({ runId: "a", epoch: held.epoch }, intentOf("a"));
       expect(reads.filter((sql) => /FROM (leases|runs)\b/.test(sql))).toEqual([]);
-      const again = await store.createRun(row("a", { workflow: "other" }) as never, attempt("a") as never, { expiresAt: now + 60_000, now });
-      expect(again).toMatchObject({ exists: { id: "a", workflow: "w" } });
+      const again = await store.createRun(runRow("a", { workflow: "other" }), attemptRow("a", 1), lease);
+      expect(again).toMatchObject({ exists: { id: "a", workflow: "conformance" } });
     } finally {
       Statement.get = original;
     }

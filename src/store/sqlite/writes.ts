@@ -29,8 +29,8 @@ export class SqliteWrites {
    * batches a lease moves only by a commit of another connection (which changes `PRAGMA
    * data_version`) or by this connection's own claims and fence-outs (transactions outside the
    * queue, which call forgetFences). Either starts a new generation, and every slot's check is
-   * stale. A queued write that changes a lease row forgets that run's check (forgetFence: a new
-   * run's insert; endAttempt drops the slot).
+   * stale. A queued write that changes a lease row forgets that run's check (endAttempt drops
+   * the slot), or, a new run's insert, records what it wrote as found (its epoch, 1, held).
    */
   #fenceGeneration = 0;
   /** data_version when the current generation began, or -1: start a new one at the next batch. */
@@ -52,7 +52,9 @@ export class SqliteWrites {
       s.upsertLease.run(run.id, 1, attempt.number, lease.expiresAt, lease.now);
       // The lease row now reads epoch 1, held: what the run's first fence check would find. Its
       // number and that finding go in the run's slot, so the first step looks neither up.
-      this.#slotFound(run.id, inserted, 1);
+      const slot = new RunSlot(inserted);
+      this.#fenceFound(slot, { runId: run.id, epoch: 1 });
+      this.runSlots.set(run.id, slot);
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     });
     this.insertQueuedRun = db.transaction((run: RunRow, now: number): { queued: true } | { exists: RunRow } => {
@@ -79,14 +81,6 @@ export class SqliteWrites {
     const same = this.#s.getRun.get(run.id) as RunRow | undefined;
     if (!same) throw new Error(`steplog internal: run ${JSON.stringify(run.id)} was neither inserted nor found`);
     return { exists: same };
-  }
-
-  /** A slot for the run with its fence found at `epoch` in the current generation (see fencedSlot). */
-  #slotFound(runId: string, runNum: number, epoch: number): void {
-    const slot = new RunSlot(runNum);
-    slot.fenceEpoch = epoch;
-    slot.fenceGeneration = this.#fenceGeneration;
-    this.runSlots.set(runId, slot);
   }
 
   /** Bound by position, one statement per set of fields (an attempt's ending patches every run it ends). */
