@@ -123,15 +123,18 @@ export class Attempt {
     }
     this.#keeper.start();
     const cleanups = this.#watchDeadlineAndSignal();
-    state.emit({ type: "attempt-started", runId: state.runId, workflow: state.workflow.name, attempt: state.number, fromStep: state.plan.fromStep });
+    if (state.listening) {
+      state.emit({ type: "attempt-started", runId: state.runId, workflow: state.workflow.name, attempt: state.number, fromStep: state.plan.fromStep });
+    }
     try {
-      state.handled = await findHandledFailures(state.stored, state.settings.payloads);
+      // A new run has no failures to look at: no await (a promise and a turn of the microtasks a run).
+      if (state.stored.steps.length > 0) state.handled = await findHandledFailures(state.stored, state.settings.payloads);
       // Whichever comes first: the code settles, or the attempt ends early with nothing in flight.
       const settled = await new Promise<Settled | Ended>((resolve) => {
         this.#runCode(args, resolve);
         state.whenEndedEarly(() => resolve(ENDED));
       });
-      if (settled.kind !== "ended") await this.#drain();
+      if (settled.kind !== "ended" && state.inFlight.size > 0) await this.#drain();
       if (state.plan.mode === "compensate") return await this.#finishSaga();
       return await this.#finish(settled);
     } finally {
@@ -293,7 +296,9 @@ export class Attempt {
     if (parked) result.waitingFor = parked;
     if (value !== null) result.value = decodeValue(value.plain);
     if (error) result.error = error;
-    this.state.emit({ type: "attempt-ended", runId: this.state.runId, attempt: this.state.number, status: ending, runStatus, ...(error ? { error } : {}) });
+    if (this.state.listening) {
+      this.state.emit({ type: "attempt-ended", runId: this.state.runId, attempt: this.state.number, status: ending, runStatus, ...(error ? { error } : {}) });
+    }
     return result;
   }
 
