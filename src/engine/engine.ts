@@ -229,9 +229,12 @@ class SteplogEngine implements Engine {
     },
   ): Promise<{ exists: StoredRun["run"]; argsPlain: string } | { done: Promise<RunResult> }> {
     const { id, deadline } = options;
-    const checked = await checkArgs(workflow, args);
+    // Awaited only when they answer with a promise (an args schema, a codec that seals asynchronously).
+    const checking = checkArgs(workflow, args);
+    const checked = checking instanceof Promise ? await checking : checking;
     if (!checked.ok) throw new ArgsRejectedError(undefined, workflow.name, checked.issues, false);
-    const { plain: argsPlain, stored: argsText } = await this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id });
+    const encoding = this.#settings.payloads.encode(args, `The args of run ${JSON.stringify(id)}`, { runId: id });
+    const { plain: argsPlain, stored: argsText } = "then" in encoding ? await encoding : encoding;
     const tracing = this.#settings.tracing;
     const now = this.#settings.clock.now();
     const flow = flowColumns(workflow.name, workflow.flow, checked.value, { priority: options.priority });

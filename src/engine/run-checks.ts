@@ -10,8 +10,8 @@ import type { StoredRun } from "../store/types.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 import { validate, type Validation } from "../workflow/schema.js";
 
-/** The args checked by the workflow's args schema, if it has one. */
-export async function checkArgs(workflow: Workflow, args: unknown): Promise<Validation<unknown>> {
+/** The args checked by the workflow's args schema, if it has one; without one, no promise (a start awaits nothing it need not). */
+export function checkArgs(workflow: Workflow, args: unknown): Validation<unknown> | Promise<Validation<unknown>> {
   return workflow.args ? validate(workflow.args, args) : { ok: true, value: args };
 }
 
