@@ -127,8 +127,9 @@ export class Attempt {
       state.emit({ type: "attempt-started", runId: state.runId, workflow: state.workflow.name, attempt: state.number, fromStep: state.plan.fromStep });
     }
     try {
-      // A new run has no failures to look at: no await (a promise and a turn of the microtasks a run).
-      if (state.stored.steps.length > 0) state.handled = await findHandledFailures(state.stored, state.settings.payloads);
+      // Awaited only when there are failures to judge (a promise and a turn of the microtasks a run otherwise).
+      const handled = findHandledFailures(state.stored, state.settings.payloads);
+      state.handled = handled instanceof Promise ? await handled : handled;
       // Whichever comes first: the code settles, or the attempt ends early with nothing in flight.
       const settled = await new Promise<Settled | Ended>((resolve) => {
         this.#runCode(args, resolve);

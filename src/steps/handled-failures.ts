@@ -61,10 +61,22 @@ export function handledFailures(steps: readonly StepRow[], attempts: readonly At
   return handled;
 }
 
-/** handledFailures for a stored run, decoding the attempts' errors it needs (through the engine's codec). */
-export async function findHandledFailures(stored: Pick<StoredRun, "steps" | "attempts">, payloads: Payloads): Promise<ReadonlySet<string>> {
+/**
+ * handledFailures for a stored run, decoding the attempts' errors it needs (through the engine's
+ * codec). A run with no failure thrown into its code (a new run, most continues) is answered at
+ * once, without a promise.
+ */
+export function findHandledFailures(stored: Pick<StoredRun, "steps" | "attempts">, payloads: Payloads): ReadonlySet<string> | Promise<ReadonlySet<string>> {
   const rows = candidates(stored.steps);
   if (rows.length === 0) return NO_KEYS;
+  return decodeThenJudge(stored, payloads, rows);
+}
+
+async function decodeThenJudge(
+  stored: Pick<StoredRun, "steps" | "attempts">,
+  payloads: Payloads,
+  rows: Array<{ row: StepRow; thrown: Thrown }>,
+): Promise<ReadonlySet<string>> {
   const first = Math.min(...rows.map(({ thrown }) => thrown.attempt));
   const errors = new Map<number, ErrorInfo>();
   for (const a of stored.attempts) {
