@@ -4,13 +4,13 @@
 //
 //   node bench/instructions-child.mjs raw|steplog <steps> <file>            one run of <steps> sequential steps
 //   node bench/instructions-child.mjs raw-conc|steplog-conc <steps> <file>  100 runs at once, <steps>/100 steps each
-import { RawStepLog, createEngine, createSchemaFile, expectStatus, openRaw, rawGroupCommit, rawRunId, seqWorkflow, sqliteStore } from "./lib.mjs";
+import { RawStepLog, createEngine, createRawSchemaFile, expectStatus, openRaw, rawGroupCommit, rawRunId, seqWorkflow, sqliteStore } from "./lib.mjs";
 
 const RUNS = 100;
 const [kind, count, file] = process.argv.slice(2);
 const n = Number(count);
 if (kind === "raw" || kind === "raw-conc") {
-  await createSchemaFile(file);
+  await createRawSchemaFile(file);
   const raw = openRaw(file, "NORMAL");
   if (kind === "raw") await new RawStepLog(raw).run(rawRunId(), n);
   else rawGroupCommit(raw, RUNS, n / RUNS);

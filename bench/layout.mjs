@@ -14,7 +14,7 @@
 // Every variant finds an outcome's row by the rowid its intent was inserted at, as steplog's
 // SQLite store does. docs/performance.md ("What is left") says what the figures mean.
 
-import { cleanup, createSchemaFile, median, openRaw, rawRunId, tmpFile } from "./lib.mjs";
+import { cleanup, createRawSchemaFile, median, openRaw, rawRunId, tmpFile } from "./lib.mjs";
 
 const [synchronous = "FULL", chunkArg = "16"] = process.argv.slice(2);
 const CHUNK = Number(chunkArg);
@@ -26,7 +26,7 @@ let nextRunNum = 0;
 
 async function variant(layout) {
   const file = tmpFile(`layout-${layout}`);
-  await createSchemaFile(file);
+  await createRawSchemaFile(file);
   const db = openRaw(file, synchronous);
   if (layout !== "index") db.exec("DROP INDEX steps_by_run");
   if (layout === "chunked") {

@@ -138,6 +138,24 @@ export async function steplogSchema() {
 
 /** Create `file` with steplog's schema (so steplog can open it too). Returns nothing; file closed. */
 export async function createSchemaFile(file) {
+  await writeSchemaFile(file, "");
+}
+
+/**
+ * Create `file` for a raw baseline: steplog's tables, with the steps found as steplog found
+ * them before its schema 10 — a unique (run_num, seq) index, no chunks. That is the issue's
+ * baseline of two row writes a step; steplog's chunks write fewer index pages than it, which is
+ * the point of them, so they are not copied into the work they are measured against.
+ */
+export async function createRawSchemaFile(file) {
+  await writeSchemaFile(
+    file,
+    `DROP TRIGGER steps_chunked; DROP INDEX steps_by_chunk; DROP TABLE step_chunks; ALTER TABLE steps DROP COLUMN chunk;
+     CREATE UNIQUE INDEX steps_by_run ON steps (run_num, seq);`,
+  );
+}
+
+async function writeSchemaFile(file, change) {
   const { ddl, meta } = await steplogSchema();
   // 0600 as steplog makes its own files (it warns about a store others can read).
   fs.closeSync(fs.openSync(file, "wx", 0o600));
@@ -147,6 +165,7 @@ export async function createSchemaFile(file) {
     for (const sql of ddl) db.exec(sql);
     const put = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?)");
     for (const { key, value } of meta) put.run(key, value);
+    if (change) db.exec(change);
   })();
   db.close();
 }

@@ -15,7 +15,7 @@ import {
   RawStepLog,
   cleanup,
   createEngine,
-  createSchemaFile,
+  createRawSchemaFile,
   expectStatus,
   now,
   openRaw,
@@ -132,7 +132,7 @@ function report(label, counts, steps) {
 if (mode === "count") {
   const durability = arg;
   const file = tmpFile("count-raw");
-  await createSchemaFile(file);
+  await createRawSchemaFile(file);
   const raw = openRaw(file, syncFor(durability));
   const log = new RawStepLog(raw);
   const lib = await steplogRun(durability);
@@ -152,7 +152,7 @@ if (mode === "count") {
   const engine = createEngine({ store: sqliteStore({ path: tmpFile("split-conc"), durability: arg }), workflows: [seqWorkflow] });
   expectStatus(await engine.start(seqWorkflow, 200), "completed", "warm-up");
   const rawFile = tmpFile("split-conc-raw");
-  await createSchemaFile(rawFile);
+  await createRawSchemaFile(rawFile);
   const raw = openRaw(rawFile, syncFor(arg));
   const rows = [];
   for (let rep = 0; rep < 7; rep++) {
@@ -186,7 +186,7 @@ if (mode === "count") {
   const durability = arg;
   const timer = timeTransactions();
   const file = tmpFile("split-raw");
-  await createSchemaFile(file);
+  await createRawSchemaFile(file);
   const raw = openRaw(file, syncFor(durability));
   const log = new RawStepLog(raw);
   const lib = await steplogRun(durability, 1);

@@ -6,10 +6,14 @@ import os from "node:os";
 import { monotonicFactory } from "ulid";
 import { Database, createEngine, createSchemaFile, defineWorkflow, expectStatus, interleave, now, sqliteStore, tmpFile } from "../lib.mjs";
 
+/** Steps a run writes into one chunk (CHUNK_STEPS in src/store/sqlite/schema.ts; the bench imports only public entries). */
+const CHUNK_STEPS = 16;
+
 /**
  * Fill `file` (created with steplog's schema) with `runs` completed runs of `steps` steps.
  * Runs are written in groups of `concurrency`, their steps interleaved round by round, as
- * that many concurrent runs would have left them in the append-ordered steps table.
+ * that many concurrent runs would have left them in the append-ordered steps table, each run
+ * taking a new chunk every CHUNK_STEPS steps as steplog's store does (schema.ts).
  */
 export async function buildBigStore(file, runs, steps, concurrency = 100) {
   const t = now();
@@ -28,15 +32,17 @@ export async function buildBigStore(file, runs, steps, concurrency = 100) {
   );
   const insertLease = db.prepare(`INSERT INTO leases (run_id, epoch, attempt, expires_at, heartbeat_at) VALUES (?, 1, NULL, 0, ?)`);
   const insertStep = db.prepare(
-    `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-     VALUES (?, ?, ?, 1, ?, 'noop', 'succeeded', 'idempotent', ?, ?, NULL, NULL, ?, ?, 1, NULL, NULL)`,
+    `INSERT INTO steps (run_num, chunk, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+     VALUES (?, ?, ?, ?, 1, ?, 'noop', 'succeeded', 'idempotent', ?, ?, NULL, NULL, ?, ?, 1, NULL, NULL)`,
   );
+  const insertChunk = db.prepare(`INSERT INTO step_chunks (run_num, chunk) VALUES (?, ?)`);
   const host = os.hostname();
   const bootId = "00000000-0000-0000-0000-000000000000";
   const nextId = monotonicFactory();
   // A month ago, so the runs made later sort after these ones, as they would.
   let clock = Date.now() - 30 * 24 * 3600 * 1000;
   let num = 0;
+  let chunk = 0;
   const group = db.transaction((ids) => {
     const t0 = clock;
     const nums = new Map();
@@ -46,10 +52,17 @@ export async function buildBigStore(file, runs, steps, concurrency = 100) {
       insertAttempt.run(id, host, bootId, 4242, t0 - 1000, t0, t0 + steps);
       insertLease.run(id, t0 + steps);
     }
+    const chunks = new Map();
     for (let seq = 1; seq <= steps; seq++) {
       const key = seq === 1 ? "noop" : `noop#${seq}`;
       const value = JSON.stringify({ ok: true, i: seq });
-      for (const id of ids) insertStep.run(nums.get(id), id, seq, key, `${id}:${key}`, value, t0 + seq, t0 + seq);
+      for (const id of ids) {
+        if ((seq - 1) % CHUNK_STEPS === 0) {
+          chunks.set(id, ++chunk);
+          insertChunk.run(nums.get(id), chunk);
+        }
+        insertStep.run(nums.get(id), chunks.get(id), id, seq, key, `${id}:${key}`, value, t0 + seq, t0 + seq);
+      }
     }
     clock += steps + 10;
   });

@@ -3,7 +3,7 @@
 // ("raw"). Prints one JSON line.
 
 import v8 from "node:v8";
-import { RawStepLog, cleanup, createEngine, createSchemaFile, defineWorkflow, expectStatus, openRaw, rawRunId, sqliteStore } from "../lib.mjs";
+import { RawStepLog, cleanup, createEngine, createRawSchemaFile, defineWorkflow, expectStatus, openRaw, rawRunId, sqliteStore } from "../lib.mjs";
 
 // The schema probe makes a temp folder of this process's own.
 process.on("exit", cleanup);
@@ -32,7 +32,7 @@ if (mode === "steplog") {
   };
   close = () => engine.close();
 } else {
-  await createSchemaFile(file);
+  await createRawSchemaFile(file);
   const db = openRaw(file, "NORMAL");
   const log = new RawStepLog(db);
   runBatch = async (n) => {

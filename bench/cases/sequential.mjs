@@ -4,7 +4,7 @@
 import {
   RawStepLog,
   createEngine,
-  createSchemaFile,
+  createRawSchemaFile,
   expectStatus,
   interleave,
   median,
@@ -23,7 +23,7 @@ import {
 export async function sequentialCase(durability, n) {
   const sync = syncFor(durability);
   const rawFile = tmpFile(`c1-raw-${durability}`);
-  await createSchemaFile(rawFile);
+  await createRawSchemaFile(rawFile);
   const raw = openRaw(rawFile, sync);
   const log = new RawStepLog(raw);
 
@@ -74,7 +74,7 @@ export async function concurrentCase(runs, steps, seqSteps) {
   const store = sqliteStore({ path: tmpFile("c2-lib"), durability: "power" });
   const engine = createEngine({ store, workflows: [seqWorkflow] });
   const rawFile = tmpFile("c2-raw");
-  await createSchemaFile(rawFile);
+  await createRawSchemaFile(rawFile);
   const raw = openRaw(rawFile, "FULL");
 
   const sequential = async () => {

@@ -380,17 +380,23 @@ describe("sqlite store files are owner-only", () => {
       { id: "z-done", num: 1 },
       { id: "a-cut", num: 2 },
     ]);
-    expect(db.prepare("select run_num, run_id, seq, key, status, attempt, value from steps order by rowid").all()).toEqual([
-      { run_num: 1, run_id: "z-done", seq: 1, key: "a", status: "succeeded", attempt: 1, value: '{"greeting":"hello"}' },
-      { run_num: 1, run_id: "z-done", seq: 2, key: "b", status: "succeeded", attempt: 1, value: '"hello world"' },
-      { run_num: 2, run_id: "a-cut", seq: 1, key: "a", status: "succeeded", attempt: 1, value: '{"greeting":"old"}' },
+    // The steps written before the upgrade keep one chunk per run (minus its number); the new attempt's go in a new chunk.
+    expect(db.prepare("select run_num, chunk, run_id, seq, key, status, attempt, value from steps order by rowid").all()).toEqual([
+      { run_num: 1, chunk: -1, run_id: "z-done", seq: 1, key: "a", status: "succeeded", attempt: 1, value: '{"greeting":"hello"}' },
+      { run_num: 1, chunk: -1, run_id: "z-done", seq: 2, key: "b", status: "succeeded", attempt: 1, value: '"hello world"' },
+      { run_num: 2, chunk: -2, run_id: "a-cut", seq: 1, key: "a", status: "succeeded", attempt: 1, value: '{"greeting":"old"}' },
       // The cut-off intent is closed by its policy (re-drive) and the step's new record follows it.
-      { run_num: 2, run_id: "a-cut", seq: 2, key: "b", status: "failed", attempt: 1, value: null },
-      { run_num: 2, run_id: "a-cut", seq: 3, key: "b", status: "succeeded", attempt: 2, value: '"old world"' },
+      { run_num: 2, chunk: -2, run_id: "a-cut", seq: 2, key: "b", status: "failed", attempt: 1, value: null },
+      { run_num: 2, chunk: 1, run_id: "a-cut", seq: 3, key: "b", status: "succeeded", attempt: 2, value: '"old world"' },
     ]);
-    // One index finds a run's steps; a new run takes the next number.
+    expect(db.prepare("select run_num, chunk from step_chunks order by run_num, chunk").all()).toEqual([
+      { run_num: 1, chunk: -1 },
+      { run_num: 2, chunk: -2 },
+      { run_num: 2, chunk: 1 },
+    ]);
+    // One index finds a run's steps, through its chunks.
     expect(db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'steps' and name not like 'sqlite_%'").all()).toEqual([
-      { name: "steps_by_run" },
+      { name: "steps_by_chunk" },
     ]);
     db.close();
   });
@@ -635,6 +641,131 @@ describe("sqlite store: group commit", () => {
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
     expect(db.prepare("SELECT v FROM t").all()).toEqual([]);
     db.close();
+  });
+});
+
+describe("sqlite store: a run's steps are found through its chunks", () => {
+  const lease = { expiresAt: NOW + 60_000, now: NOW };
+  const chunksOf = (file: string, runId: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db
+        .prepare("SELECT chunk, count(*) AS n FROM steps WHERE run_id = ? GROUP BY chunk ORDER BY min(seq)")
+        .all(runId)
+        .map((r) => {
+          const row = r as { chunk: number; n: number };
+          const listed = db.prepare("SELECT 1 FROM step_chunks WHERE chunk = ? AND run_num = (SELECT num FROM runs WHERE id = ?)").get(row.chunk, runId);
+          return { n: row.n, listed: listed !== undefined };
+        });
+    } finally {
+      db.close();
+    }
+  };
+
+  it("concurrent runs write 16 steps a chunk, each chunk listed; every step reads back in order, and a continue reuses them all", async () => {
+    const file = tmpDb();
+    const calls = new Map<string, number>();
+    const long = defineWorkflow({
+      name: "long",
+      async run(ctx) {
+        for (let i = 1; i <= 40; i++) {
+          await ctx.step("s", async () => {
+            calls.set(ctx.runId, (calls.get(ctx.runId) ?? 0) + 1);
+            if (i === 40 && ctx.attempt === 1) throw new Error("the last step fails once");
+            return i;
+          });
+        }
+        return "done";
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file, durability: "process" }), workflows: [long] });
+    const ids = ["r1", "r2", "r3", "r4", "r5"];
+    const first = await Promise.all(ids.map((id) => engine.start(long, undefined, { id })));
+    expect(first.map((r) => r.status)).toEqual(ids.map(() => "failed"));
+    for (const id of ids) expect(chunksOf(file, id)).toEqual([16, 16, 8].map((n) => ({ n, listed: true })));
+    const again = await Promise.all(ids.map((id) => engine.continue(id)));
+    expect(again.map((r) => r.status)).toEqual(ids.map(() => "completed"));
+    // 40 calls, then only the failed step again: the 39 before it were found and reused.
+    expect(ids.map((id) => calls.get(id))).toEqual(ids.map(() => 41));
+    for (const id of ids) {
+      const run = await engine.get(id);
+      expect(run.steps.map((s) => s.seq)).toEqual(Array.from({ length: 41 }, (_, i) => i + 1));
+      // The continue's step went in a new chunk of its own.
+      expect(chunksOf(file, id)).toEqual([16, 16, 8, 1].map((n) => ({ n, listed: true })));
+    }
+    await engine.close();
+  });
+
+  it("parallel steps whose intents span two chunks: every outcome lands on its own row (found by rowid, in the current chunk, or through the listing)", async () => {
+    const file = tmpDb();
+    let calls = 0;
+    const wide = defineWorkflow({
+      name: "wide",
+      async run(ctx) {
+        const all = await Promise.all(Array.from({ length: 20 }, (_, i) => ctx.step(`p${i}`, async () => (calls++, i))));
+        if (ctx.attempt === 1) throw new Error("fails after the fan-out, once");
+        return all.length;
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file, durability: "process" }), workflows: [wide] });
+    expect(await engine.start(wide, undefined, { id: "w" })).toMatchObject({ status: "failed" });
+    expect(chunksOf(file, "w")).toEqual([16, 4].map((n) => ({ n, listed: true })));
+    const run = await engine.get("w");
+    expect(run.steps.map((s) => s.status)).toEqual(Array.from({ length: 20 }, () => "succeeded"));
+    expect(await engine.continue("w")).toMatchObject({ status: "completed", value: 20 });
+    expect(calls).toBe(20);
+    await engine.close();
+  });
+
+  it("a batch that fails after a run took a new chunk in it: the store forgets the chunk, and the run's next intent is listed and read back", async () => {
+    const file = tmpDb();
+    const store = sqliteStore({ path: file, durability: "process" });
+    const a = (await store.createRun(runRow("a"), attemptRow("a", 1), lease)) as { epoch: number };
+    const b = (await store.createRun(runRow("b"), attemptRow("b", 1), lease)) as { epoch: number };
+    // One batch: b's first intent takes a chunk and lists it; a's intent cannot be bound (an
+    // object as its value) and fails the whole transaction, b's chunk listing with it.
+    const bFirst = store.writeIntent({ runId: "b", epoch: b.epoch }, stepRow("b", 1, "s", { version: null, position: 0 }));
+    const broken = store.writeIntent(
+      { runId: "a", epoch: a.epoch },
+      stepRow("a", 1, "s", { status: "succeeded", value: {} as never, version: null, position: 0 }),
+    );
+    await expect(bFirst).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "b" });
+    await expect(broken).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "a" });
+    // b writes its intent again: it must go in a chunk that is listed for b, or no read finds it.
+    await store.writeIntent({ runId: "b", epoch: b.epoch }, stepRow("b", 1, "s", { version: null, position: 0 }));
+    await store.writeIntent({ runId: "b", epoch: b.epoch }, stepRow("b", 2, "s#2", { version: null, position: 1 }));
+    expect((await store.loadRun("b"))?.steps.map((s) => [s.seq, s.status])).toEqual([
+      [1, "intended"],
+      [2, "intended"],
+    ]);
+    await store.close();
+    expect(chunksOf(file, "b")).toEqual([{ n: 2, listed: true }]);
+  });
+
+  it("rows a process still on version 9 inserts after the upgrade (a run number, no chunk) are given their run's chunk and read back", async () => {
+    const file = tmpDb();
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    await engine.start(hello, undefined, { id: "new" });
+    const old = new Database(file);
+    const num = (old.prepare("SELECT num FROM runs WHERE id = 'new'").get() as { num: number }).num;
+    // What the version-9 code writes for a step: its run's number, no chunk.
+    old
+      .prepare(
+        `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+         VALUES (?, 'new', 3, 2, 'c', 'c', 'succeeded', 'idempotent', 'new:c', '3', NULL, NULL, 1, 2, 1, NULL, NULL, 2)`,
+      )
+      .run(num);
+    old.close();
+    expect((await engine.get("new")).steps.map((s) => [s.seq, s.key])).toEqual([
+      [1, "a"],
+      [2, "b"],
+      [3, "c"],
+    ]);
+    await engine.close();
+    expect(chunksOf(file, "new")).toEqual([
+      { n: 2, listed: true },
+      { n: 1, listed: true },
+    ]);
   });
 });
 

@@ -56,8 +56,14 @@ export interface Statements {
   fenceOut: Stmt;
   /** Positional: heartbeat at, run id. */
   releaseLease: Stmt;
+  /** Named: a step appended outside the step path (an update's). Written without a chunk: the trigger gives it its run's (schema 10). */
   insertStep: Stmt;
   getRunNum: Stmt;
+  /** The highest chunk any step row holds (plucked; null in an empty table): a new chunk is one above it and above 0. */
+  topChunk: Stmt;
+  /** Positional: run number, chunk. */
+  insertChunk: Stmt;
+  /** Positional: run number, chunk, then the row's columns (the hot path's; the chunk is the run slot's). */
   insertStepAt: Stmt;
   /**
    * insertStepAt for the common intent (nothing recorded yet, no resolution carried over), one
@@ -68,9 +74,14 @@ export interface Statements {
   insertIntentRead: Stmt;
   insertIntentCompensatable: Stmt;
   insertIntentIrreversible: Stmt;
+  /** A step's outcome, its row found through the run's chunks: status … usage, run number twice, seq. */
   outcome: Stmt;
-  /** outcome for the common success (no error, resolution or usage to record): 5 values bound instead of 9. */
+  /** outcome with the row looked for in one chunk (the run slot's current one, a hint): status … usage, chunk, run number, seq. */
+  outcomeInChunk: Stmt;
+  /** outcome for the common success (no error, resolution or usage to record): value, ended at, calls, run number twice, seq. */
   outcomeSucceeded: Stmt;
+  /** outcomeSucceeded in one chunk: value, ended at, calls, chunk, run number, seq. */
+  outcomeSucceededInChunk: Stmt;
   /** outcomeSucceeded for the row its intent was inserted as: value, ended at, calls, rowid, run number, seq. */
   outcomeSucceededAtRow: Stmt;
   /** Positional: ending, ended at, error, reused, run id, number. */
@@ -83,7 +94,10 @@ export function prepare(db: Database.Database): Statements {
     getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
     getAttemptsLean: db.prepare(`SELECT ${ATTEMPT_COLUMNS_LEAN} FROM attempts WHERE run_id = ? ORDER BY number`),
     getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
-    getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps WHERE run_num = (SELECT num FROM runs WHERE id = ?) ORDER BY seq`),
+    getSteps: db.prepare(
+      `SELECT ${STEP_COLUMNS} FROM steps, (SELECT num FROM runs WHERE id = ?) AS run
+       WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = run.num) AND run_num = run.num ORDER BY seq`,
+    ),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
     dataVersion: db.prepare(`PRAGMA data_version`).pluck(),
@@ -127,10 +141,12 @@ export function prepare(db: Database.Database): Statements {
        VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage, @position)`,
     ),
     getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
+    topChunk: db.prepare(`SELECT chunk FROM steps ORDER BY chunk DESC LIMIT 1`).pluck(),
+    insertChunk: db.prepare(`INSERT INTO step_chunks (run_num, chunk) VALUES (?, ?)`),
     // The hot path's two statements; the caller has checked the run's fence in this transaction.
     insertStepAt: db.prepare(
-      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO steps (run_num, chunk, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertIntentIdempotent: insertIntent(db, "idempotent"),
     insertIntentRead: insertIntent(db, "read"),
@@ -138,12 +154,20 @@ export function prepare(db: Database.Database): Statements {
     insertIntentIrreversible: insertIntent(db, "irreversible"),
     outcome: db.prepare(
       `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
-       WHERE run_num = ? AND seq = ? AND status = 'intended'`,
+       WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = ?) AND run_num = ? AND seq = ? AND status = 'intended'`,
+    ),
+    outcomeInChunk: db.prepare(
+      `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
+       WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`,
     ),
     // The intent row's error, resolution and usage are what the outcome carries when they are null
     // (the engine writes one row object, adding to it): they need no binding.
     outcomeSucceeded: db.prepare(
-      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE run_num = ? AND seq = ? AND status = 'intended'`,
+      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ?
+       WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = ?) AND run_num = ? AND seq = ? AND status = 'intended'`,
+    ),
+    outcomeSucceededInChunk: db.prepare(
+      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`,
     ),
     outcomeSucceededAtRow: db.prepare(
       `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE rowid = ? AND run_num = ? AND seq = ? AND status = 'intended'`,
@@ -175,7 +199,7 @@ export function keyHolderFromDb(row: KeyHolderRow): { lease: LeaseRow; attempt: 
 /** The common intent's INSERT for one effect, written in it as a literal (an Effect: one of four fixed words). */
 function insertIntent(db: Database.Database, effect: Effect): Stmt {
   return db.prepare(
-    `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
-     VALUES (?, ?, ?, ?, ?, ?, 'intended', '${effect}', ?, NULL, NULL, ?, ?, NULL, 0, NULL, NULL, ?)`,
+    `INSERT INTO steps (run_num, chunk, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 'intended', '${effect}', ?, NULL, NULL, ?, ?, NULL, 0, NULL, NULL, ?)`,
   );
 }

@@ -132,6 +132,7 @@ class SqliteStoreImpl implements SqliteStore {
         // Its BEGIN may have failed before beginBatch ran: the next batch looks again.
         this.#checkedForBatch = false;
         this.#writes!.forgetFences();
+        this.#writes!.forgetChunks();
       },
     });
     return db;
@@ -315,16 +316,19 @@ class SqliteStoreImpl implements SqliteStore {
     const writes = this.#writes!;
     const slot = writes.fencedSlot(fence, "intent");
     const num = slot === null ? null : slot.num;
+    const chunk = slot === null ? null : writes.chunkFor(slot);
     let rowid: number;
     const intent =
       s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null && s.resolution === null
         ? intentStatement(this.#stmts!, s.effect)
         : undefined;
     if (intent !== undefined) {
-      rowid = intent.run(num, fence.runId, s.seq, s.attempt, s.key, s.name, s.idempotencyKey, s.version, s.intendedAt, s.position).lastInsertRowid as number;
+      rowid = intent.run(num, chunk, fence.runId, s.seq, s.attempt, s.key, s.name, s.idempotencyKey, s.version, s.intendedAt, s.position)
+        .lastInsertRowid as number;
     } else {
       rowid = this.#stmts!.insertStepAt.run(
         num,
+        chunk,
         fence.runId,
         s.seq,
         s.attempt,
@@ -344,7 +348,7 @@ class SqliteStoreImpl implements SqliteStore {
         s.position,
       ).lastInsertRowid as number;
     }
-    if (slot !== null) slot.intended(s.seq, rowid);
+    if (slot !== null) writes.intended(slot, s.seq, rowid, chunk!);
   }
 
   #applyOutcome(fence: Fence, o: StepOutcome): void {
@@ -355,13 +359,18 @@ class SqliteStoreImpl implements SqliteStore {
     }
     const num = slot === null ? null : slot.num;
     const stmts = this.#stmts!;
+    // Where the row is looked for: the row its intent was inserted at, if this connection
+    // inserted it last; then the chunk the run's intents go in now; then every chunk of the run
+    // (hints first, checked against run and seq: see RunSlot).
+    const chunk = slot === null ? null : this.#writes!.currentChunk(slot);
     let changed: number;
     if (o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null) {
-      // The row its intent was inserted at, if this connection inserted it last (a hint: see RunSlot).
       changed = slot !== null && slot.lastSeq === o.seq ? stmts.outcomeSucceededAtRow.run(o.value, o.endedAt, o.calls, slot.lastRowid, num, o.seq).changes : 0;
-      if (changed !== 1) changed = stmts.outcomeSucceeded.run(o.value, o.endedAt, o.calls, num, o.seq).changes;
+      if (changed !== 1 && chunk !== null) changed = stmts.outcomeSucceededInChunk.run(o.value, o.endedAt, o.calls, chunk, num, o.seq).changes;
+      if (changed !== 1) changed = stmts.outcomeSucceeded.run(o.value, o.endedAt, o.calls, num, num, o.seq).changes;
     } else {
-      changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, num, o.seq).changes;
+      changed = chunk === null ? 0 : stmts.outcomeInChunk.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, chunk, num, o.seq).changes;
+      if (changed !== 1) changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, num, num, o.seq).changes;
     }
     if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
   }

@@ -10,6 +10,7 @@ import { LeaseLostError } from "../../base/errors.js";
 import type { AttemptRow, Fence, Lease, RunPatch, RunRow, StepRow } from "../types.js";
 import type { Statements } from "./sql.js";
 import { runInsertValues } from "../run-values.js";
+import { CHUNK_STEPS } from "./schema.js";
 
 type Db = Database.Database;
 type Stmt = Database.Statement;
@@ -35,6 +36,13 @@ export class SqliteWrites {
   #fenceGeneration = 0;
   /** data_version when the current generation began, or -1: start a new one at the next batch. */
   #dataVersion = -1;
+  /**
+   * A slot's chunk (see schema.ts) is written into only in the generation it was taken or last
+   * confirmed in; a failed transaction starts a new one. A chunk whose listing was rolled back
+   * would otherwise take the run's later rows where no read looks, and a number that no row
+   * holds any more could be taken again by another run.
+   */
+  #chunkGeneration = 0;
   /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
   readonly insertNewRun: (run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow };
   /** A run queued for its turn (flow control): the run row and a free lease row (epoch 0), no attempt. */
@@ -112,7 +120,11 @@ export class SqliteWrites {
     const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
     if (keys.length === 0) return;
     this.#db
-      .prepare(`UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")} WHERE run_num = (SELECT num FROM runs WHERE id = @runId) AND seq = @seq`)
+      .prepare(
+        `UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")}
+         FROM (SELECT num FROM runs WHERE id = @runId) AS run
+         WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = run.num) AND run_num = run.num AND seq = @seq`,
+      )
       .run({
         ...patch,
         runId,
@@ -152,6 +164,42 @@ export class SqliteWrites {
   forgetFences(): void {
     this.#fenceGeneration++;
     this.#dataVersion = -1;
+  }
+
+  /** After a transaction that failed: no slot writes into the chunk it had (its listing may be gone). */
+  forgetChunks(): void {
+    this.#chunkGeneration++;
+  }
+
+  /**
+   * The chunk the run's next intent goes in: the slot's, or a new one (one above the highest
+   * any row holds), listed for the run. The slot takes a new chunk only once its row is in
+   * (`RunSlot.intended`): an insert that fails leaves it without one.
+   */
+  chunkFor(slot: RunSlot): number {
+    if (slot.chunkGeneration === this.#chunkGeneration && slot.chunkRows < CHUNK_STEPS) return slot.chunk;
+    const top = this.#s.topChunk.get() as number | null;
+    const chunk = top !== null && top > 0 ? top + 1 : 1;
+    this.#s.insertChunk.run(slot.num, chunk);
+    return chunk;
+  }
+
+  /** The run's intent is in `chunk` at `rowid` (after chunkFor, in the same transaction). */
+  intended(slot: RunSlot, seq: number, rowid: number, chunk: number): void {
+    slot.lastSeq = seq;
+    slot.lastRowid = rowid;
+    if (slot.chunk === chunk && slot.chunkGeneration === this.#chunkGeneration) {
+      slot.chunkRows++;
+    } else {
+      slot.chunk = chunk;
+      slot.chunkRows = 1;
+      slot.chunkGeneration = this.#chunkGeneration;
+    }
+  }
+
+  /** The slot's chunk, if it may still be written into: where an outcome looks first. */
+  currentChunk(slot: RunSlot): number | null {
+    return slot.chunkGeneration === this.#chunkGeneration ? slot.chunk : null;
   }
 
   /** A write in this batch changed the run's lease row: a later write must check its fence again. */
@@ -209,22 +257,21 @@ export class SqliteWrites {
 
 /**
  * A run's number; the lease epoch its fence was last found at (see SqliteWrites' fence
- * generation); and the seq and rowid of the last intent this connection inserted for it: a
- * step's outcome usually follows its own intent, and is then found by rowid (one B-tree search)
- * rather than through the (run_num, seq) index (two). The rowid is a hint, checked against the
- * run and seq in the same statement; the index is the answer when it misses (a VACUUM may
- * renumber rows; a batch rolled back after the insert leaves a rowid that names no row, or
- * another run's).
+ * generation); the chunk its intents go in and how many it holds (see schema.ts); and the seq
+ * and rowid of the last intent this connection inserted for it: a step's outcome usually
+ * follows its own intent, and is then found by rowid (one B-tree search) rather than through
+ * the run's chunks. The rowid and the chunk are hints, checked against the run and seq in the
+ * same statement; the run's chunk listing is the answer when they miss (a VACUUM may renumber
+ * rows; a batch rolled back after the insert leaves a rowid that names no row, or another
+ * run's; parallel steps' outcomes follow other intents).
  */
 export class RunSlot {
   fenceEpoch = -1;
   fenceGeneration = -1;
   lastSeq = -1;
   lastRowid = 0;
+  chunk = 0;
+  chunkRows = 0;
+  chunkGeneration = -1;
   constructor(readonly num: number) {}
-
-  intended(seq: number, rowid: number): void {
-    this.lastSeq = seq;
-    this.lastRowid = rowid;
-  }
 }
