@@ -12,8 +12,8 @@ const FIXTURE = fileURLToPath(new URL("./fixtures/many-runs.mjs", import.meta.ur
 const RUNS = 40;
 
 /** Run the fixture; with `killAfterEffects`, SIGKILL it once it has printed that many effects. */
-async function runFixture(file: string, mode: "start" | "continue", killAfterEffects?: number) {
-  const { done } = spawnNode(FIXTURE, [file, String(RUNS), mode], {
+async function runFixture(file: string, mode: "start" | "continue", killAfterEffects?: number, runs = RUNS, steps = 5) {
+  const { done } = spawnNode(FIXTURE, [file, String(runs), mode, String(steps)], {
     env: { STEPLOG_FAULT: "" },
     onStdout: (stdout, child) => {
       const effects = stdout.split("effect\n").length - 1;
@@ -89,6 +89,56 @@ describe("group commit under kill -9: 40 runs in one process", () => {
         const calls = ledger(file).filter((e) => e.runId === `m-${r}` && e.step === `s${i}`).length;
         expect(calls, `m-${r} s${i}`).toBeGreaterThanOrEqual(1);
         expect(calls, `m-${r} s${i}`).toBeLessThanOrEqual(2);
+      }
+    }
+  });
+});
+
+describe("group commit under kill -9: runs long enough to write several chunks, killed twice", () => {
+  it("every effect has its committed intent; no succeeded step runs again, across chunks and attempts; the third attempt finishes every run", async () => {
+    // 20 runs × 40 steps: each run's steps span three chunks of 16 (schema 10), and each
+    // continue starts a chunk of its own. Killed in the first attempt and in the second.
+    const runs = 20;
+    const steps = 40;
+    const file = tmpDb();
+    const first = await runFixture(file, "start", 300, runs, steps);
+    expect(first.signal).toBe("SIGKILL");
+    const second = await runFixture(file, "continue", 200, runs, steps);
+    expect(second.signal).toBe("SIGKILL");
+
+    const effects = ledger(file);
+    expect(new Set(effects.map((e) => `${e.runId} ${e.step}`)).size).toBeLessThan(runs * steps);
+    const rows = stepRows(file);
+    for (const effect of effects) {
+      const row = rows.find((r) => r.runId === effect.runId && r.key === effect.step && r.attempt === effect.attempt);
+      expect(row, `${effect.runId} ${effect.step} attempt ${effect.attempt}`).toBeDefined();
+    }
+    // More than one chunk a run was written, every one of them listed for its run.
+    const db = new Database(file, { readonly: true });
+    const chunks = db
+      .prepare(
+        `SELECT s.run_id AS runId, count(DISTINCT s.chunk) AS n, sum(c.run_num IS NULL) AS unlisted
+         FROM steps s LEFT JOIN step_chunks c ON c.chunk = s.chunk AND c.run_num = s.run_num GROUP BY s.run_id`,
+      )
+      .all() as Array<{ runId: string; n: number; unlisted: number }>;
+    db.close();
+    expect(chunks.some((c) => c.n > 1)).toBe(true);
+    expect(chunks.filter((c) => c.unlisted > 0)).toEqual([]);
+    const succeededBefore = new Set(rows.filter((r) => r.status === "succeeded").map((r) => `${r.runId} ${r.key}`));
+
+    const third = await runFixture(file, "continue", undefined, runs, steps);
+    expect(third.signal, third.stderr).toBeNull();
+    expect(third.statuses).toEqual(Array(runs).fill("completed"));
+    for (const effect of ledger(file).slice(effects.length)) {
+      expect(succeededBefore.has(`${effect.runId} ${effect.step}`), `${effect.runId} ${effect.step} ran again`).toBe(false);
+    }
+    // Every step of every run ran, at most once per attempt that reached it.
+    const all = ledger(file);
+    for (let r = 0; r < runs; r++) {
+      for (let i = 1; i <= steps; i++) {
+        const calls = all.filter((e) => e.runId === `m-${r}` && e.step === `s${i}`).length;
+        expect(calls, `m-${r} s${i}`).toBeGreaterThanOrEqual(1);
+        expect(calls, `m-${r} s${i}`).toBeLessThanOrEqual(3);
       }
     }
   });
