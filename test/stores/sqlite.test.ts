@@ -13,7 +13,7 @@ import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { WriteQueue } from "../../src/store/sqlite/write-queue.js";
 import { runtimeStore } from "../../src/store/runtime.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
-import { NOW, attemptRow, runRow, stepRow } from "../../src/testing/conformance-rows.js";
+import { NOW, attemptRow, runRow, stepRow, takeIfFree } from "../../src/testing/conformance-rows.js";
 import { createVersion3Store } from "../helpers/version3-store.js";
 
 const hello = defineWorkflow({
@@ -740,6 +740,56 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
     ]);
     await store.close();
     expect(chunksOf(file, "b")).toEqual([{ n: 2, listed: true }]);
+  });
+
+  it("a run created in a batch that failed: its number may go to the next run, and its steps still land in its own rows once it is made again", async () => {
+    const file = tmpDb();
+    const store = sqliteStore({ path: file, durability: "process" });
+    const z = (await store.createRun(runRow("z"), attemptRow("z", 1), lease)) as { epoch: number };
+    // One batch: x's creation and an intent of z that cannot be bound (an object as its value), failing the whole batch.
+    const x = store.createRun(runRow("x"), attemptRow("x", 1), lease);
+    const broken = store.writeIntent({ runId: "z", epoch: z.epoch }, stepRow("z", 1, "s", { status: "succeeded", value: {} as never, version: null }));
+    await expect(x).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "x" });
+    await expect(broken).rejects.toMatchObject({ code: "STORE_WRITE_FAILED" });
+    // y takes the number x had in the rolled-back batch.
+    const y = (await store.createRun(runRow("y"), attemptRow("y", 1), lease)) as { epoch: number };
+    await store.writeIntent({ runId: "y", epoch: y.epoch }, stepRow("y", 1, "ys", { version: null }));
+    // x is made again (queued, as another process's start could make it) and claimed here.
+    await store.enqueueRun(runRow("x", { status: "waiting", attempts: 0, budgetUsed: 0 }), NOW);
+    const claim = await store.claimRun("x", takeIfFree("x"));
+    expect(claim.kind).toBe("taken");
+    await store.writeIntent({ runId: "x", epoch: claim.kind === "taken" ? claim.lease.epoch : 0 }, stepRow("x", 1, "xs", { version: null }));
+    expect((await store.loadRun("x"))?.steps.map((s) => [s.runId, s.key])).toEqual([["x", "xs"]]);
+    expect((await store.loadRun("y"))?.steps.map((s) => [s.runId, s.key])).toEqual([["y", "ys"]]);
+    await store.close();
+  });
+
+  it("an attempt whose view of the run is behind the store (its next seq is already recorded) has its intent refused, STORE_WRITE_FAILED, and nothing is written", async () => {
+    const file = tmpDb();
+    const first = sqliteStore({ path: file, durability: "process" });
+    const held = (await first.createRun(runRow("r"), attemptRow("r", 1), lease)) as { epoch: number };
+    for (let i = 1; i <= 3; i++) await first.writeIntent({ runId: "r", epoch: held.epoch }, stepRow("r", i, `k${i}`, { version: null }));
+    await first.close();
+    const raw = new Database(file);
+    raw.prepare("UPDATE leases SET attempt = NULL WHERE run_id = 'r'").run();
+    raw.close();
+    // A second attempt in another connection that (say) read only seq 1: it would write seq 2 again.
+    const second = sqliteStore({ path: file, durability: "process" });
+    const claim = await second.claimRun("r", takeIfFree("r"));
+    expect(claim.kind).toBe("taken");
+    const fence = { runId: "r", epoch: claim.kind === "taken" ? claim.lease.epoch : 0 };
+    const refused = second.writeIntent(fence, stepRow("r", 2, "k2", { attempt: 2, version: null }));
+    await expect(refused).rejects.toMatchObject({ code: "STORE_WRITE_FAILED", runId: "r" });
+    await expect(refused).rejects.toThrow(/seq 2 is already recorded for this run \(it holds steps up to seq 3\)/);
+    expect((await second.loadRun("r"))?.steps.map((s) => [s.seq, s.key, s.attempt])).toEqual([
+      [1, "k1", 1],
+      [2, "k2", 1],
+      [3, "k3", 1],
+    ]);
+    // The next seq is written.
+    await second.writeIntent(fence, stepRow("r", 4, "k4", { attempt: 2, version: null }));
+    expect((await second.loadRun("r"))?.steps.map((s) => s.seq)).toEqual([1, 2, 3, 4]);
+    await second.close();
   });
 
   it("rows a process still on version 9 inserts after the upgrade (a run number, no chunk) are given their run's chunk and read back", async () => {

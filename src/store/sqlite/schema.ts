@@ -13,9 +13,11 @@
  * text run id wrote three times as much again.
  *
  * A chunk number is never reused while any row or listing holds it: it is taken as max + 1
- * inside the write transaction that inserts its first row, and a store forgets the chunks it
- * is writing into when a transaction fails (see writes.ts). Reads also check each row's run
- * number, so a chunk could never hand one run another run's step.
+ * inside the write transaction that inserts its first row, and a store drops what it knows of
+ * its runs (their chunks among it) when a transaction fails (see writes.ts). Reads also check
+ * each row's run number, so a chunk could never hand one run another run's step. The unique
+ * index holds within a chunk; an attempt's first intent is checked to come after every seq the
+ * run holds, so no seq is written twice across chunks either.
  */
 
 export const MIGRATIONS: readonly string[] = [

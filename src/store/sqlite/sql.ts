@@ -63,6 +63,10 @@ export interface Statements {
   topChunk: Stmt;
   /** Positional: run number, chunk. */
   insertChunk: Stmt;
+  /** A run's latest chunk (plucked; null when it has none): by run number. */
+  latestChunkOf: Stmt;
+  /** The highest seq in a chunk (plucked; null when empty). */
+  topSeqIn: Stmt;
   /** Positional: run number, chunk, then the row's columns (the hot path's; the chunk is the run slot's). */
   insertStepAt: Stmt;
   /**
@@ -142,6 +146,8 @@ export function prepare(db: Database.Database): Statements {
     ),
     getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
     topChunk: db.prepare(`SELECT chunk FROM steps ORDER BY chunk DESC LIMIT 1`).pluck(),
+    latestChunkOf: db.prepare(`SELECT max(chunk) FROM step_chunks WHERE run_num = ?`).pluck(),
+    topSeqIn: db.prepare(`SELECT max(seq) FROM steps WHERE chunk = ?`).pluck(),
     insertChunk: db.prepare(`INSERT INTO step_chunks (run_num, chunk) VALUES (?, ?)`),
     // The hot path's two statements; the caller has checked the run's fence in this transaction.
     insertStepAt: db.prepare(

@@ -120,7 +120,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.#db = db;
     recordIdentity(this.#settings, this.#opened);
     this.#stmts = prepare(db);
-    this.#writes = new SqliteWrites(db, this.#stmts);
+    this.#writes = new SqliteWrites(db, this.#stmts, this.location);
     this.#queue = new WriteQueue(db, (error, what, runId) => writeFailed(this.location, error, what, runId), {
       applyOp: (op, a, b) => (op === OP_INTENT ? this.#applyIntent(a as Fence, b as StepRow) : this.#applyOutcome(a as Fence, b as StepOutcome)),
       describeOp: (op, _a, b) => (op === OP_INTENT ? "the intent of step " + JSON.stringify((b as StepRow).key) : "a step outcome"),
@@ -131,8 +131,7 @@ class SqliteStoreImpl implements SqliteStore {
       batchFailed: () => {
         // Its BEGIN may have failed before beginBatch ran: the next batch looks again.
         this.#checkedForBatch = false;
-        this.#writes!.forgetFences();
-        this.#writes!.forgetChunks();
+        this.#writes!.batchFailed();
       },
     });
     return db;
@@ -234,6 +233,9 @@ class SqliteStoreImpl implements SqliteStore {
       const epoch = (current.lease?.epoch ?? 0) + 1;
       const lease: LeaseRow = { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt, heartbeatAt: decision.now };
       this.#stmts!.upsertLease.run(lease.runId, lease.epoch, lease.attempt, lease.expiresAt, lease.heartbeatAt);
+      // A new attempt: its steps go in chunks of its own (a slot of an earlier attempt may be left
+      // if it lost its lease here without ending).
+      this.#writes!.runSlots.delete(runId);
       return taken(current, decision, lease);
     });
     // Thrown after the commit, so a refusal's own patch (say, dead-lettering) is kept.
@@ -316,7 +318,7 @@ class SqliteStoreImpl implements SqliteStore {
     const writes = this.#writes!;
     const slot = writes.fencedSlot(fence, "intent");
     const num = slot === null ? null : slot.num;
-    const chunk = slot === null ? null : writes.chunkFor(slot);
+    const chunk = slot === null ? null : writes.chunkFor(slot, fence.runId, s.seq, "the intent of step " + JSON.stringify(s.key));
     let rowid: number;
     const intent =
       s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null && s.resolution === null
@@ -362,7 +364,7 @@ class SqliteStoreImpl implements SqliteStore {
     // Where the row is looked for: the row its intent was inserted at, if this connection
     // inserted it last; then the chunk the run's intents go in now; then every chunk of the run
     // (hints first, checked against run and seq: see RunSlot).
-    const chunk = slot === null ? null : this.#writes!.currentChunk(slot);
+    const chunk = slot === null || slot.chunk === 0 ? null : slot.chunk;
     let changed: number;
     if (o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null) {
       changed = slot !== null && slot.lastSeq === o.seq ? stmts.outcomeSucceededAtRow.run(o.value, o.endedAt, o.calls, slot.lastRowid, num, o.seq).changes : 0;

@@ -6,7 +6,7 @@
  */
 
 import type Database from "better-sqlite3";
-import { LeaseLostError } from "../../base/errors.js";
+import { LeaseLostError, StoreWriteFailedError } from "../../base/errors.js";
 import type { AttemptRow, Fence, Lease, RunPatch, RunRow, StepRow } from "../types.js";
 import type { Statements } from "./sql.js";
 import { runInsertValues } from "../run-values.js";
@@ -36,21 +36,17 @@ export class SqliteWrites {
   #fenceGeneration = 0;
   /** data_version when the current generation began, or -1: start a new one at the next batch. */
   #dataVersion = -1;
-  /**
-   * A slot's chunk (see schema.ts) is written into only in the generation it was taken or last
-   * confirmed in; a failed transaction starts a new one. A chunk whose listing was rolled back
-   * would otherwise take the run's later rows where no read looks, and a number that no row
-   * holds any more could be taken again by another run.
-   */
-  #chunkGeneration = 0;
   /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
   readonly insertNewRun: (run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow };
   /** A run queued for its turn (flow control): the run row and a free lease row (epoch 0), no attempt. */
   readonly insertQueuedRun: (run: RunRow, now: number) => { queued: true } | { exists: RunRow };
 
-  constructor(db: Db, stmts: Statements) {
+  readonly #location: string;
+
+  constructor(db: Db, stmts: Statements, location: string) {
     this.#db = db;
     this.#s = stmts;
+    this.#location = location;
     this.insertNewRun = db.transaction((run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Lease | { exists: RunRow } => {
       const s = this.#s;
       this.forgetFence(run.id);
@@ -62,6 +58,7 @@ export class SqliteWrites {
       // number and that finding go in the run's slot, so the first step looks neither up.
       const slot = new RunSlot(inserted);
       this.#fenceFound(slot, { runId: run.id, epoch: 1 });
+      slot.seqChecked = true; // a run inserted just now holds no steps
       this.runSlots.set(run.id, slot);
       return { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt };
     });
@@ -166,40 +163,64 @@ export class SqliteWrites {
     this.#dataVersion = -1;
   }
 
-  /** After a transaction that failed: no slot writes into the chunk it had (its listing may be gone). */
-  forgetChunks(): void {
-    this.#chunkGeneration++;
+  /**
+   * After a transaction that failed: every slot goes. What a slot learnt in it may have been
+   * rolled back — a new run's number (another run may take it next), a chunk's listing (the
+   * run's later rows would go where no read looks, and the number could be taken by another run).
+   */
+  batchFailed(): void {
+    this.forgetFences();
+    this.runSlots.clear();
   }
 
   /**
-   * The chunk the run's next intent goes in: the slot's, or a new one (one above the highest
+   * The chunk the run's intent at `seq` goes in: the slot's, or a new one (one above the highest
    * any row holds), listed for the run. The slot takes a new chunk only once its row is in
-   * (`RunSlot.intended`): an insert that fails leaves it without one.
+   * (`intended`): an insert that fails leaves it without one.
+   *
+   * A slot's first chunk is where a writer may start from a view of the run that is behind the
+   * store (the unique index is per chunk, so it would not notice a seq written twice): its seq
+   * must be above every seq the run holds (see checkSeqAbove). After that the slot's own intents
+   * follow in seq order, under its fence.
    */
-  chunkFor(slot: RunSlot): number {
-    if (slot.chunkGeneration === this.#chunkGeneration && slot.chunkRows < CHUNK_STEPS) return slot.chunk;
-    const top = this.#s.topChunk.get() as number | null;
+  chunkFor(slot: RunSlot, runId: string, seq: number, what: string): number {
+    if (slot.chunk !== 0 && slot.chunkRows < CHUNK_STEPS) return slot.chunk;
+    const s = this.#s;
+    if (!slot.seqChecked) {
+      this.#checkSeqAbove(slot, runId, seq, what);
+      slot.seqChecked = true;
+    }
+    const top = s.topChunk.get() as number | null;
     const chunk = top !== null && top > 0 ? top + 1 : 1;
-    this.#s.insertChunk.run(slot.num, chunk);
+    s.insertChunk.run(slot.num, chunk);
     return chunk;
+  }
+
+  /**
+   * The run's highest seq is in its latest chunk or in its chunk of rows written without one
+   * (minus its number). A seq at or below it is refused alone (STORE_WRITE_FAILED), before
+   * anything is written or run: the attempt's view of the run is behind the store.
+   */
+  #checkSeqAbove(slot: RunSlot, runId: string, seq: number, what: string): void {
+    const s = this.#s;
+    const latest = s.latestChunkOf.get(slot.num) as number | null;
+    const inLatest = latest === null ? null : (s.topSeqIn.get(latest) as number | null);
+    const held = Math.max(inLatest ?? 0, (s.topSeqIn.get(-slot.num) as number | null) ?? 0);
+    if (seq > held) return;
+    const why = new Error(`seq ${seq} is already recorded for this run (it holds steps up to seq ${held}): this attempt did not read every step the store holds`);
+    throw new StoreWriteFailedError(this.#location, what, { cause: why, runId }, undefined, "look at the run with engine.get before continuing it");
   }
 
   /** The run's intent is in `chunk` at `rowid` (after chunkFor, in the same transaction). */
   intended(slot: RunSlot, seq: number, rowid: number, chunk: number): void {
     slot.lastSeq = seq;
     slot.lastRowid = rowid;
-    if (slot.chunk === chunk && slot.chunkGeneration === this.#chunkGeneration) {
+    if (slot.chunk === chunk) {
       slot.chunkRows++;
     } else {
       slot.chunk = chunk;
       slot.chunkRows = 1;
-      slot.chunkGeneration = this.#chunkGeneration;
     }
-  }
-
-  /** The slot's chunk, if it may still be written into: where an outcome looks first. */
-  currentChunk(slot: RunSlot): number | null {
-    return slot.chunkGeneration === this.#chunkGeneration ? slot.chunk : null;
   }
 
   /** A write in this batch changed the run's lease row: a later write must check its fence again. */
@@ -270,8 +291,10 @@ export class RunSlot {
   fenceGeneration = -1;
   lastSeq = -1;
   lastRowid = 0;
+  /** The chunk this store writes the run's intents into, or 0 for none yet (chunks it takes are above 0). */
   chunk = 0;
   chunkRows = 0;
-  chunkGeneration = -1;
+  /** Whether this store has seen that the run holds no seq at or above its next intent's (chunkFor). */
+  seqChecked = false;
   constructor(readonly num: number) {}
 }
