@@ -207,7 +207,9 @@ export class SqliteWrites {
     const inLatest = latest === null ? null : (s.topSeqIn.get(latest) as number | null);
     const held = Math.max(inLatest ?? 0, (s.topSeqIn.get(-slot.num) as number | null) ?? 0);
     if (seq > held) return;
-    const why = new Error(`seq ${seq} is already recorded for this run (it holds steps up to seq ${held}): this attempt did not read every step the store holds`);
+    const why = new Error(
+      `seq ${seq} is already recorded for this run (it holds steps up to seq ${held}): this attempt did not read every step the store holds`,
+    );
     throw new StoreWriteFailedError(this.#location, what, { cause: why, runId }, undefined, "look at the run with engine.get before continuing it");
   }
 
