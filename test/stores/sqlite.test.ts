@@ -755,7 +755,7 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
     const y = (await store.createRun(runRow("y"), attemptRow("y", 1), lease)) as { epoch: number };
     await store.writeIntent({ runId: "y", epoch: y.epoch }, stepRow("y", 1, "ys", { version: null }));
     // x is made again (queued, as another process's start could make it) and claimed here.
-    await store.enqueueRun(runRow("x", { status: "waiting", attempts: 0, budgetUsed: 0 }), NOW);
+    await store.enqueueRun!(runRow("x", { status: "waiting", attempts: 0, budgetUsed: 0 }), NOW);
     const claim = await store.claimRun("x", takeIfFree("x"));
     expect(claim.kind).toBe("taken");
     await store.writeIntent({ runId: "x", epoch: claim.kind === "taken" ? claim.lease.epoch : 0 }, stepRow("x", 1, "xs", { version: null }));
