@@ -1,8 +1,9 @@
 /**
  * The pieces the SQLite store's write paths are built of, for one connection, all run inside a
- * write transaction: the fence check (once per run per batch), run numbers (the steps table is
- * keyed by them, see schema.ts), patches of runs and steps, attempt rows, and a new run's
- * insert as a savepoint of its batch. What these remember between calls lives here with them.
+ * write transaction: the fence check (once per run per batch), run numbers and the chunks a
+ * run's steps go in (see schema.ts), patches of runs and steps, attempt rows, and a new run's
+ * insert as a savepoint of its batch. What these remember between calls lives here with them
+ * (a run's slot), and is dropped when a transaction fails.
  */
 
 import type Database from "better-sqlite3";
