@@ -2,17 +2,17 @@
 // commit of 100 runs × 100 steps, the same rows written three ways, timed in one process
 // (medians of 9, the three alternating):
 //
-//   index    today's layout: the (run_num, seq) index, where each run in flight appends to its
-//            own place, so a commit of 100 steps writes about 25 of its leaf pages
+//   index    schema 9's layout (the raw baselines'): the (run_num, seq) index, where each run in
+//            flight appends to its own place, so a commit of 100 steps writes about 25 of its leaf pages
 //   none     no index at all (what a run's steps would cost to write if nothing found them)
 //   chunked  the index keyed by (chunk, seq), a run taking a new chunk number (max + 1) every
 //            CHUNK steps, with a (run_num, chunk) table listing each run's chunks: the chunks
-//            being written sit together at the index's right edge
+//            being written sit together at the index's right edge (schema 10's layout)
 //
 //   node bench/layout.mjs [FULL|NORMAL] [CHUNK=16]
 //
 // Every variant finds an outcome's row by the rowid its intent was inserted at, as steplog's
-// SQLite store does. docs/performance.md ("What is left") says what the figures mean.
+// SQLite store does. docs/performance.md (item 22) says what the figures meant.
 
 import { cleanup, createRawSchemaFile, median, openRaw, rawRunId, tmpFile } from "./lib.mjs";
 

@@ -145,7 +145,8 @@ export async function createSchemaFile(file) {
  * Create `file` for a raw baseline: steplog's tables, with the steps found as steplog found
  * them before its schema 10 — a unique (run_num, seq) index, no chunks. That is the issue's
  * baseline of two row writes a step; steplog's chunks write fewer index pages than it, which is
- * the point of them, so they are not copied into the work they are measured against.
+ * the point of them, so they are not copied into the work they are measured against. Its
+ * meta still says schema 10: only raw code may open it.
  */
 export async function createRawSchemaFile(file) {
   await writeSchemaFile(

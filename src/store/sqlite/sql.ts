@@ -22,6 +22,16 @@ const STEP_COLUMNS = `run_id AS runId, seq, attempt, key, name, status, effect, 
 
 type Stmt = Database.Statement;
 
+/**
+ * Where a run's step rows are (schema 10): in the chunks listed for its number, checked against
+ * the number too. `num` is the SQL that gives the run's number (a parameter, a column).
+ */
+export const inRunChunks = (num: string): string => `chunk IN (SELECT chunk FROM step_chunks WHERE run_num = ${num}) AND run_num = ${num}`;
+
+/** What a step's outcome writes; the common success binds 3 values: the intent's null error, resolution and usage stand. */
+const OUTCOME_SET = `status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?`;
+const SUCCEEDED_SET = `status = 'succeeded', value = ?, ended_at = ?, calls = ?`;
+
 /** The prepared statements by name (spelt out: a declaration file cannot name the type better-sqlite3's prepare infers). */
 export interface Statements {
   getRun: Stmt;
@@ -98,10 +108,7 @@ export function prepare(db: Database.Database): Statements {
     getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
     getAttemptsLean: db.prepare(`SELECT ${ATTEMPT_COLUMNS_LEAN} FROM attempts WHERE run_id = ? ORDER BY number`),
     getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
-    getSteps: db.prepare(
-      `SELECT ${STEP_COLUMNS} FROM steps, (SELECT num FROM runs WHERE id = ?) AS run
-       WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = run.num) AND run_num = run.num ORDER BY seq`,
-    ),
+    getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps, (SELECT num FROM runs WHERE id = ?) AS run WHERE ${inRunChunks("run.num")} ORDER BY seq`),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
     dataVersion: db.prepare(`PRAGMA data_version`).pluck(),
@@ -158,26 +165,13 @@ export function prepare(db: Database.Database): Statements {
     insertIntentRead: insertIntent(db, "read"),
     insertIntentCompensatable: insertIntent(db, "compensatable"),
     insertIntentIrreversible: insertIntent(db, "irreversible"),
-    outcome: db.prepare(
-      `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
-       WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = ?) AND run_num = ? AND seq = ? AND status = 'intended'`,
-    ),
-    outcomeInChunk: db.prepare(
-      `UPDATE steps SET status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?
-       WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`,
-    ),
     // The intent row's error, resolution and usage are what the outcome carries when they are null
-    // (the engine writes one row object, adding to it): they need no binding.
-    outcomeSucceeded: db.prepare(
-      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ?
-       WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = ?) AND run_num = ? AND seq = ? AND status = 'intended'`,
-    ),
-    outcomeSucceededInChunk: db.prepare(
-      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`,
-    ),
-    outcomeSucceededAtRow: db.prepare(
-      `UPDATE steps SET status = 'succeeded', value = ?, ended_at = ?, calls = ? WHERE rowid = ? AND run_num = ? AND seq = ? AND status = 'intended'`,
-    ),
+    // (the engine writes one row object, adding to it): the common success leaves them be.
+    outcome: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE ${inRunChunks("?")} AND seq = ? AND status = 'intended'`),
+    outcomeInChunk: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
+    outcomeSucceeded: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE ${inRunChunks("?")} AND seq = ? AND status = 'intended'`),
+    outcomeSucceededInChunk: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
+    outcomeSucceededAtRow: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE rowid = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
     endAttempt: db.prepare(`UPDATE attempts SET ending = ?, ended_at = ?, error = ?, reused = ? WHERE run_id = ? AND number = ?`),
   };
 }

@@ -9,7 +9,7 @@
 import type Database from "better-sqlite3";
 import { LeaseLostError, StoreWriteFailedError } from "../../base/errors.js";
 import type { AttemptRow, Fence, Lease, RunPatch, RunRow, StepRow } from "../types.js";
-import type { Statements } from "./sql.js";
+import { inRunChunks, type Statements } from "./sql.js";
 import { runInsertValues } from "../run-values.js";
 import { CHUNK_STEPS } from "./schema.js";
 
@@ -120,8 +120,7 @@ export class SqliteWrites {
     this.#db
       .prepare(
         `UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")}
-         FROM (SELECT num FROM runs WHERE id = @runId) AS run
-         WHERE chunk IN (SELECT chunk FROM step_chunks WHERE run_num = run.num) AND run_num = run.num AND seq = @seq`,
+         FROM (SELECT num FROM runs WHERE id = @runId) AS run WHERE ${inRunChunks("run.num")} AND seq = @seq`,
       )
       .run({
         ...patch,
