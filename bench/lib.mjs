@@ -142,17 +142,23 @@ export async function createSchemaFile(file) {
 }
 
 /**
- * Create `file` for a raw baseline: steplog's tables, with the steps found as steplog found
- * them before its schema 10 — a unique (run_num, seq) index, no chunks. That is the issue's
- * baseline of two row writes a step; steplog's chunks write fewer index pages than it, which is
- * the point of them, so they are not copied into the work they are measured against. Its
- * meta still says schema 10: only raw code may open it.
+ * Create `file` for a raw baseline: steplog's tables, with the steps as steplog wrote them in
+ * schema 9 — a unique (run_num, seq) index, no chunks, and the trigger that numbered a row
+ * inserted without its run's number. That is the issue's baseline of two row writes a step;
+ * steplog's later layouts write less than it (schema 10's chunks fewer index pages, schema 11
+ * no trigger, which made each INSERT dearer), which is the point of them, so they are not
+ * copied into the work they are measured against. Its meta says steplog's current schema
+ * version: only raw code may open it.
  */
 export async function createRawSchemaFile(file) {
   await writeSchemaFile(
     file,
-    `DROP TRIGGER steps_chunked; DROP INDEX steps_by_chunk; DROP TABLE step_chunks; ALTER TABLE steps DROP COLUMN chunk;
-     CREATE UNIQUE INDEX steps_by_run ON steps (run_num, seq);`,
+    `DROP INDEX steps_unchunked; DROP INDEX steps_by_chunk; DROP TABLE step_chunks; ALTER TABLE steps DROP COLUMN chunk;
+     CREATE UNIQUE INDEX steps_by_run ON steps (run_num, seq);
+     CREATE TRIGGER steps_numbered AFTER INSERT ON steps WHEN NEW.run_num IS NULL
+     BEGIN
+       UPDATE steps SET run_num = (SELECT num FROM runs WHERE id = NEW.run_id) WHERE rowid = NEW.rowid;
+     END;`,
   );
 }
 

@@ -394,10 +394,13 @@ describe("sqlite store files are owner-only", () => {
       { run_num: 2, chunk: -2 },
       { run_num: 2, chunk: 1 },
     ]);
-    // One index finds a run's steps, through its chunks.
-    expect(db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'steps' and name not like 'sqlite_%'").all()).toEqual([
+    // One index finds a run's steps, through its chunks; another holds only rows without a
+    // chunk (an older version's), by run id. No trigger makes each step's insert dearer.
+    expect(db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'steps' and name not like 'sqlite_%' order by name").all()).toEqual([
       { name: "steps_by_chunk" },
+      { name: "steps_unchunked" },
     ]);
+    expect(db.prepare("select name from sqlite_master where type = 'trigger' and tbl_name = 'steps'").all()).toEqual([]);
     db.close();
   });
 });
@@ -792,13 +795,13 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
     await second.close();
   });
 
-  it("rows a process still on version 9 inserts after the upgrade (a run number, no chunk) are given their run's chunk and read back", async () => {
+  it("rows a process still on version 9 or 10 inserts after the upgrade (a run number, no chunk) are read back by run id, in seq order", async () => {
     const file = tmpDb();
     const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
     await engine.start(hello, undefined, { id: "new" });
     const old = new Database(file);
     const num = (old.prepare("SELECT num FROM runs WHERE id = 'new'").get() as { num: number }).num;
-    // What the version-9 code writes for a step: its run's number, no chunk.
+    // What the version-9 code writes for a step (and version 10 outside the step path): its run's number, no chunk.
     old
       .prepare(
         `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
@@ -812,10 +815,93 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
       [3, "c"],
     ]);
     await engine.close();
-    expect(chunksOf(file, "new")).toEqual([
-      { n: 2, listed: true },
-      { n: 1, listed: true },
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("SELECT seq, chunk FROM steps WHERE run_id = 'new' ORDER BY seq").all()).toEqual([
+      { seq: 1, chunk: 1 },
+      { seq: 2, chunk: 1 },
+      { seq: 3, chunk: null },
     ]);
+    db.close();
+  });
+
+  it("a step an older version left cut off without a chunk: a continue settles that row, runs the step once with its key, and writes after its seq", async () => {
+    const file = tmpDb();
+    const made = sqliteStore({ path: file, durability: "process" });
+    // The run as the older process left it: its attempt's process is gone, step a succeeded and
+    // b was cut off inside its function, both rows without a chunk.
+    await made.createRun(runRow("cut", { workflow: "hello", version: null, args: "null" }), attemptRow("cut", 1, { host: os.hostname(), pid: 999999999 }), {
+      expiresAt: 0,
+      now: NOW,
+    });
+    await made.close();
+    const old = new Database(file);
+    const insert = old.prepare(
+      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES ((SELECT num FROM runs WHERE id = 'cut'), 'cut', ?, 1, ?, ?, ?, 'idempotent', ?, ?, NULL, NULL, 1, ?, ?, NULL, NULL, ?)`,
+    );
+    insert.run(1, "a", "a", "succeeded", "cut:a", '{"greeting":"old"}', 2, 1, 0);
+    insert.run(2, "b", "b", "intended", "cut:b", null, null, 0, 1);
+    old.close();
+
+    const calls: string[] = [];
+    const counted = defineWorkflow({
+      name: "hello",
+      async run(ctx) {
+        const a = await ctx.step("a", async () => (calls.push("a"), { greeting: "new" }));
+        return ctx.step("b", async (info) => (calls.push(`b ${info.idempotencyKey}`), `${a.greeting} world`));
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [counted] });
+    expect(await engine.continue("cut")).toMatchObject({ status: "completed", value: "old world" });
+    expect(calls).toEqual(["b cut:b"]);
+    expect((await engine.get("cut")).steps.map((s) => [s.seq, s.key, s.status, s.attempt])).toEqual([
+      [1, "a", "succeeded", 1],
+      [2, "b", "failed", 1],
+      [3, "b", "succeeded", 2],
+    ]);
+    await engine.close();
+    const db = new Database(file, { readonly: true });
+    // The old rows keep no chunk (the cut-off one settled in place); the continue's row is in a listed chunk.
+    expect(db.prepare("SELECT seq, chunk IS NULL AS unchunked FROM steps WHERE run_id = 'cut' ORDER BY seq").all()).toEqual([
+      { seq: 1, unchunked: 1 },
+      { seq: 2, unchunked: 1 },
+      { seq: 3, unchunked: 0 },
+    ]);
+    expect(chunksOf(file, "cut").at(-1)).toEqual({ n: 1, listed: true });
+    db.close();
+  });
+
+  it("an attempt whose view is behind a row without a chunk has its intent refused, and a person's answer reaches such a row", async () => {
+    const file = tmpDb();
+    const first = sqliteStore({ path: file, durability: "process" });
+    const held = (await first.createRun(runRow("r"), attemptRow("r", 1), lease)) as { epoch: number };
+    await first.writeIntent({ runId: "r", epoch: held.epoch }, stepRow("r", 1, "k1", { version: null }));
+    await first.close();
+    const raw = new Database(file);
+    // seq 2 as an older version writes it (no chunk), left escalated; the lease is free.
+    raw
+      .prepare(
+        `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+         VALUES ((SELECT num FROM runs WHERE id = 'r'), 'r', 2, 1, 'k2', 'k2', 'escalated', 'irreversible', 'r:k2', NULL, NULL, NULL, 1, 2, 1, NULL, NULL, 1)`,
+      )
+      .run();
+    raw.prepare("UPDATE leases SET attempt = NULL WHERE run_id = 'r'").run();
+    raw.close();
+    const second = sqliteStore({ path: file, durability: "process" });
+    // A person's answer on the escalated row (an update outside the step path) lands on it.
+    await second.updateRun("r", () => ({ updateSteps: [{ seq: 2, patch: { status: "succeeded", value: '"sent"' } }], result: true }));
+    const claim = await second.claimRun("r", takeIfFree("r"));
+    expect(claim.kind).toBe("taken");
+    const fence = { runId: "r", epoch: claim.kind === "taken" ? claim.lease.epoch : 0 };
+    const refused = second.writeIntent(fence, stepRow("r", 2, "k2", { attempt: 2, version: null }));
+    await expect(refused).rejects.toThrow(/seq 2 is already recorded for this run \(it holds steps up to seq 2\)/);
+    await second.writeIntent(fence, stepRow("r", 3, "k3", { attempt: 2, version: null }));
+    expect((await second.loadRun("r"))?.steps.map((s) => [s.seq, s.key, s.status])).toEqual([
+      [1, "k1", "intended"],
+      [2, "k2", "succeeded"],
+      [3, "k3", "intended"],
+    ]);
+    await second.close();
   });
 });
 
@@ -873,7 +959,7 @@ describe("sqlite store: upgrading from schema version 3", () => {
     db.close();
   });
 
-  it("rows a process still on version 3 inserts after the upgrade get their numbers", async () => {
+  it("rows a process still on version 3 inserts after the upgrade: the run gets its number, and its steps (with none) are read back by run id", async () => {
     const file = tmpDb();
     version3(file);
     const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
@@ -892,7 +978,7 @@ describe("sqlite store: upgrading from schema version 3", () => {
       { id: "old", num: 2 },
       { id: "newer", num: 3 },
     ]);
-    expect(db.prepare("SELECT count(*) AS n FROM steps WHERE run_num IS NULL").get()).toEqual({ n: 0 });
+    expect(db.prepare("SELECT run_id, run_num, chunk FROM steps WHERE run_id = 'old'").all()).toEqual([{ run_id: "old", run_num: null, chunk: null }]);
     db.close();
   });
 });

@@ -28,6 +28,13 @@ type Stmt = Database.Statement;
  */
 export const inRunChunks = (num: string): string => `chunk IN (SELECT chunk FROM step_chunks WHERE run_num = ${num}) AND run_num = ${num}`;
 
+/**
+ * A run's rows without a chunk (schema 11): inserted by an older version of steplog still
+ * running against an upgraded file, or by hand. Found by run id, through the index that holds
+ * only such rows. `runId` is the SQL that gives the run's id.
+ */
+export const unchunkedOf = (runId: string): string => `chunk IS NULL AND run_id = ${runId}`;
+
 /** What a step's outcome writes; the common success binds 3 values: the intent's null error, resolution and usage stand. */
 const OUTCOME_SET = `status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?`;
 const SUCCEEDED_SET = `status = 'succeeded', value = ?, ended_at = ?, calls = ?`;
@@ -66,8 +73,10 @@ export interface Statements {
   fenceOut: Stmt;
   /** Positional: heartbeat at, run id. */
   releaseLease: Stmt;
-  /** Named: a step appended outside the step path (an update's). Written without a chunk: the trigger gives it its run's (schema 10). */
+  /** Named: a step appended outside the step path (an update's), in its run's side chunk (minus its number: listSideChunk lists it). */
   insertStep: Stmt;
+  /** Lists a run's side chunk (minus its number: its rows written outside the step path and before schema 10) if it is not listed yet: by run id. */
+  listSideChunk: Stmt;
   getRunNum: Stmt;
   /** The highest chunk any step row holds (plucked; null in an empty table): a new chunk is one above it and above 0. */
   topChunk: Stmt;
@@ -77,6 +86,8 @@ export interface Statements {
   latestChunkOf: Stmt;
   /** The highest seq in a chunk (plucked; null when empty). */
   topSeqIn: Stmt;
+  /** The highest seq of a run's rows without a chunk (plucked; null when none): by run id. */
+  topSeqUnchunked: Stmt;
   /** Positional: run number, chunk, then the row's columns (the hot path's; the chunk is the run slot's). */
   insertStepAt: Stmt;
   /**
@@ -98,6 +109,8 @@ export interface Statements {
   outcomeSucceededInChunk: Stmt;
   /** outcomeSucceeded for the row its intent was inserted as: value, ended at, calls, rowid, run number, seq. */
   outcomeSucceededAtRow: Stmt;
+  /** outcome for a row without a chunk (an older version's): status … usage, run id, seq. */
+  outcomeUnchunked: Stmt;
   /** Positional: ending, ended at, error, reused, run id, number. */
   endAttempt: Stmt;
 }
@@ -108,7 +121,12 @@ export function prepare(db: Database.Database): Statements {
     getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
     getAttemptsLean: db.prepare(`SELECT ${ATTEMPT_COLUMNS_LEAN} FROM attempts WHERE run_id = ? ORDER BY number`),
     getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
-    getSteps: db.prepare(`SELECT ${STEP_COLUMNS} FROM steps, (SELECT num FROM runs WHERE id = ?) AS run WHERE ${inRunChunks("run.num")} ORDER BY seq`),
+    getSteps: db.prepare(
+      `WITH run AS (SELECT id, num FROM runs WHERE id = ?)
+       SELECT ${STEP_COLUMNS} FROM steps, run WHERE ${inRunChunks("run.num")}
+       UNION ALL SELECT ${STEP_COLUMNS} FROM steps, run WHERE ${unchunkedOf("run.id")}
+       ORDER BY seq`,
+    ),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
     dataVersion: db.prepare(`PRAGMA data_version`).pluck(),
@@ -148,13 +166,15 @@ export function prepare(db: Database.Database): Statements {
     fenceOut: db.prepare(`UPDATE leases SET epoch = epoch + 1, attempt = NULL, expires_at = 0, heartbeat_at = @heartbeatAt WHERE run_id = @runId`),
     releaseLease: db.prepare(`UPDATE leases SET attempt = NULL, expires_at = 0, heartbeat_at = ? WHERE run_id = ?`),
     insertStep: db.prepare(
-      `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
-       VALUES ((SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage, @position)`,
+      `INSERT INTO steps (run_num, chunk, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+       VALUES ((SELECT num FROM runs WHERE id = @runId), -(SELECT num FROM runs WHERE id = @runId), @runId, @seq, @attempt, @key, @name, @status, @effect, @idempotencyKey, @value, @error, @version, @intendedAt, @endedAt, @calls, @resolution, @usage, @position)`,
     ),
+    listSideChunk: db.prepare(`INSERT OR IGNORE INTO step_chunks (run_num, chunk) SELECT num, -num FROM runs WHERE id = ? AND num IS NOT NULL`),
     getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
     topChunk: db.prepare(`SELECT chunk FROM steps ORDER BY chunk DESC LIMIT 1`).pluck(),
     latestChunkOf: db.prepare(`SELECT max(chunk) FROM step_chunks WHERE run_num = ?`).pluck(),
     topSeqIn: db.prepare(`SELECT max(seq) FROM steps WHERE chunk = ?`).pluck(),
+    topSeqUnchunked: db.prepare(`SELECT max(seq) FROM steps WHERE ${unchunkedOf("?")}`).pluck(),
     insertChunk: db.prepare(`INSERT INTO step_chunks (run_num, chunk) VALUES (?, ?)`),
     // The hot path's two statements; the caller has checked the run's fence in this transaction.
     insertStepAt: db.prepare(
@@ -171,6 +191,7 @@ export function prepare(db: Database.Database): Statements {
     outcomeInChunk: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
     outcomeSucceeded: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE ${inRunChunks("?")} AND seq = ? AND status = 'intended'`),
     outcomeSucceededInChunk: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
+    outcomeUnchunked: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE ${unchunkedOf("?")} AND seq = ? AND status = 'intended'`),
     outcomeSucceededAtRow: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE rowid = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
     endAttempt: db.prepare(`UPDATE attempts SET ending = ?, ended_at = ?, error = ?, reused = ? WHERE run_id = ? AND number = ?`),
   };

@@ -260,6 +260,7 @@ class SqliteStoreImpl implements SqliteStore {
         if (update.run) this.#writes!.patchRun(runId, update.run);
         for (const { seq, patch } of update.updateSteps ?? []) this.#writes!.patchStep(runId, seq, patch);
         for (const step of update.appendSteps ?? []) this.#stmts!.insertStep.run(step);
+        if (update.appendSteps?.length) this.#stmts!.listSideChunk.run(runId);
         for (const event of update.appendEvents ?? []) this.#stmts!.insertEvent.run(event);
         if (update.fenceOut) this.#stmts!.fenceOut.run({ runId, heartbeatAt: update.fenceOut.now });
         return update.result;
@@ -363,7 +364,7 @@ class SqliteStoreImpl implements SqliteStore {
     const stmts = this.#stmts!;
     // Where the row is looked for: the row its intent was inserted at, if this connection
     // inserted it last; then the chunk the run's intents go in now; then every chunk of the run
-    // (hints first, checked against run and seq: see RunSlot).
+    // (hints first, checked against run and seq: see RunSlot); last, the run's rows without one.
     const chunk = slot === null || slot.chunk === 0 ? null : slot.chunk;
     let changed: number;
     if (o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null) {
@@ -374,6 +375,8 @@ class SqliteStoreImpl implements SqliteStore {
       changed = chunk === null ? 0 : stmts.outcomeInChunk.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, chunk, num, o.seq).changes;
       if (changed !== 1) changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, num, num, o.seq).changes;
     }
+    // A row an older version of steplog wrote without a chunk (a cut-off step a continue settles).
+    if (changed !== 1) changed = stmts.outcomeUnchunked.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.runId, o.seq).changes;
     if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
   }
 

@@ -9,7 +9,7 @@
 import type Database from "better-sqlite3";
 import { LeaseLostError, StoreWriteFailedError } from "../../base/errors.js";
 import type { AttemptRow, Fence, Lease, RunPatch, RunRow, StepRow } from "../types.js";
-import { inRunChunks, type Statements } from "./sql.js";
+import { inRunChunks, unchunkedOf, type Statements } from "./sql.js";
 import { runInsertValues } from "../run-values.js";
 import { CHUNK_STEPS } from "./schema.js";
 
@@ -114,19 +114,16 @@ export class SqliteWrites {
     stmt.run(values);
   }
 
+  /** A step row's fields, changed: looked for through the run's chunks, then among its rows without one. */
   patchStep(runId: string, seq: number, patch: Partial<StepRow>): void {
     const keys = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
     if (keys.length === 0) return;
-    this.#db
-      .prepare(
-        `UPDATE steps SET ${keys.map((k) => `${snake(k)} = @${k}`).join(", ")}
-         FROM (SELECT num FROM runs WHERE id = @runId) AS run WHERE ${inRunChunks("run.num")} AND seq = @seq`,
-      )
-      .run({
-        ...patch,
-        runId,
-        seq,
-      });
+    const set = keys.map((k) => `${snake(k)} = @${k}`).join(", ");
+    const values = { ...patch, runId, seq };
+    const changed = this.#db
+      .prepare(`UPDATE steps SET ${set} FROM (SELECT num FROM runs WHERE id = @runId) AS run WHERE ${inRunChunks("run.num")} AND seq = @seq`)
+      .run(values).changes;
+    if (changed === 0) this.#db.prepare(`UPDATE steps SET ${set} WHERE ${unchunkedOf("@runId")} AND seq = @seq`).run(values);
   }
 
   insertAttempt(attempt: AttemptRow): void {
@@ -197,15 +194,17 @@ export class SqliteWrites {
   }
 
   /**
-   * The run's highest seq is in its latest chunk or in its chunk of rows written without one
-   * (minus its number). A seq at or below it is refused alone (STORE_WRITE_FAILED), before
-   * anything is written or run: the attempt's view of the run is behind the store.
+   * The run's highest seq is in its latest chunk, in its side chunk (minus its number: rows
+   * written outside the step path or before schema 10), or among its rows without a chunk. A
+   * seq at or below it is refused alone (STORE_WRITE_FAILED), before anything is written or
+   * run: the attempt's view of the run is behind the store.
    */
   #checkSeqAbove(slot: RunSlot, runId: string, seq: number, what: string): void {
     const s = this.#s;
     const latest = s.latestChunkOf.get(slot.num) as number | null;
     const inLatest = latest === null ? null : (s.topSeqIn.get(latest) as number | null);
-    const held = Math.max(inLatest ?? 0, (s.topSeqIn.get(-slot.num) as number | null) ?? 0);
+    const inSide = s.topSeqIn.get(-slot.num) as number | null;
+    const held = Math.max(inLatest ?? 0, inSide ?? 0, (s.topSeqUnchunked.get(runId) as number | null) ?? 0);
     if (seq > held) return;
     const why = new Error(
       `seq ${seq} is already recorded for this run (it holds steps up to seq ${held}): this attempt did not read every step the store holds`,
