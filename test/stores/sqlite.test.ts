@@ -808,6 +808,13 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
          VALUES (?, 'new', 3, 2, 'c', 'c', 'succeeded', 'idempotent', 'new:c', '3', NULL, NULL, 1, 2, 1, NULL, NULL, 2)`,
       )
       .run(num);
+    // A row an older process wrote for another run under this id (one deleted by hand): not this run's.
+    old
+      .prepare(
+        `INSERT INTO steps (run_num, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
+         VALUES (?, 'new', 4, 1, 'd', 'd', 'succeeded', 'idempotent', 'new:d', '4', NULL, NULL, 1, 2, 1, NULL, NULL, 3)`,
+      )
+      .run(num + 100);
     old.close();
     expect((await engine.get("new")).steps.map((s) => [s.seq, s.key])).toEqual([
       [1, "a"],
@@ -820,6 +827,7 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
       { seq: 1, chunk: 1 },
       { seq: 2, chunk: 1 },
       { seq: 3, chunk: null },
+      { seq: 4, chunk: null },
     ]);
     db.close();
   });
@@ -903,6 +911,28 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
     ]);
     await second.close();
   });
+
+  it("a step appended by a run update goes in the run's side chunk, listed; an attempt behind it has its intent refused", async () => {
+    const file = tmpDb();
+    const first = sqliteStore({ path: file, durability: "process" });
+    const held = (await first.createRun(runRow("r"), attemptRow("r", 1), lease)) as { epoch: number };
+    await first.writeIntent({ runId: "r", epoch: held.epoch }, stepRow("r", 1, "k1", { version: null }));
+    await first.updateRun("r", () => ({ appendSteps: [stepRow("r", 2, "k2", { status: "succeeded", value: '"2"', version: null })], result: true }));
+    await first.close();
+    const raw = new Database(file);
+    const num = (raw.prepare("SELECT num FROM runs WHERE id = 'r'").get() as { num: number }).num;
+    expect(raw.prepare("SELECT chunk FROM steps WHERE run_id = 'r' AND seq = 2").get()).toEqual({ chunk: -num });
+    expect(raw.prepare("SELECT chunk FROM step_chunks WHERE run_num = ? ORDER BY chunk").all(num)).toEqual([{ chunk: -num }, { chunk: 1 }]);
+    raw.prepare("UPDATE leases SET attempt = NULL WHERE run_id = 'r'").run();
+    raw.close();
+    const second = sqliteStore({ path: file, durability: "process" });
+    const claim = await second.claimRun("r", takeIfFree("r"));
+    const fence = { runId: "r", epoch: claim.kind === "taken" ? claim.lease.epoch : 0 };
+    await expect(second.writeIntent(fence, stepRow("r", 2, "k2", { attempt: 2, version: null }))).rejects.toThrow(/seq 2 is already recorded for this run/);
+    await second.writeIntent(fence, stepRow("r", 3, "k3", { attempt: 2, version: null }));
+    expect((await second.loadRun("r"))?.steps.map((s) => s.seq)).toEqual([1, 2, 3]);
+    await second.close();
+  });
 });
 
 describe("sqlite store: upgrading from schema version 3", () => {
@@ -956,6 +986,33 @@ describe("sqlite store: upgrading from schema version 3", () => {
       { run_id: "orphan", run_num: null },
       { run_id: "r", run_num: 1 },
     ]);
+    db.close();
+  });
+
+  it("an orphan step row (its run row deleted by hand) is never read as a step of a later run with the same id", async () => {
+    const file = tmpDb();
+    version3(file, (db) => {
+      db.prepare(
+        `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+         VALUES ('reused', 1, 1, 'a', 'a', 'succeeded', 'idempotent', 'reused:a', '{"greeting":"stale"}', NULL, NULL, 1, 2, 1, NULL, NULL)`,
+      ).run();
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [hello] });
+    expect(await engine.start(hello, undefined, { id: "reused" })).toMatchObject({ status: "completed", value: "hello world" });
+    expect((await engine.get("reused")).steps.map((s) => [s.seq, s.key, s.value])).toEqual([
+      [1, "a", { greeting: "hello" }],
+      [2, "b", "hello world"],
+    ]);
+    await engine.close();
+    // The orphan is kept, in a chunk of its own that no run lists.
+    const db = new Database(file, { readonly: true });
+    expect(
+      db
+        .prepare(
+          "SELECT run_num, chunk < 0 AS own, (SELECT count(*) FROM step_chunks WHERE step_chunks.chunk = steps.chunk) AS listed FROM steps WHERE value LIKE '%stale%'",
+        )
+        .all(),
+    ).toEqual([{ run_num: null, own: 1, listed: 0 }]);
     db.close();
   });
 

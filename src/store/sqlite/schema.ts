@@ -224,10 +224,14 @@ export const MIGRATIONS: readonly string[] = [
   // work a step with 100 runs in flight) to serve rows that steplog's own writes never leave
   // incomplete: every row it inserts carries its run number and chunk. A row inserted without a
   // chunk (by a process still running version 10 or older, or by hand) is found by its run id,
-  // through an index that holds only such rows and so costs a chunked insert nothing.
+  // through an index that holds only such rows and so costs a chunked insert nothing. The rows
+  // without a chunk before this are orphans (their run row was gone when they were written or
+  // upgraded): each gets a chunk of its own that no run lists, below every side chunk, so no
+  // read of a later run with the same id takes them for its own (they stay in the table).
   `
   DROP TRIGGER steps_numbered;
   DROP TRIGGER steps_chunked;
+  UPDATE steps SET chunk = -1099511627776 - rowid WHERE chunk IS NULL;
   CREATE INDEX steps_unchunked ON steps (run_id, seq) WHERE chunk IS NULL;
   `,
 ];

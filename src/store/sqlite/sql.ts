@@ -31,9 +31,11 @@ export const inRunChunks = (num: string): string => `chunk IN (SELECT chunk FROM
 /**
  * A run's rows without a chunk (schema 11): inserted by an older version of steplog still
  * running against an upgraded file, or by hand. Found by run id, through the index that holds
- * only such rows. `runId` is the SQL that gives the run's id.
+ * only such rows; a row that names a run number must name this run's (a run deleted by hand
+ * and made again under its id does not inherit the old one's rows). `runId` and `num` are the
+ * SQL that gives the run's id and number.
  */
-export const unchunkedOf = (runId: string): string => `chunk IS NULL AND run_id = ${runId}`;
+export const unchunkedOf = (runId: string, num: string): string => `chunk IS NULL AND run_id = ${runId} AND (run_num IS NULL OR run_num = ${num})`;
 
 /** What a step's outcome writes; the common success binds 3 values: the intent's null error, resolution and usage stand. */
 const OUTCOME_SET = `status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?`;
@@ -86,7 +88,7 @@ export interface Statements {
   latestChunkOf: Stmt;
   /** The highest seq in a chunk (plucked; null when empty). */
   topSeqIn: Stmt;
-  /** The highest seq of a run's rows without a chunk (plucked; null when none): by run id. */
+  /** The highest seq of a run's rows without a chunk (plucked; null when none): run id, run number. */
   topSeqUnchunked: Stmt;
   /** Positional: run number, chunk, then the row's columns (the hot path's; the chunk is the run slot's). */
   insertStepAt: Stmt;
@@ -109,7 +111,7 @@ export interface Statements {
   outcomeSucceededInChunk: Stmt;
   /** outcomeSucceeded for the row its intent was inserted as: value, ended at, calls, rowid, run number, seq. */
   outcomeSucceededAtRow: Stmt;
-  /** outcome for a row without a chunk (an older version's): status … usage, run id, seq. */
+  /** outcome for a row without a chunk (an older version's): status … usage, run id, run number, seq. */
   outcomeUnchunked: Stmt;
   /** Positional: ending, ended at, error, reused, run id, number. */
   endAttempt: Stmt;
@@ -124,7 +126,7 @@ export function prepare(db: Database.Database): Statements {
     getSteps: db.prepare(
       `WITH run AS (SELECT id, num FROM runs WHERE id = ?)
        SELECT ${STEP_COLUMNS} FROM steps, run WHERE ${inRunChunks("run.num")}
-       UNION ALL SELECT ${STEP_COLUMNS} FROM steps, run WHERE ${unchunkedOf("run.id")}
+       UNION ALL SELECT ${STEP_COLUMNS} FROM steps, run WHERE ${unchunkedOf("run.id", "run.num")}
        ORDER BY seq`,
     ),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
@@ -174,7 +176,7 @@ export function prepare(db: Database.Database): Statements {
     topChunk: db.prepare(`SELECT chunk FROM steps ORDER BY chunk DESC LIMIT 1`).pluck(),
     latestChunkOf: db.prepare(`SELECT max(chunk) FROM step_chunks WHERE run_num = ?`).pluck(),
     topSeqIn: db.prepare(`SELECT max(seq) FROM steps WHERE chunk = ?`).pluck(),
-    topSeqUnchunked: db.prepare(`SELECT max(seq) FROM steps WHERE ${unchunkedOf("?")}`).pluck(),
+    topSeqUnchunked: db.prepare(`SELECT max(seq) FROM steps WHERE ${unchunkedOf("?", "?")}`).pluck(),
     insertChunk: db.prepare(`INSERT INTO step_chunks (run_num, chunk) VALUES (?, ?)`),
     // The hot path's two statements; the caller has checked the run's fence in this transaction.
     insertStepAt: db.prepare(
@@ -191,7 +193,7 @@ export function prepare(db: Database.Database): Statements {
     outcomeInChunk: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
     outcomeSucceeded: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE ${inRunChunks("?")} AND seq = ? AND status = 'intended'`),
     outcomeSucceededInChunk: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE chunk = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
-    outcomeUnchunked: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE ${unchunkedOf("?")} AND seq = ? AND status = 'intended'`),
+    outcomeUnchunked: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE ${unchunkedOf("?", "?")} AND seq = ? AND status = 'intended'`),
     outcomeSucceededAtRow: db.prepare(`UPDATE steps SET ${SUCCEEDED_SET} WHERE rowid = ? AND run_num = ? AND seq = ? AND status = 'intended'`),
     endAttempt: db.prepare(`UPDATE attempts SET ending = ?, ended_at = ?, error = ?, reused = ? WHERE run_id = ? AND number = ?`),
   };

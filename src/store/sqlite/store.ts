@@ -376,7 +376,8 @@ class SqliteStoreImpl implements SqliteStore {
       if (changed !== 1) changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, num, num, o.seq).changes;
     }
     // A row an older version of steplog wrote without a chunk (a cut-off step a continue settles).
-    if (changed !== 1) changed = stmts.outcomeUnchunked.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.runId, o.seq).changes;
+    if (changed !== 1)
+      changed = stmts.outcomeUnchunked.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.runId, num, o.seq).changes;
     if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
   }
 

@@ -123,7 +123,11 @@ export class SqliteWrites {
     const changed = this.#db
       .prepare(`UPDATE steps SET ${set} FROM (SELECT num FROM runs WHERE id = @runId) AS run WHERE ${inRunChunks("run.num")} AND seq = @seq`)
       .run(values).changes;
-    if (changed === 0) this.#db.prepare(`UPDATE steps SET ${set} WHERE ${unchunkedOf("@runId")} AND seq = @seq`).run(values);
+    if (changed === 0) {
+      this.#db
+        .prepare(`UPDATE steps SET ${set} FROM (SELECT num FROM runs WHERE id = @runId) AS run WHERE ${unchunkedOf("@runId", "run.num")} AND seq = @seq`)
+        .run(values);
+    }
   }
 
   insertAttempt(attempt: AttemptRow): void {
@@ -204,7 +208,7 @@ export class SqliteWrites {
     const latest = s.latestChunkOf.get(slot.num) as number | null;
     const inLatest = latest === null ? null : (s.topSeqIn.get(latest) as number | null);
     const inSide = s.topSeqIn.get(-slot.num) as number | null;
-    const held = Math.max(inLatest ?? 0, inSide ?? 0, (s.topSeqUnchunked.get(runId) as number | null) ?? 0);
+    const held = Math.max(inLatest ?? 0, inSide ?? 0, (s.topSeqUnchunked.get(runId, slot.num) as number | null) ?? 0);
     if (seq > held) return;
     const why = new Error(
       `seq ${seq} is already recorded for this run (it holds steps up to seq ${held}): this attempt did not read every step the store holds`,
