@@ -6,6 +6,7 @@
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile.mjs cpu [process]    steplog only, for a CPU profile
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile.mjs cpu-conc [process]  the same, 100 runs at once
 //   node bench/profile.mjs top /tmp/prof/x.cpuprofile                           self and total time by function
+//   node bench/profile.mjs floor                       case 2's step protocol in its bare await form (no store), per step
 //
 // Build first (npm run build).
 
@@ -231,6 +232,37 @@ if (mode === "count") {
   }
   console.log(`steplog ${(((now() - t) * 1000) / (5 * 100 * 100)).toFixed(1)} µs/step`);
   await engine.close();
+} else if (mode === "floor") {
+  // The bare form case 2's step protocol is written in, with no store and no bookkeeping: 100
+  // async loops of 100 steps, each step awaiting a promise that a batch resolves on the event
+  // loop's next turn, then calling an async function and turning its value to JSON and back.
+  let pending = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    const batch = pending;
+    pending = [];
+    for (const resolve of batch) resolve();
+  };
+  const intent = () =>
+    new Promise((resolve) => {
+      pending.push(resolve);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
+  const step = async (fn) => {
+    await intent();
+    return JSON.parse(JSON.stringify(await fn()));
+  };
+  const loop = async (n) => {
+    for (let i = 1; i <= n; i++) await step(async () => ({ ok: true, i }));
+  };
+  for (let rep = 0; rep < 5; rep++) await Promise.all(Array.from({ length: 100 }, () => loop(100)));
+  const t = now();
+  for (let rep = 0; rep < 20; rep++) await Promise.all(Array.from({ length: 100 }, () => loop(100)));
+  console.log(`the bare await form ${(((now() - t) * 1000) / (20 * 100 * 100)).toFixed(2)} µs/step`);
 } else if (mode === "top") {
   const profile = JSON.parse(fs.readFileSync(arg, "utf8"));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
