@@ -24,6 +24,16 @@ const hello = defineWorkflow({
   },
 });
 
+/** hello, noting each call of its steps' functions in `calls` (b with its idempotency key). */
+const countedHello = (calls: string[]) =>
+  defineWorkflow({
+    name: "hello",
+    async run(ctx) {
+      const a = await ctx.step("a", async () => (calls.push("a"), { greeting: "new" }));
+      return ctx.step("b", async (info) => (calls.push(`b ${info.idempotencyKey}`), `${a.greeting} world`));
+    },
+  });
+
 const sha = (file: string) => crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 
 describe("sqlite store", () => {
@@ -361,13 +371,7 @@ describe("sqlite store files are owner-only", () => {
     });
 
     const calls: string[] = [];
-    const counted = defineWorkflow({
-      name: "hello",
-      async run(ctx) {
-        const a = await ctx.step("a", async () => (calls.push("a"), { greeting: "new" }));
-        return ctx.step("b", async (info) => (calls.push(`b ${info.idempotencyKey}`), `${a.greeting} world`));
-      },
-    });
+    const counted = countedHello(calls);
     const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [counted] });
     expect(await engine.continue("a-cut")).toMatchObject({ status: "completed", value: "old world" });
     expect(calls).toEqual(["b a-cut:b"]);
@@ -852,13 +856,7 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
     old.close();
 
     const calls: string[] = [];
-    const counted = defineWorkflow({
-      name: "hello",
-      async run(ctx) {
-        const a = await ctx.step("a", async () => (calls.push("a"), { greeting: "new" }));
-        return ctx.step("b", async (info) => (calls.push(`b ${info.idempotencyKey}`), `${a.greeting} world`));
-      },
-    });
+    const counted = countedHello(calls);
     const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [counted] });
     expect(await engine.continue("cut")).toMatchObject({ status: "completed", value: "old world" });
     expect(calls).toEqual(["b cut:b"]);
