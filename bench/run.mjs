@@ -117,7 +117,7 @@ await section(1, "sequential steps", async () => {
     const r = await sequentialCase(durability, n);
     results.cases[`1-${durability}`] = { ...r, target: `<= ${target}`, pass: r.ratio <= target };
     row(
-      `1. ${int(n)} sequential steps, ${durability} (synchronous=${r.synchronous.steplog === 2 ? "FULL" : r.synchronous.steplog === 1 ? "NORMAL" : r.synchronous.steplog})`,
+      `1. ${int(n)} sequential steps, ${durability} (synchronous=${r.synchronous.steplog === 2 ? "FULL" : r.synchronous.steplog === 1 ? "NORMAL" : r.synchronous.steplog}; medians of ${r.rounds})`,
       `${fix(r.baselineUsPerStep)} µs/step (${int(r.baselineStepsPerSec)}/s)`,
       `${fix(r.steplogUsPerStep)} µs/step (${int(r.steplogStepsPerSec)}/s)`,
       times(r.ratio),
