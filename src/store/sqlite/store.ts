@@ -46,7 +46,7 @@ import { checkStillThere, checkWritable, openDatabase, recordIdentity, type Open
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
 import { flowFacts, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
-import { SqliteWrites } from "./writes.js";
+import { SqliteWrites, intentDescription } from "./writes.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
@@ -123,7 +123,7 @@ class SqliteStoreImpl implements SqliteStore {
     this.#writes = new SqliteWrites(db, this.#stmts, this.location);
     this.#queue = new WriteQueue(db, (error, what, runId) => writeFailed(this.location, error, what, runId), {
       applyOp: (op, a, b) => (op === OP_INTENT ? this.#applyIntent(a as Fence, b as StepRow) : this.#applyOutcome(a as Fence, b as StepOutcome)),
-      describeOp: (op, _a, b) => (op === OP_INTENT ? "the intent of step " + JSON.stringify((b as StepRow).key) : "a step outcome"),
+      describeOp: (op, _a, b) => (op === OP_INTENT ? intentDescription((b as StepRow).key) : "a step outcome"),
       beginBatch: () => {
         this.#checkedForBatch = false;
         this.#writes!.beginBatch();
@@ -319,7 +319,7 @@ class SqliteStoreImpl implements SqliteStore {
     const writes = this.#writes!;
     const slot = writes.fencedSlot(fence, "intent");
     const num = slot === null ? null : slot.num;
-    const chunk = slot === null ? null : writes.chunkFor(slot, fence.runId, s.seq, "the intent of step " + JSON.stringify(s.key));
+    const chunk = slot === null ? null : writes.chunkFor(slot, fence.runId, s.seq, s.key);
     let rowid: number;
     const intent =
       s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null && s.resolution === null
@@ -351,7 +351,7 @@ class SqliteStoreImpl implements SqliteStore {
         s.position,
       ).lastInsertRowid as number;
     }
-    if (slot !== null) writes.intended(slot, s.seq, rowid, chunk!);
+    if (slot !== null) slot.intended(s.seq, rowid, chunk!);
   }
 
   #applyOutcome(fence: Fence, o: StepOutcome): void {

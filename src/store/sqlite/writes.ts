@@ -14,6 +14,9 @@ import { runInsertValues } from "../run-values.js";
 import { CHUNK_STEPS } from "./schema.js";
 
 type Db = Database.Database;
+
+/** What a step's intent records, for an error message (built only when one is thrown). */
+export const intentDescription = (key: string): string => "the intent of step " + JSON.stringify(key);
 type Stmt = Database.Statement;
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -184,11 +187,11 @@ export class SqliteWrites {
    * must be above every seq the run holds (see checkSeqAbove). After that the slot's own intents
    * follow in seq order, under its fence.
    */
-  chunkFor(slot: RunSlot, runId: string, seq: number, what: string): number {
+  chunkFor(slot: RunSlot, runId: string, seq: number, key: string): number {
     if (slot.chunk !== 0 && slot.chunkRows < CHUNK_STEPS) return slot.chunk;
     const s = this.#s;
     if (!slot.seqChecked) {
-      this.#checkSeqAbove(slot, runId, seq, what);
+      this.#checkSeqAbove(slot, runId, seq, key);
       slot.seqChecked = true;
     }
     const top = s.topChunk.get() as number | null;
@@ -203,7 +206,7 @@ export class SqliteWrites {
    * seq at or below it is refused alone (STORE_WRITE_FAILED), before anything is written or
    * run: the attempt's view of the run is behind the store.
    */
-  #checkSeqAbove(slot: RunSlot, runId: string, seq: number, what: string): void {
+  #checkSeqAbove(slot: RunSlot, runId: string, seq: number, key: string): void {
     const s = this.#s;
     const latest = s.latestChunkOf.get(slot.num) as number | null;
     const inLatest = latest === null ? null : (s.topSeqIn.get(latest) as number | null);
@@ -213,19 +216,13 @@ export class SqliteWrites {
     const why = new Error(
       `seq ${seq} is already recorded for this run (it holds steps up to seq ${held}): this attempt did not read every step the store holds`,
     );
-    throw new StoreWriteFailedError(this.#location, what, { cause: why, runId }, undefined, "look at the run with engine.get before continuing it");
-  }
-
-  /** The run's intent is in `chunk` at `rowid` (after chunkFor, in the same transaction). */
-  intended(slot: RunSlot, seq: number, rowid: number, chunk: number): void {
-    slot.lastSeq = seq;
-    slot.lastRowid = rowid;
-    if (slot.chunk === chunk) {
-      slot.chunkRows++;
-    } else {
-      slot.chunk = chunk;
-      slot.chunkRows = 1;
-    }
+    throw new StoreWriteFailedError(
+      this.#location,
+      intentDescription(key),
+      { cause: why, runId },
+      undefined,
+      "look at the run with engine.get before continuing it",
+    );
   }
 
   /** A write in this batch changed the run's lease row: a later write must check its fence again. */
@@ -302,4 +299,16 @@ export class RunSlot {
   /** Whether this store has seen that the run holds no seq at or above its next intent's (chunkFor). */
   seqChecked = false;
   constructor(readonly num: number) {}
+
+  /** The run's intent is in `chunk` at `rowid` (after chunkFor, in the same transaction). */
+  intended(seq: number, rowid: number, chunk: number): void {
+    this.lastSeq = seq;
+    this.lastRowid = rowid;
+    if (this.chunk === chunk) {
+      this.chunkRows++;
+    } else {
+      this.chunk = chunk;
+      this.chunkRows = 1;
+    }
+  }
 }
