@@ -69,6 +69,9 @@ const noOps: OpApplier = (op) => {
   throw new Error(`steplog internal: the write queue has no applier for write ${op}`);
 };
 
+/** Runs what is given to its `then` as a microtask (flush never throws: it rejects writes instead). */
+const SETTLED = Promise.resolve();
+
 /** Commits a lone writer may make without letting the event loop turn. */
 const LONE_WRITER_STREAK = 32;
 
@@ -155,7 +158,9 @@ export class WriteQueue {
       if (!this.#microtaskScheduled) {
         this.#microtaskScheduled = true;
         this.#streak++;
-        queueMicrotask(this.#flushNow);
+        // A resolved promise's reaction, not queueMicrotask: Node wraps each of those in an
+        // AsyncResource, an object and two hook calls on every step of a sequential run.
+        void SETTLED.then(this.#flushNow);
       }
     } else if (!this.#immediateScheduled) {
       this.#immediateScheduled = true;
