@@ -1,0 +1,78 @@
+// Two builds of steplog against each other on case 1's shape, in one process: is a change
+// faster? Case 1 compares steplog with raw SQLite, and its samples spread with the disk's fsync
+// (±10 % a 2,000-step sample), so a change worth 1 % of a step cannot be seen by comparing one
+// bench run with another. Here both builds run in one process, in pairs that alternate which
+// goes first, so what the disk does moves both sides of a pair.
+//
+//   node bench/ab.mjs <dirA> <dirB> [power|process] [pairs]
+//
+// Each directory is a checkout with `npm run build` done (its dist/ is imported); e.g. a
+// `git worktree` of the commit before a change, and this checkout. Prints each side's median
+// µs a step, the ratio of the medians (B ÷ A) and the median of the pairs' ratios. Run it with
+// both directories the same to see the noise: the ratio then is 1 give or take what this
+// machine's disk does (1.014, pairs 0.99–1.04, over 15 pairs at FULL on the fourteenth
+// sitting's machine, where steplog against raw in case 1 spread 1.00–1.20 a pair).
+
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { cleanup, median, tmpFile } from "./lib.mjs";
+
+const [dirA, dirB, durability = "power", pairsArg = "15"] = process.argv.slice(2);
+if (!dirA || !dirB || !["power", "process"].includes(durability)) {
+  console.error("usage: node bench/ab.mjs <dirA> <dirB> [power|process] [pairs]");
+  process.exit(2);
+}
+const PAIRS = Math.max(1, Number(pairsArg) | 0);
+const STEPS = 2000;
+process.on("exit", cleanup);
+
+/** One build's engine on its own store file, with case 1's workflow defined by that build. */
+async function side(dir, label) {
+  const dist = (file) => pathToFileURL(path.resolve(dir, "dist", file)).href;
+  const { createEngine, defineWorkflow } = await import(dist("index.js"));
+  const { sqliteStore } = await import(dist("sqlite.js"));
+  const workflow = defineWorkflow({
+    name: "bench-seq",
+    async run(ctx, n) {
+      for (let i = 1; i <= n; i++) await ctx.step("noop", async () => ({ ok: true, i }));
+      return n;
+    },
+  });
+  const engine = createEngine({ store: sqliteStore({ path: tmpFile(`ab-${label}`), durability }), workflows: [workflow] });
+  return {
+    engine,
+    /** µs a step of one run of `n` steps. */
+    async time(n) {
+      const t = performance.now();
+      const result = await engine.start(workflow, n);
+      if (result.status !== "completed") throw new Error(`build ${label}: the run ended ${result.status}: ${JSON.stringify(result.error)}`);
+      return ((performance.now() - t) * 1000) / n;
+    },
+  };
+}
+
+const a = await side(dirA, "a");
+const b = await side(dirB, "b");
+// Warm-up: a whole sample's worth each (the JIT, the files' first pages).
+await a.time(STEPS);
+await b.time(STEPS);
+
+const usA = [];
+const usB = [];
+for (let i = 0; i < PAIRS; i++) {
+  if (i % 2 === 0) {
+    usA.push(await a.time(STEPS));
+    usB.push(await b.time(STEPS));
+  } else {
+    usB.push(await b.time(STEPS));
+    usA.push(await a.time(STEPS));
+  }
+}
+await a.engine.close();
+await b.engine.close();
+
+const ratios = usB.map((us, i) => us / usA[i]);
+console.log(
+  `${durability}, ${PAIRS} pairs of ${STEPS} steps: A ${median(usA).toFixed(1)} µs/step, B ${median(usB).toFixed(1)} µs/step, ` +
+    `B ÷ A ${(median(usB) / median(usA)).toFixed(3)} (pairs: median ${median(ratios).toFixed(3)}, ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`,
+);
