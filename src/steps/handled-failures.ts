@@ -40,6 +40,8 @@ export function thrownMark(row: StepRow): Thrown | undefined {
 
 /** The current row of each key whose failure was thrown into the workflow (the candidates). */
 function candidates(steps: readonly StepRow[]): Array<{ row: StepRow; thrown: Thrown }> {
+  // Most runs hold no failed row: one pass says so before a table of every key's latest row is built.
+  if (!steps.some((row) => row.status === "failed")) return [];
   const latest = new Map<string, StepRow>();
   for (const row of steps) latest.set(row.key, row);
   const out: Array<{ row: StepRow; thrown: Thrown }> = [];
