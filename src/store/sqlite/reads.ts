@@ -6,16 +6,16 @@
  */
 
 import type Database from "better-sqlite3";
-import type { EventRow, FlowFacts, FlowQuery, LeaseRow, RunFilter, RunListing, RunRow, StepRow, StoredRun } from "../types.js";
+import type { EventRow, FlowFacts, FlowQuery, LeaseRow, RunFilter, RunListing, RunRow, StoredRun } from "../types.js";
 import { listLimit } from "../state-machine.js";
-import { attemptFromDb, keyHolderFromDb, RUN_COLUMNS, type KeyHolderRow, type Statements, type StoredAttempt } from "./sql.js";
+import { attemptFromDb, keyHolderFromDb, RUN_COLUMNS, stepFromDb, type KeyHolderRow, type Statements, type StoredAttempt } from "./sql.js";
 
 /** A run's records; `forClaim` leaves out the attempts' reused lists, which only views show. */
 export function loadRun(s: Statements, runId: string, forClaim = false): StoredRun | undefined {
   const run = s.getRun.get(runId) as RunRow | undefined;
   if (!run) return undefined;
   const attempts = ((forClaim ? s.getAttemptsLean : s.getAttempts).all(runId) as StoredAttempt[]).map(attemptFromDb);
-  const steps = s.getSteps.all(runId) as StepRow[];
+  const steps = (s.getSteps.all(runId) as unknown[][]).map(stepFromDb);
   const lease = (s.getLease.get(runId) as LeaseRow | undefined) ?? null;
   const events = s.getEvents.all(runId) as EventRow[];
   return { run, attempts, steps, lease, events };
