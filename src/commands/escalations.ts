@@ -6,6 +6,7 @@
 
 import { NotEscalatedError, RunNotFoundError, StepNotFoundError } from "../base/errors.js";
 import type { Effect, Store, StoredRun } from "../store/types.js";
+import { latestRows } from "../store/latest-rows.js";
 import type { Payloads } from "../payloads/payloads.js";
 import { formatResolution } from "../workflow/step-resolution.js";
 
@@ -30,24 +31,20 @@ export interface Escalation {
 export type Resolution = { value: unknown; by?: string } | { redo: true; by?: string };
 
 export function escalationsOf(stored: StoredRun): Escalation[] {
-  const latest = new Map<string, StoredRun["steps"][number]>();
-  for (const row of stored.steps) latest.set(row.key, row);
-  return [...latest.values()]
-    .filter((row) => row.status === "escalated")
-    .map((row) => ({
-      runId: stored.run.id,
-      workflow: stored.run.workflow,
-      step: row.key,
-      name: row.name,
-      effect: row.effect,
-      idempotencyKey: row.idempotencyKey,
-      attempt: row.attempt,
-      cutOffAt: new Date(row.intendedAt).toISOString(),
-      escalatedAt: row.endedAt === null ? null : new Date(row.endedAt).toISOString(),
-      summary:
-        `Workflow ${JSON.stringify(stored.run.workflow)}, run ${JSON.stringify(stored.run.id)}: attempt ${row.attempt} was cut off inside ` +
-        `${row.effect} step ${JSON.stringify(row.key)} (idempotency key ${row.idempotencyKey}); nobody knows whether its effect happened.`,
-    }));
+  return latestRows(stored.steps, (row) => row.status === "escalated").map((row) => ({
+    runId: stored.run.id,
+    workflow: stored.run.workflow,
+    step: row.key,
+    name: row.name,
+    effect: row.effect,
+    idempotencyKey: row.idempotencyKey,
+    attempt: row.attempt,
+    cutOffAt: new Date(row.intendedAt).toISOString(),
+    escalatedAt: row.endedAt === null ? null : new Date(row.endedAt).toISOString(),
+    summary:
+      `Workflow ${JSON.stringify(stored.run.workflow)}, run ${JSON.stringify(stored.run.id)}: attempt ${row.attempt} was cut off inside ` +
+      `${row.effect} step ${JSON.stringify(row.key)} (idempotency key ${row.idempotencyKey}); nobody knows whether its effect happened.`,
+  }));
 }
 
 export async function listEscalations(store: Store): Promise<Escalation[]> {

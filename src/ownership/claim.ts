@@ -19,7 +19,8 @@ import {
 } from "../base/errors.js";
 import { currentOwner, judgeOwner, type OwnerJudge } from "./owner.js";
 import type { Validation } from "../workflow/schema.js";
-import type { AttemptRow, ClaimDecision, Consent, LeaseRow, RunPatch, StepRow, StoredRun } from "../store/types.js";
+import type { AttemptRow, ClaimDecision, Consent, LeaseRow, RunPatch, StoredRun } from "../store/types.js";
+import { latestRows } from "../store/latest-rows.js";
 
 export interface ClaimRequest {
   /** "compensate": the saga takes the lease like a continue but counts no attempt. */
@@ -97,7 +98,7 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
   if (run.status === "completed" && !redoes && !saga) return refuse(new RunCompletedError(run.id, firstStep(current)));
   // An escalation not yet resolved refuses a continue, whatever the run's status says (say, after
   // a cancel): only engine.resolve settles it.
-  const escalated = latestRowWhere(current, (row) => row.status === "escalated");
+  const [escalated] = latestRows(steps, (row) => row.status === "escalated");
   if (run.status === "escalated" || (escalated && !saga)) {
     return refuse(new RunEscalatedError(run.id, escalated?.key ?? lastStep ?? "?"));
   }
@@ -106,7 +107,7 @@ export function decideClaim(current: StoredRun, request: ClaimRequest): ClaimDec
     // or while one may have happened (cut off, or escalated and unresolved).
     const done = steps.find((row) => row.effect === "irreversible" && row.status === "succeeded");
     if (done) return refuse(new PastPivotError(run.id, done.key));
-    const unknown = latestRowWhere(current, (row) => row.effect === "irreversible" && (row.status === "intended" || row.status === "escalated"));
+    const [unknown] = latestRows(steps, (row) => row.effect === "irreversible" && (row.status === "intended" || row.status === "escalated"));
     if (unknown) return refuse(new PastPivotError(run.id, unknown.key, true));
   }
   const max = request.workflow.maxAttempts;
@@ -184,21 +185,4 @@ function flowRefusal(current: StoredRun, request: ClaimRequest): Error | undefin
 
 function firstStep(current: StoredRun): string | undefined {
   return current.steps[0]?.key;
-}
-
-/**
- * The first current row (the latest of its key) that `matches`, in order of first appearance.
- * Most runs hold no row that matches at all: one pass says so before a table of every key's
- * latest row is built (10,000 entries for a 10,000-step run, on every continue).
- */
-function latestRowWhere(current: StoredRun, matches: (row: StepRow) => boolean): StepRow | undefined {
-  if (!current.steps.some(matches)) return undefined;
-  return latestRows(current).find(matches);
-}
-
-/** The current row of each key, in order of first appearance. */
-export function latestRows(current: StoredRun) {
-  const latest = new Map<string, StoredRun["steps"][number]>();
-  for (const row of current.steps) latest.set(row.key, row);
-  return [...latest.values()];
 }

@@ -24,6 +24,7 @@ import type { Payloads } from "../payloads/payloads.js";
 import type { AttemptRow, StepRow, StoredRun } from "../store/types.js";
 import { parseResolution, type Thrown } from "../workflow/step-resolution.js";
 import { NO_KEYS } from "./state.js";
+import { latestRows } from "../store/latest-rows.js";
 
 /** Endings whose error names the step that brought them about. */
 const ENDED_BY_A_STEP = new Set(["failed", "stopped", "timed-out", "cancelled"]);
@@ -40,12 +41,8 @@ export function thrownMark(row: StepRow): Thrown | undefined {
 
 /** The current row of each key whose failure was thrown into the workflow (the candidates). */
 function candidates(steps: readonly StepRow[]): Array<{ row: StepRow; thrown: Thrown }> {
-  // Most runs hold no failed row: one pass says so before a table of every key's latest row is built.
-  if (!steps.some((row) => row.status === "failed")) return [];
-  const latest = new Map<string, StepRow>();
-  for (const row of steps) latest.set(row.key, row);
   const out: Array<{ row: StepRow; thrown: Thrown }> = [];
-  for (const row of latest.values()) {
+  for (const row of latestRows(steps, (r) => r.status === "failed")) {
     const thrown = thrownMark(row);
     if (thrown) out.push({ row, thrown });
   }

@@ -10,6 +10,7 @@
 
 import { SteplogError, toErrorInfo } from "../base/errors.js";
 import type { StepRow } from "../store/types.js";
+import { latestRows } from "../store/latest-rows.js";
 import { replayFailure } from "./hand-back.js";
 import { newRow, writeIntent, writeOutcome } from "./step-log.js";
 import type { AttemptState, SagaEntry, StepCall } from "./state.js";
@@ -60,10 +61,8 @@ export async function replayForSaga(state: AttemptState, key: string, call: Step
 /** Succeeded (or cut-off) compensatable steps the replay could not reach: the code no longer enters them. */
 export function unreachable(state: AttemptState): string[] {
   const reached = new Set(state.saga.map((entry) => entry.key));
-  const latest = new Map<string, StepRow>();
-  for (const row of state.stored.steps) latest.set(row.key, row);
-  return [...latest.values()]
-    .filter((row) => row.effect === "compensatable" && !reached.has(row.key) && needsCompensation(state.stored.steps.filter((r) => r.key === row.key)))
+  return latestRows(state.stored.steps, (row) => row.effect === "compensatable" && !reached.has(row.key))
+    .filter((row) => needsCompensation(state.stored.steps.filter((r) => r.key === row.key)))
     .map((row) => row.key);
 }
 

@@ -14,10 +14,10 @@ import { runInsertValues } from "../run-values.js";
 import { CHUNK_STEPS } from "./schema.js";
 
 type Db = Database.Database;
+type Stmt = Database.Statement;
 
 /** What a step's intent records, for an error message (built only when one is thrown). */
 export const intentDescription = (key: string): string => "the intent of step " + JSON.stringify(key);
-type Stmt = Database.Statement;
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
