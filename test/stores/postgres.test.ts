@@ -647,6 +647,44 @@ suite("postgres store", () => {
     await counting.end();
   });
 
+  it("batches that follow one another share one checked-out connection, given back to the pool once none follows", async () => {
+    const schema = freshSchema();
+    const real = new pg.Pool({ connectionString: URL_!, max: 3 });
+    real.on("error", () => {});
+    let checkouts = 0;
+    const counting: PgPoolLike = {
+      options: real.options,
+      end: () => real.end(),
+      async connect() {
+        checkouts++;
+        return real.connect();
+      },
+    };
+    const flow = defineWorkflow({
+      name: "held",
+      async run(ctx, n: number) {
+        let total = 0;
+        for (let i = 0; i < n; i++) total += await ctx.step("s", async () => i);
+        // A step that waits on I/O: the writes' connection goes back while it waits.
+        await ctx.step("slow", () => new Promise((resolve) => setTimeout(resolve, 50)));
+        return total;
+      },
+    });
+    const engine = createEngine({ store: postgresStore({ pool: counting, schema }), workflows: [flow] });
+    await engine.start(flow, 1, { id: "warm" });
+    const before = checkouts;
+    expect(await engine.start(flow, 30, { id: "r" })).toMatchObject({ status: "completed", value: 435 });
+    // Without it: 31 intents and 31 outcomes in 32 batches, a checkout each, plus the start, claim and ending.
+    expect(checkouts - before).toBeLessThan(12);
+    // None kept: one turn of the event loop after the last write, every connection the pool made is idle again.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(real.totalCount).toBeGreaterThan(0);
+    expect(real.idleCount).toBe(real.totalCount);
+    expect((await engine.store.loadRun("r"))!.steps.map((s) => s.status)).toEqual(Array(31).fill("succeeded"));
+    await engine.close();
+    await real.end();
+  });
+
   it("runs started together are created in one transaction; a taken id among them (or one id started twice) is that run, and only one attempt runs it", async () => {
     const schema = freshSchema();
     const transactions: string[] = [];

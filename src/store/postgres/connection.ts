@@ -218,35 +218,37 @@ export class Connection {
    * `ambiguous: "retry"` runs it again even after a COMMIT that got no reply (with
    * `state.maybeCommitted` set); "fail" throws CommitUnknownError then.
    */
-  async run<T>(fn: (client: PgClient, state: TxState) => Promise<T>, ambiguous: "retry" | "fail"): Promise<T> {
+  async run<T>(fn: (client: PgClient, state: TxState) => Promise<T>, ambiguous: "retry" | "fail", held?: HeldClient): Promise<T> {
     const state: TxState = { commitSent: false, maybeCommitted: false };
     // The budget runs from the first failure: time spent frozen (SIGSTOP) before it must not use it up.
     let failedAt: number | undefined;
     const mayRetry = () => Date.now() - (failedAt ??= Date.now()) < this.retryForMs;
     for (let tries = 0; ; tries++) {
-      let client: PgClient;
-      try {
-        client = await this.pool.connect();
-      } catch (error) {
-        if (isConnectionError(error) && mayRetry()) {
-          await pause(tries);
-          continue;
+      let client = held?.client;
+      if (client === undefined) {
+        try {
+          client = await this.pool.connect();
+        } catch (error) {
+          if (isConnectionError(error) && mayRetry()) {
+            await pause(tries);
+            continue;
+          }
+          throw error;
         }
-        throw error;
+        // pg-pool drops its error listener while a client is checked out; a connection that dies
+        // then (pg_terminate_backend, idle_in_transaction_session_timeout) would crash the process.
+        // The failure reaches us through the query instead.
+        client.on?.("error", ignore);
       }
       state.commitSent = false;
-      // pg-pool drops its error listener while a client is checked out; a connection that dies
-      // then (pg_terminate_backend, idle_in_transaction_session_timeout) would crash the process.
-      // The failure reaches us through the query instead.
-      client.on?.("error", ignore);
       const release = (destroy: boolean) => {
-        client.removeListener?.("error", ignore);
-        if (destroy) client.on?.("error", ignore); // a destroyed client may still report its socket's end
-        client.release(destroy);
+        if (held) held.client = undefined;
+        releaseClient(client, destroy);
       };
       try {
         const result = await fn(client, state);
-        release(false);
+        if (held) held.client = client;
+        else release(false);
         return result;
       } catch (error) {
         if (isConnectionError(error)) {
@@ -268,6 +270,13 @@ export class Connection {
         throw error;
       }
     }
+  }
+
+  /** Give a client kept between runs back to the pool. */
+  letGo(held: HeldClient): void {
+    const client = held.client;
+    held.client = undefined;
+    if (client) releaseClient(client, false);
   }
 
   async begin(client: PgClient): Promise<void> {
@@ -347,6 +356,21 @@ export class Connection {
   async rollback(client: PgClient): Promise<void> {
     await client.query("ROLLBACK");
   }
+}
+
+/**
+ * A pooled client one caller keeps between consecutive runs (the write queue, while batches
+ * follow one another): no checkout and release a batch. `run` keeps it after a run that
+ * succeeded and gives it back after one that failed; `letGo` gives it back.
+ */
+export interface HeldClient {
+  client?: PgClient | undefined;
+}
+
+function releaseClient(client: PgClient, destroy: boolean): void {
+  client.removeListener?.("error", ignore);
+  if (destroy) client.on?.("error", ignore); // a destroyed client may still report its socket's end
+  client.release(destroy);
 }
 
 /** ROLLBACK whatever is open; false when the connection is no longer usable. */

@@ -24,7 +24,7 @@
 
 import { LeaseLostError, SteplogError } from "../../base/errors.js";
 import type { StepRow } from "../types.js";
-import { isConnectionError, isDbError, isTransient, literal, type Connection, type PgClient, type TxState } from "./connection.js";
+import { isConnectionError, isDbError, isTransient, literal, type Connection, type HeldClient, type PgClient, type TxState } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements, setIntentStatement, setOutcomeStatement } from "./one-trip.js";
 import { preparedBatch, type PreparedQuery, type PreparedRow, type SingleAnswer } from "./prepared-batch.js";
@@ -75,27 +75,31 @@ export class WriteQueue {
   }
 
   async #drain(): Promise<void> {
+    // One pooled connection for batches that follow one another, given back once none follows.
+    const held: HeldClient = {};
     try {
       while (this.#pending.length > 0) {
         const batch = this.#pending;
         this.#pending = [];
-        this.#current = this.#commit(batch);
+        this.#current = this.#commit(batch, held);
         await this.#current;
-        // The writers the batch just released issue their next writes a few promise hops later:
-        // one turn of the event loop lets all of them join the next batch, instead of the first
-        // few going alone (with 50 runs at once, 2.5 commits a round instead of one).
-        if (this.#pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+        // The writers the batch just released issue their next writes a few promise hops later
+        // (a sequential step: its outcome and the next step's intent): one turn of the event
+        // loop lets all of them join the next batch, instead of the first few going alone (with
+        // 50 runs at once, 2.5 commits a round instead of one).
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } finally {
+      this.conn.letGo(held);
       this.#running = undefined;
     }
   }
 
-  async #commit(batch: Pending[]): Promise<void> {
+  async #commit(batch: Pending[], held: HeldClient): Promise<void> {
     let results: Array<unknown | undefined>;
     try {
       await this.ready();
-      results = await this.conn.run((client, state) => this.#transaction(client, batch, state.maybeCommitted, state), "retry");
+      results = await this.conn.run((client, state) => this.#transaction(client, batch, state.maybeCommitted, state), "retry", held);
     } catch (error) {
       // The transaction itself failed (server gone past the retry budget, disk full): none of it committed.
       for (const p of batch) p.reject(this.toError(error, p.what, p.write.fence.runId));
