@@ -461,6 +461,14 @@ suite("postgres store", () => {
     expect(isSteplogError((results[0] as PromiseRejectedResult).reason, "LEASE_LOST")).toBe(true);
     expect((await s.loadRun("r"))!.steps.map((t) => [t.seq, t.attempt, t.key])).toEqual([[1, 2, "by-2"]]);
     await s.close();
+    // A write after close is a rejected promise (STORE_CLOSED), never a throw at the call.
+    const late = s.writeIntent(live, { ...step(2), seq: 2, key: "late" });
+    await expect(late).rejects.toMatchObject({ code: "STORE_CLOSED" });
+    await expect(
+      s.writeOutcome(live, { seq: 1, status: "succeeded", value: "1", error: null, endedAt: NOW, calls: 1, resolution: null, usage: null }),
+    ).rejects.toMatchObject({
+      code: "STORE_CLOSED",
+    });
   });
 
   it("a group commit refuses a stale write alone: the other writes of the batch commit", async () => {

@@ -7,3 +7,17 @@ export type AttemptWrite =
   | { kind: "outcome"; fence: Fence; outcome: StepOutcome }
   | { kind: "renew"; fence: Fence; expiresAt: number; now: number }
   | { kind: "end"; fence: Fence; end: AttemptEnd };
+
+/** The write as an error message names it. */
+export function describeWrite(write: AttemptWrite): string {
+  switch (write.kind) {
+    case "intent":
+      return `the intent of step ${JSON.stringify(write.step.key)}`;
+    case "outcome":
+      return "a step outcome";
+    case "renew":
+      return "the lease renewal";
+    case "end":
+      return "the attempt's ending";
+  }
+}

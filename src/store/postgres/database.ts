@@ -27,6 +27,8 @@ export class Database {
   readonly #location: string;
   readonly #failures: Failures;
   #pool: Promise<{ pool: PgPoolLike; conn: Connection; queue: WriteQueue }> | undefined;
+  /** The write queue once the pool is open: a step's writes reach it without awaiting `connect`. */
+  #queue: WriteQueue | undefined;
   #migrated = false;
   #opening: Promise<boolean> | undefined;
   #storageId: Promise<string> | undefined;
@@ -63,6 +65,12 @@ export class Database {
 
   // ---- connection, schema ----
 
+  /** The write queue once the pool is open, else undefined (`connect` opens it). */
+  openQueue(): WriteQueue | undefined {
+    if (this.#closed) throw new StoreClosedError(this.#location, "this call");
+    return this.#queue;
+  }
+
   connect() {
     if (this.#closed) throw new StoreClosedError(this.#location, "this call");
     this.#pool ??= (async () => {
@@ -84,6 +92,7 @@ export class Database {
         () => this.ready(true),
         (error, what, runId) => this.#failures.writeError(error, what, runId),
       );
+      this.#queue = queue;
       return { pool, conn, queue };
     })().catch((error) => {
       this.#pool = undefined;

@@ -32,7 +32,7 @@ import { Database } from "./database.js";
 import { Failures, secretsOf } from "./failures.js";
 import { NewRuns } from "./new-runs.js";
 import { checkPostgresOptions, type PostgresStoreOptions } from "./options.js";
-import type { WriteQueue } from "./write-queue.js";
+import type { AttemptWrite } from "./attempt-write.js";
 import { listLimit } from "../state-machine.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
@@ -136,25 +136,30 @@ class PostgresStoreImpl implements PostgresStore {
     });
   }
 
-  async #write(write: Parameters<WriteQueue["enqueue"]>[0], what: string): Promise<void> {
-    const { queue } = await this.#db.connect();
-    return queue.enqueue(write, what);
+  /** A step's two writes reach an open queue at once, with no await between (the common case). */
+  #write(write: AttemptWrite): Promise<void> {
+    try {
+      const queue = this.#db.openQueue();
+      return queue ? queue.enqueue(write) : this.#db.connect().then((opened) => opened.queue.enqueue(write));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
-    return this.#write({ kind: "intent", fence, step }, `the intent of step ${JSON.stringify(step.key)}`);
+    return this.#write({ kind: "intent", fence, step });
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
-    return this.#write({ kind: "outcome", fence, outcome }, "a step outcome");
+    return this.#write({ kind: "outcome", fence, outcome });
   }
 
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
-    return this.#write({ kind: "renew", fence, expiresAt, now }, "the lease renewal");
+    return this.#write({ kind: "renew", fence, expiresAt, now });
   }
 
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
-    return this.#write({ kind: "end", fence, end }, "the attempt's ending");
+    return this.#write({ kind: "end", fence, end });
   }
 
   close(): Promise<void> {

@@ -25,14 +25,13 @@
 import { LeaseLostError, SteplogError } from "../../base/errors.js";
 import type { StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type HeldClient, type PgClient, type TxState } from "./connection.js";
-import type { AttemptWrite } from "./attempt-write.js";
+import { describeWrite, type AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements, setIntentStatement, setOutcomeStatement } from "./one-trip.js";
 import { preparedBatch, type PreparedQuery, type PreparedRow, type SingleAnswer } from "./prepared-batch.js";
 import { num, type Sql } from "./sql.js";
 
 interface Pending {
   write: AttemptWrite;
-  what: string;
   resolve: () => void;
   reject: (error: unknown) => void;
   settled: Promise<void>;
@@ -56,14 +55,14 @@ export class WriteQueue {
     private readonly toError: (error: unknown, what: string, runId: string) => Error,
   ) {}
 
-  enqueue(write: AttemptWrite, what: string): Promise<void> {
+  enqueue(write: AttemptWrite): Promise<void> {
     let resolve!: () => void;
     let reject!: (error: unknown) => void;
     const promise = new Promise<void>((res, rej) => {
       resolve = res;
       reject = rej;
     });
-    this.#pending.push({ write, what, resolve, reject, settled: promise.then(noop, noop) });
+    this.#pending.push({ write, resolve, reject, settled: promise.then(noop, noop) });
     // setImmediate: every write issued in this turn of the event loop joins the batch.
     this.#running ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain());
     return promise;
@@ -102,13 +101,13 @@ export class WriteQueue {
       results = await this.conn.run((client, state) => this.#transaction(client, batch, state.maybeCommitted, state), "retry", held);
     } catch (error) {
       // The transaction itself failed (server gone past the retry budget, disk full): none of it committed.
-      for (const p of batch) p.reject(this.toError(error, p.what, p.write.fence.runId));
+      for (const p of batch) p.reject(this.toError(error, describeWrite(p.write), p.write.fence.runId));
       return;
     }
     batch.forEach((p, i) => {
       const failure = results[i];
       if (failure === undefined) p.resolve();
-      else p.reject(failure instanceof SteplogError || !isDbError(failure) ? failure : this.toError(failure, p.what, p.write.fence.runId));
+      else p.reject(failure instanceof SteplogError || !isDbError(failure) ? failure : this.toError(failure, describeWrite(p.write), p.write.fence.runId));
     });
   }
 
