@@ -693,6 +693,30 @@ suite("postgres store", () => {
     await real.end();
   });
 
+  it("with a pool of one, a read waits for a turn of the writes, not for them to stop: the write queue gives its connection back to a waiting caller", async () => {
+    const schema = freshSchema();
+    const flow = defineWorkflow({
+      name: "busy",
+      async run(ctx, n: number) {
+        for (let i = 0; i < n; i++) await ctx.step("s", async () => i);
+        return n;
+      },
+    });
+    const engine = createEngine({ store: store(schema, { poolSize: 1 }), workflows: [flow] });
+    await engine.start(flow, 1, { id: "first" });
+    let finished = 0;
+    const runs = Array.from({ length: 4 }, (_, i) => engine.start(flow, 300, { id: `busy-${i}` }).then(() => finished++));
+    // Once every run is writing steps, one batch after another on the pool's only connection.
+    while ((await admin.query(`SELECT count(*)::int AS n FROM "${schema}".steps WHERE run_id LIKE 'busy-%'`)).rows[0].n < 40) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const read = await engine.get("first");
+    expect(read.status).toBe("completed");
+    expect(finished).toBe(0);
+    await Promise.all(runs);
+    await engine.close();
+  });
+
   it("runs started together are created in one transaction; a taken id among them (or one id started twice) is that run, and only one attempt runs it", async () => {
     const schema = freshSchema();
     const transactions: string[] = [];

@@ -32,6 +32,8 @@ export interface PgPoolLike {
   on?(event: "error", listener: (error: Error) => void): unknown;
   on?(event: "acquire", listener: (client: PgClient) => void): unknown;
   options?: { host?: string; port?: number; database?: string; connectionString?: string };
+  /** Callers waiting for a connection (pg-pool has it): a held connection goes back to them first. */
+  readonly waitingCount?: number;
 }
 
 export interface PoolSettings {
@@ -223,6 +225,9 @@ export class Connection {
     // The budget runs from the first failure: time spent frozen (SIGSTOP) before it must not use it up.
     let failedAt: number | undefined;
     const mayRetry = () => Date.now() - (failedAt ??= Date.now()) < this.retryForMs;
+    // A held connection goes back first when someone waits for one (a pool of one would
+    // otherwise never serve them while batches keep following one another).
+    if (held?.client && (this.pool.waitingCount ?? 0) > 0) this.letGo(held);
     for (let tries = 0; ; tries++) {
       let client = held?.client;
       if (client === undefined) {
