@@ -310,6 +310,24 @@ export const seqWorkflow = defineWorkflow({
   },
 });
 
+/** Case 6's raw Postgres step table: steplog's step columns without its audit trail. */
+export const rawPgTable = (table) => `CREATE TABLE ${table} (
+  run_id text NOT NULL, seq integer NOT NULL, attempt integer NOT NULL, key text NOT NULL, name text NOT NULL,
+  status text NOT NULL, effect text NOT NULL, idempotency_key text NOT NULL, value text, error text, version text,
+  intended_at bigint NOT NULL, ended_at bigint, calls integer NOT NULL, resolution text, usage text,
+  PRIMARY KEY (run_id, seq))`;
+
+/**
+ * Case 6's raw Postgres step, one statement: the outcome UPDATE of step $2 and the intent INSERT
+ * of step $5 in one data-modifying CTE. Values: run id, previous seq, previous value, now, seq,
+ * key, idempotency key.
+ */
+export const rawPgStep = (table) => `WITH outcome AS (
+    UPDATE ${table} SET status = 'succeeded', value = $3, ended_at = $4, calls = 1 WHERE run_id = $1 AND seq = $2 AND status = 'intended'
+  )
+  INSERT INTO ${table} (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
+  VALUES ($1, $5, 1, $6, 'noop', 'intended', 'idempotent', $7, NULL, NULL, NULL, $4, NULL, 0, NULL, NULL)`;
+
 export function expectStatus(result, status, what) {
   if (result.status !== status) {
     throw new Error(`${what}: expected ${status}, got ${result.status}: ${JSON.stringify(result.error)}`);

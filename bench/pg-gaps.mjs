@@ -12,7 +12,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
-import { createEngine, rawRunId, seqWorkflow } from "./lib.mjs";
+import { createEngine, rawPgStep, rawPgTable, rawRunId, seqWorkflow } from "./lib.mjs";
 
 const url = process.env.STEPLOG_PG_URL;
 if (!url) {
@@ -44,15 +44,8 @@ const table = `${schema}_raw.steps`;
 const engine = createEngine({ store: postgresStore({ connectionString: url, schema }), workflows: [seqWorkflow], tracing: false });
 try {
   await client.query(`CREATE SCHEMA ${schema}_raw`);
-  await client.query(`CREATE TABLE ${table} (run_id text NOT NULL, seq integer NOT NULL, attempt integer NOT NULL, key text NOT NULL,
-    name text NOT NULL, status text NOT NULL, effect text NOT NULL, idempotency_key text NOT NULL, value text, error text, version text,
-    intended_at bigint NOT NULL, ended_at bigint, calls integer NOT NULL, resolution text, usage text, PRIMARY KEY (run_id, seq))`);
-  // Case 6's baseline (bench/cases/other-stores.mjs).
-  const step = `WITH outcome AS (UPDATE ${table} SET status = 'succeeded', value = $3, ended_at = $4, calls = 1
-      WHERE run_id = $1 AND seq = $2 AND status = 'intended')
-    INSERT INTO ${table} (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at,
-      calls, resolution, usage)
-    VALUES ($1, $5, 1, $6, 'noop', 'intended', 'idempotent', $7, NULL, NULL, NULL, $4, NULL, 0, NULL, NULL)`;
+  await client.query(rawPgTable(table));
+  const step = rawPgStep(table);
   const raw = async (steps) => {
     const runId = rawRunId();
     let previous = null;

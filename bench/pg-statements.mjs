@@ -18,7 +18,7 @@
 //   steplog    the store's statement (src/store/postgres/prepared-batch.ts)
 
 import pg from "pg";
-import { createEngine, seqWorkflow } from "./lib.mjs";
+import { createEngine, rawPgStep, rawPgTable, seqWorkflow } from "./lib.mjs";
 import { postgresStore } from "steplog/postgres";
 
 const url = process.env.STEPLOG_PG_URL;
@@ -35,9 +35,7 @@ await setup.close();
 
 const client = new pg.Client({ connectionString: url });
 await client.connect();
-await client.query(`CREATE TABLE ${s}.raw_steps (run_id text NOT NULL, seq integer NOT NULL, attempt integer NOT NULL, key text NOT NULL,
-  name text NOT NULL, status text NOT NULL, effect text NOT NULL, idempotency_key text NOT NULL, value text, error text, version text,
-  intended_at bigint NOT NULL, ended_at bigint, calls integer NOT NULL, resolution text, usage text, PRIMARY KEY (run_id, seq))`);
+await client.query(rawPgTable(`${s}.raw_steps`));
 
 const COLUMNS = `run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls,
   resolution, usage, written_epoch, position`;
@@ -95,11 +93,7 @@ const stepValues = (runId, i, key, now, previous) => [
 
 const VARIANTS = {
   raw: {
-    text: `WITH outcome AS (UPDATE ${s}.raw_steps SET status = 'succeeded', value = $3, ended_at = $4, calls = 1
-        WHERE run_id = $1 AND seq = $2 AND status = 'intended')
-      INSERT INTO ${s}.raw_steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at,
-        ended_at, calls, resolution, usage)
-      VALUES ($1, $5, 1, $6, 'noop', 'intended', 'idempotent', $7, NULL, NULL, NULL, $4, NULL, 0, NULL, NULL)`,
+    text: rawPgStep(`${s}.raw_steps`),
     values: rawValues,
   },
   raw26: {

@@ -8,7 +8,7 @@
 // own, dropped afterwards.
 
 import fs from "node:fs";
-import { createEngine, expectStatus, interleave, now, rawRunId, seqWorkflow, tmpDir, tmpFile } from "../lib.mjs";
+import { createEngine, expectStatus, interleave, now, rawPgStep, rawPgTable, rawRunId, seqWorkflow, tmpDir, tmpFile } from "../lib.mjs";
 
 async function importOrNull(specifier) {
   try {
@@ -105,16 +105,8 @@ export async function postgresCase(n) {
     // The store's schema and the raw table's are apart: the store refuses a schema holding foreign tables.
     await client.query(`CREATE SCHEMA ${schema}_raw`);
     const table = `${schema}_raw.steps`;
-    await client.query(`CREATE TABLE ${table} (
-      run_id text NOT NULL, seq integer NOT NULL, attempt integer NOT NULL, key text NOT NULL, name text NOT NULL,
-      status text NOT NULL, effect text NOT NULL, idempotency_key text NOT NULL, value text, error text, version text,
-      intended_at bigint NOT NULL, ended_at bigint, calls integer NOT NULL, resolution text, usage text,
-      PRIMARY KEY (run_id, seq))`);
-    const step = `WITH outcome AS (
-        UPDATE ${table} SET status = 'succeeded', value = $3, ended_at = $4, calls = 1 WHERE run_id = $1 AND seq = $2 AND status = 'intended'
-      )
-      INSERT INTO ${table} (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)
-      VALUES ($1, $5, 1, $6, 'noop', 'intended', 'idempotent', $7, NULL, NULL, NULL, $4, NULL, 0, NULL, NULL)`;
+    await client.query(rawPgTable(table));
+    const step = rawPgStep(table);
     const last = `UPDATE ${table} SET status = 'succeeded', value = $3, ended_at = $4, calls = 1 WHERE run_id = $1 AND seq = $2 AND status = 'intended'`;
     const rawRun = async (runId, steps) => {
       let prevValue = null;
