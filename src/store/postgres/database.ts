@@ -14,6 +14,7 @@ import type { PostgresStoreOptions } from "./options.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
+import { describeWrite } from "./attempt-write.js";
 
 /** A transaction's way to have an error thrown once it has ended (a refused claim or update). */
 export type Refused = { refused: Error };
@@ -90,7 +91,7 @@ export class Database {
         conn,
         this.sql,
         () => this.ready(true),
-        (error, what, runId) => this.#failures.writeError(error, what, runId),
+        (error, write) => this.#failures.writeError(error, describeWrite(write), write.fence.runId),
       );
       this.#queue = queue;
       return { pool, conn, queue };

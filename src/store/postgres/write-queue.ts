@@ -25,7 +25,7 @@
 import { LeaseLostError, SteplogError } from "../../base/errors.js";
 import type { StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type HeldClient, type PgClient, type TxState } from "./connection.js";
-import { describeWrite, type AttemptWrite } from "./attempt-write.js";
+import type { AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements, setIntentStatement, setOutcomeStatement } from "./one-trip.js";
 import { preparedBatch, type PreparedQuery, type PreparedRow, type SingleAnswer } from "./prepared-batch.js";
 import { num, type Sql } from "./sql.js";
@@ -52,7 +52,8 @@ export class WriteQueue {
     private readonly sql: Sql,
     /** Resolves once the schema exists (a write may be the store's first operation). */
     private readonly ready: () => Promise<unknown>,
-    private readonly toError: (error: unknown, what: string, runId: string) => Error,
+    /** A store error for a write that failed (named as messages name it, with its run). */
+    private readonly toError: (error: unknown, write: AttemptWrite) => Error,
   ) {}
 
   enqueue(write: AttemptWrite): Promise<void> {
@@ -101,13 +102,13 @@ export class WriteQueue {
       results = await this.conn.run((client, state) => this.#transaction(client, batch, state.maybeCommitted, state), "retry", held);
     } catch (error) {
       // The transaction itself failed (server gone past the retry budget, disk full): none of it committed.
-      for (const p of batch) p.reject(this.toError(error, describeWrite(p.write), p.write.fence.runId));
+      for (const p of batch) p.reject(this.toError(error, p.write));
       return;
     }
     batch.forEach((p, i) => {
       const failure = results[i];
       if (failure === undefined) p.resolve();
-      else p.reject(failure instanceof SteplogError || !isDbError(failure) ? failure : this.toError(failure, describeWrite(p.write), p.write.fence.runId));
+      else p.reject(failure instanceof SteplogError || !isDbError(failure) ? failure : this.toError(failure, p.write));
     });
   }
 
