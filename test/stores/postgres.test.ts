@@ -643,16 +643,90 @@ suite("postgres store", () => {
     sent.length = 0;
     expect(await engine.start(flow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: 45 });
     const named = sent.filter((q) => q.name !== undefined);
-    // The 10 intents, each with the outcome before it, then the last outcome (the ending waits for it): one named statement each.
+    // The 10 intents, each but the first with the outcome before it, then the last outcome (the
+    // ending waits for it): one named statement each, the nine in the middle one statement.
     expect(named.length).toBe(11);
-    expect(new Set(named.map((q) => q.name)).size).toBe(1);
-    expect(named[0]!.text).toContain("FOR UPDATE");
+    const names = named.map((q) => q.name!.replace(/_[0-9a-f]+$/, ""));
+    expect(names).toEqual(["steplog_intent", ...Array(9).fill("steplog_step"), "steplog_outcome"]);
+    expect(new Set(named.slice(1, 10).map((q) => q.name)).size).toBe(1);
+    expect(named.every((q) => q.text.includes("FOR UPDATE"))).toBe(true);
     expect(named.every((q) => !/\bBEGIN\b|\bCOMMIT\b/.test(q.text))).toBe(true);
     expect((await engine.store.loadRun("r"))!.steps.map((s) => [s.key, s.status, s.value])).toEqual(
       Array.from({ length: 10 }, (_, i) => [i === 0 ? "s" : `s#${i + 1}`, "succeeded", String(i)]),
     );
     await engine.close();
     await counting.end();
+  });
+
+  it("a sequential step's statement applies its outcome and next intent together or neither: a stale lease, a closed intent or a taken seq go the usual way", async () => {
+    const names: string[] = [];
+    const recording = interceptedPool(2, async (client, text, values, name) => {
+      if (name !== undefined) names.push(name.replace(/_[0-9a-f]+$/, ""));
+      return client.query(text, values);
+    });
+    const s = postgresStore({ pool: recording, schema: freshSchema() });
+    const lease = async (runId: string) =>
+      (await s.createRun(runRow(runId), attemptRow(runId, 1), { expiresAt: NOW + 60_000, now: NOW })) as { epoch: number; runId: string };
+    const step = (runId: string, seq: number) => ({ ...stepRowFor(runId), runId, seq, key: `k${seq}`, idempotencyKey: `${runId}:k${seq}` });
+    const done = (seq: number, value = `"v${seq}"`) => ({
+      seq,
+      status: "succeeded" as const,
+      value,
+      error: null,
+      endedAt: NOW + 1,
+      calls: 1,
+      resolution: null,
+      usage: null,
+    });
+    const rows = async (runId: string) => (await s.loadRun(runId))!.steps.map((t) => [t.seq, t.key, t.status, t.value]);
+    // Each pair below is issued in one turn of the event loop: one batch, the step's statement.
+    const both = (fence: { epoch: number; runId: string }, seq: number, outcome = done(seq - 1)) =>
+      Promise.allSettled([s.writeOutcome(fence, outcome), s.writeIntent(fence, step(fence.runId, seq))]);
+
+    // Applied: both rows written by one statement.
+    const a = await lease("a");
+    await s.writeIntent(a, step("a", 1));
+    names.length = 0;
+    expect((await both(a, 2)).map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
+    expect(names).toEqual(["steplog_step"]);
+    expect(await rows("a")).toEqual([
+      [1, "k1", "succeeded", `"v1"`],
+      [2, "k2", "intended", null],
+    ]);
+
+    // The lease taken away: neither applies, both are told LEASE_LOST, and nothing changed.
+    const b = await lease("b");
+    await s.writeIntent(b, step("b", 1));
+    await s.updateRun("b", () => ({ fenceOut: { now: NOW }, result: true }));
+    const stale = await both(b, 2);
+    expect(stale.map((r) => isSteplogError((r as PromiseRejectedResult).reason, "LEASE_LOST"))).toEqual([true, true]);
+    expect(await rows("b")).toEqual([[1, "k1", "intended", null]]);
+
+    // The outcome finds its intent closed already: it fails alone; the intent is written (the usual way, after the statement changed nothing).
+    names.length = 0;
+    const closed = await both(a, 3, done(1, `"other"`));
+    expect(closed.map((r) => r.status)).toEqual(["rejected", "fulfilled"]);
+    expect(String((closed[0] as PromiseRejectedResult).reason)).toContain("has no open intent");
+    expect(names[0]).toBe("steplog_step");
+    expect(await rows("a")).toEqual([
+      [1, "k1", "succeeded", `"v1"`],
+      [2, "k2", "intended", null],
+      [3, "k3", "intended", null],
+    ]);
+
+    // The next seq is taken by another intent: the statement fails whole; the usual way writes the outcome and refuses the intent alone.
+    const c = await lease("c");
+    await s.writeIntent(c, step("c", 1));
+    await s.writeIntent(c, { ...step("c", 2), key: "taken", idempotencyKey: "c:taken" });
+    const taken = await both(c, 2);
+    expect(taken.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect(String((taken[1] as PromiseRejectedResult).reason)).toContain("was written already by another intent");
+    expect(await rows("c")).toEqual([
+      [1, "k1", "succeeded", `"v1"`],
+      [2, "taken", "intended", null],
+    ]);
+    await s.close();
+    await recording.end();
   });
 
   it("batches that follow one another share one checked-out connection, given back to the pool once none follows", async () => {

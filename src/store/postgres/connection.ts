@@ -322,11 +322,11 @@ export class Connection {
 
   /**
    * One named statement on its own (autocommit: it is its own transaction, so sending it is
-   * sending COMMIT). Its rows; or undefined when the server refused it (nothing of it was
+   * sending COMMIT). Its result; or undefined when the server refused it (nothing of it was
    * recorded), for the caller to go another way. A lost connection, or a failure with no answer
    * from the server, is thrown with the transaction maybe committed, as with `commit`.
    */
-  async runAlone(client: PgClient, query: { name: string; text: string; values: unknown[] }, state: TxState): Promise<any[] | undefined> {
+  async runAlone(client: PgClient, query: { name: string; text: string; values: unknown[] }, state: TxState): Promise<PgResult | undefined> {
     state.commitSent = true;
     let result: PgResult;
     try {
@@ -337,7 +337,7 @@ export class Connection {
       return undefined;
     }
     state.commitSent = false;
-    return result.rows;
+    return result;
   }
 
   /** BEGIN, with the idle-in-transaction limit for this transaction only (SET LOCAL ends with it). */

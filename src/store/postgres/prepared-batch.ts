@@ -26,17 +26,10 @@ export interface PreparedQuery {
   text: string;
   values: unknown[];
   /**
-   * The sequential step's statement (one run: at most an intent and an outcome), answering one
-   * row of two counts, `{ i, u }` (SingleAnswer): with one write of each kind, the counts say
-   * which applied. Else the rows of PreparedRow.
+   * The sequential step's statement (one run: at most an intent and an outcome), which applies
+   * all of its writes or none: its row count is 1 when all applied. Else the rows of PreparedRow.
    */
   single: boolean;
-}
-
-/** The sequential step's answer: intents inserted, outcomes applied (0 or 1 each). */
-export interface SingleAnswer {
-  i: number;
-  u: number;
 }
 
 /**
@@ -108,34 +101,48 @@ const statement = namedOnce(
   ${answer("n.i <> $4::integer OR n.u <> $5::integer")}`,
 );
 
-/**
- * The sequential step's batch — one run's outcome and its next intent under one fence, or either
- * alone — with a parameter a value: no JSON to parse (about 0.15 ms less a step on a small
- * server). A part that is absent has a null seq and writes nothing. It answers its two counts
- * alone: the union of detail rows the other batch answers with cost a step ~14 µs more on the
- * server and in the driver, and is not needed to tell which of one intent and one outcome applied.
- */
-const singleStatement = namedOnce(
-  "steplog_step",
-  (s) => `WITH locked AS (
-    SELECT run_id, epoch, attempt FROM ${s}.leases WHERE run_id = $1::text FOR UPDATE
-  ), ins AS (
-    INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
+/** The lease row of run $1, locked: the fence every statement on a run takes first. */
+const lockLease = (s: string) => `locked AS (SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1::text FOR UPDATE)`;
+
+/** True for the locked lease while it is the one of epoch $2, an attempt holding it. */
+const LIVE = "l.epoch = $2::bigint AND l.attempt IS NOT NULL";
+
+/** The intent's row inserted while the lease is live; its values are $3 to $18. */
+const intentInsert = (s: string) => `INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS})
     SELECT $1::text, $3::integer, $4::integer, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text, $12::text,
       $13::bigint, $14::bigint, $15::integer, $16::text, $17::text, $2::bigint, $18::integer
-    FROM locked l WHERE $3::integer IS NOT NULL AND l.epoch = $2::bigint AND l.attempt IS NOT NULL
-    ON CONFLICT (run_id, seq) DO NOTHING
-    RETURNING run_id, seq, written_epoch
-  ), upd AS (
-    UPDATE ${s}.steps t SET status = $20::text, value = $21::text, error = $22::text, ended_at = $23::bigint, calls = $24::integer,
-      resolution = $25::text, usage = $26::text, written_epoch = $2::bigint, written_at = clock_timestamp()
-    FROM locked l
-    WHERE $19::integer IS NOT NULL AND l.epoch = $2::bigint AND l.attempt IS NOT NULL
-      AND t.run_id = $1::text AND t.seq = $19::integer AND t.status = 'intended'
-    RETURNING t.run_id, t.seq, t.written_epoch
-  )
-  SELECT (SELECT count(*) FROM ins)::integer AS i, (SELECT count(*) FROM upd)::integer AS u`,
+    FROM locked l WHERE ${LIVE}`;
+
+/** The outcome applied to its open intent while the lease is live; its values are $n to $n+7. */
+function outcomeUpdate(s: string, n: number): string {
+  const p = (i: number) => `$${n + i}`;
+  return `UPDATE ${s}.steps t SET status = ${p(1)}::text, value = ${p(2)}::text, error = ${p(3)}::text, ended_at = ${p(4)}::bigint,
+      calls = ${p(5)}::integer, resolution = ${p(6)}::text, usage = ${p(7)}::text, written_epoch = $2::bigint, written_at = clock_timestamp()
+    FROM locked l WHERE ${LIVE} AND t.run_id = $1::text AND t.seq = ${p(0)}::integer AND t.status = 'intended'`;
+}
+
+/**
+ * The sequential step's statements — one run's outcome and its next intent under one fence, or
+ * either alone — with a parameter a value (no JSON to parse: about 0.15 ms less a step on a
+ * small server). Each applies all of its writes or none, so its row count alone says which: the
+ * intent is inserted only if the outcome applied, and an intent whose row exists fails the
+ * whole statement (no ON CONFLICT). A step's statement that applied nothing changed nothing,
+ * and its batch goes the usual way, which tells each write why.
+ *
+ * Their shape is the cheapest measured on the server (docs/performance.md, item 27): the
+ * INSERT or UPDATE is the statement itself, not a data-modifying CTE under a SELECT of counts,
+ * and there is no ON CONFLICT arbiter to probe. The statement that did both made the server
+ * grow and trim its heap on every execution (two brk calls a step, and the page faults of
+ * the memory grown again), costing from 20 to over 200 µs of server CPU a step by the
+ * server's heap layout.
+ */
+const stepStatement = namedOnce(
+  "steplog_step",
+  (s) => `WITH ${lockLease(s)}, upd AS (${outcomeUpdate(s, 19)} RETURNING 1)
+  ${intentInsert(s)} AND EXISTS (SELECT 1 FROM upd)`,
 );
+const intentStatement = namedOnce("steplog_intent", (s) => `WITH ${lockLease(s)} ${intentInsert(s)}`);
+const outcomeStatement = namedOnce("steplog_outcome", (s) => `WITH ${lockLease(s)} ${outcomeUpdate(s, 3)}`);
 
 /**
  * The batch as the prepared statement, or undefined when it must go another way: an outcome
@@ -166,10 +173,9 @@ function singleBatch(s: string, intent: Intent | undefined, outcome: Outcome | u
   if (t) {
     values.push(t.seq, t.attempt, t.key, t.name, t.status, t.effect, t.idempotencyKey, t.value, t.error, t.version);
     values.push(t.intendedAt, t.endedAt, t.calls, t.resolution, t.usage, t.position ?? null);
-  } else for (let i = 0; i < 16; i++) values.push(null);
+  }
   if (o) values.push(o.seq, o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage);
-  else for (let i = 0; i < 8; i++) values.push(null);
-  const { name, text } = singleStatement(s);
+  const { name, text } = (t && o ? stepStatement : t ? intentStatement : outcomeStatement)(s);
   return { name, text, values, single: true };
 }
 

@@ -27,7 +27,7 @@ import type { StepRow } from "../types.js";
 import { isConnectionError, isDbError, isTransient, literal, type Connection, type HeldClient, type PgClient, type TxState } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { oneTripStatements, setIntentStatement, setOutcomeStatement } from "./one-trip.js";
-import { preparedBatch, type PreparedQuery, type PreparedRow, type SingleAnswer } from "./prepared-batch.js";
+import { preparedBatch, type PreparedQuery, type PreparedRow } from "./prepared-batch.js";
 import { num, type Sql } from "./sql.js";
 
 interface Pending {
@@ -242,9 +242,11 @@ export class WriteQueue {
 
   /** A batch of intents and outcomes as the prepared statement (prepared-batch.ts); undefined when the server refused it. */
   async #prepared(client: PgClient, batch: Pending[], query: PreparedQuery, state: TxState): Promise<Array<unknown | undefined> | undefined> {
-    const rows = await this.conn.runAlone(client, query, state);
-    if (rows === undefined) return undefined;
-    if (query.single) return this.#singleApplied(client, batch, rows[0] as SingleAnswer);
+    const result = await this.conn.runAlone(client, query, state);
+    if (result === undefined) return undefined;
+    // The sequential step's statement applied all of its writes or none (and then changed nothing).
+    if (query.single) return result.rowCount === 1 ? batch.map(() => undefined) : undefined;
+    const rows = result.rows;
     // The counts of what applied: when that is every write, nothing else came back.
     const counts = (rows as PreparedRow[]).find((row) => row.k === 3);
     if (counts === undefined) throw new Error("steplog internal: the batch statement answered without its counts");
@@ -263,25 +265,6 @@ export class WriteQueue {
       const w = p.write as StepWrite;
       const done = (w.kind === "intent" ? inserted : updated).has(rowOf(w));
       results.push(done ? undefined : await this.#notApplied(client, w, leases));
-    }
-    return results;
-  }
-
-  /**
-   * The sequential step's batch (one run: at most an intent and an outcome): its two counts say
-   * which applied. The lease is read only when one did not, after the statement committed: a
-   * lease that was not live for the batch's epoch then is not now either (a claim raises the
-   * epoch; a release keeps it, with no attempt), so the write is still told LEASE_LOST.
-   */
-  async #singleApplied(client: PgClient, batch: Pending[], counts: SingleAnswer): Promise<Array<unknown | undefined>> {
-    const applied = (w: StepWrite) => (w.kind === "intent" ? counts.i : counts.u) === 1;
-    if (batch.every((p) => applied(p.write as StepWrite))) return batch.map(() => undefined);
-    const runId = batch[0]!.write.fence.runId;
-    const leases = leaseMap((await client.query(this.sql.readLease, [runId])).rows);
-    const results: Array<unknown | undefined> = [];
-    for (const p of batch) {
-      const w = p.write as StepWrite;
-      results.push(applied(w) ? undefined : await this.#notApplied(client, w, leases));
     }
     return results;
   }
