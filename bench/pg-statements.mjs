@@ -1,8 +1,10 @@
 // What a sequential step's statement costs on the Postgres server, part by part: the round trip
 // of each variant below from one plain `pg` client (no steplog in the way), in blocks of B
 // steps of one run each that rotate between the variants (ROUNDS rounds, the order reversed
-// every other round), medians of every round trip. Not part of `npm run bench`; see
-// docs/performance.md, item 26.
+// every other round), medians of every round trip; and, when the server runs on this machine
+// (its backend's /proc/<pid>/schedstat readable), the backend's CPU time a step, the median of
+// the blocks, which the server's wall-clock noise does not blur. Not part of `npm run bench`;
+// see docs/performance.md, items 26 and 27.
 //
 //   STEPLOG_PG_URL=postgres://postgres@127.0.0.1:5432/test node bench/pg-statements.mjs
 //   B=300 ROUNDS=10 ONLY=raw,steplog node bench/pg-statements.mjs
@@ -12,11 +14,16 @@
 //              of its own (steplog's columns without its audit trail)
 //   raw26      raw's shape on steplog's steps table with all 26 of steplog's parameters and
 //              ON CONFLICT DO NOTHING
-//   noFence    steplog's statement without the lease row (no lock, no join), still answering
-//              its two counts
-//   noAnswer   steplog's statement (the lease row locked and joined) answering nothing
-//   steplog    the store's statement (src/store/postgres/prepared-batch.ts)
+//   ctes       the store's statement before item 27: the lease row locked, both writes as
+//              data-modifying CTEs (the intent with ON CONFLICT DO NOTHING) under a SELECT of
+//              their two counts
+//   noFence    ctes without the lease row (no lock, no join), still answering its two counts
+//   noAnswer   ctes answering nothing
+//   steplog    the store's statement (src/store/postgres/prepared-batch.ts): the lease row
+//              locked and the outcome in CTEs, the INSERT of the intent the statement itself,
+//              inserted only if the outcome applied; its row count is its answer
 
+import fs from "node:fs";
 import pg from "pg";
 import { createEngine, rawPgStep, rawPgTable, seqWorkflow } from "./lib.mjs";
 import { postgresStore } from "steplog/postgres";
@@ -45,8 +52,8 @@ const OUTCOME = `status = $20::text, value = $21::text, error = $22::text, ended
   resolution = $25::text, usage = $26::text, written_epoch = $2::bigint, written_at = clock_timestamp()`;
 const COUNTS = `SELECT (SELECT count(*) FROM ins)::integer AS i, (SELECT count(*) FROM upd)::integer AS u`;
 
-/** Steplog's statement, with its fence (the lease row locked and joined) and its answer or without. */
-function steplog({ fence = true, answer = true } = {}) {
+/** The store's statement before item 27, with its fence (the lease row locked and joined) and its answer or without. */
+function ctes({ fence = true, answer = true } = {}) {
   const from = fence ? "FROM locked l" : "";
   const live = fence ? "AND l.epoch = $2::bigint AND l.attempt IS NOT NULL" : "";
   const returning = answer ? "RETURNING 1" : "";
@@ -102,9 +109,19 @@ const VARIANTS = {
     values: stepValues,
     lease: true,
   },
-  noFence: { text: steplog({ fence: false }), values: stepValues, lease: true, counts: true },
-  noAnswer: { text: steplog({ answer: false }), values: stepValues, lease: true },
-  steplog: { text: steplog(), values: stepValues, lease: true, counts: true },
+  ctes: { text: ctes(), values: stepValues, lease: true, counts: true },
+  noFence: { text: ctes({ fence: false }), values: stepValues, lease: true, counts: true },
+  noAnswer: { text: ctes({ answer: false }), values: stepValues, lease: true },
+  steplog: {
+    text: `WITH locked AS (SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1::text FOR UPDATE),
+      upd AS (UPDATE ${s}.steps t SET ${OUTCOME} FROM locked l
+        WHERE l.epoch = $2::bigint AND l.attempt IS NOT NULL AND t.run_id = $1::text AND t.seq = $19::integer AND t.status = 'intended' RETURNING 1)
+      INSERT INTO ${s}.steps (${COLUMNS}) SELECT ${INTENT} FROM locked l
+        WHERE l.epoch = $2::bigint AND l.attempt IS NOT NULL AND ($19::integer IS NULL OR EXISTS (SELECT 1 FROM upd))`,
+    values: stepValues,
+    lease: true,
+    rowCount: true,
+  },
 };
 
 const names = process.env.ONLY ? process.env.ONLY.split(",") : Object.keys(VARIANTS);
@@ -124,23 +141,43 @@ async function block(name, times) {
   for (let i = 1; i <= B; i++) {
     const key = i === 1 ? "noop" : `noop#${i}`;
     const started = performance.now();
-    const { rows } = await client.query({ name, text: variant.text, values: variant.values(runId, i, key, Date.now(), previous) });
+    const { rows, rowCount } = await client.query({ name, text: variant.text, values: variant.values(runId, i, key, Date.now(), previous) });
     times?.push((performance.now() - started) * 1000);
     if (variant.counts && rows[0].i !== 1) throw new Error(`${name}: the intent of step ${i} was not written`);
+    if (variant.rowCount && rowCount !== 1) throw new Error(`${name}: the writes of step ${i} did not apply`);
     previous = JSON.stringify({ ok: true, i });
   }
 }
 
 try {
+  // The backend's CPU time so far (ns), when the server runs here; else undefined.
+  const pid = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+  const cpuNs = () => {
+    try {
+      return Number(fs.readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]);
+    } catch {
+      return undefined;
+    }
+  };
   const times = Object.fromEntries(names.map((name) => [name, []]));
+  const cpu = Object.fromEntries(names.map((name) => [name, []]));
   for (const name of names) await block(name, undefined);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const name of round % 2 ? [...names].reverse() : names) await block(name, times[name]);
+    for (const name of round % 2 ? [...names].reverse() : names) {
+      const before = cpuNs();
+      await block(name, times[name]);
+      const after = cpuNs();
+      if (before !== undefined && after !== undefined) cpu[name].push((after - before) / 1000 / B);
+    }
   }
   const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1];
   const base = median(times[names[0]]);
-  console.log(`round trip a step, medians of ${ROUNDS * B} (ratio to ${names[0]})`);
-  for (const name of names) console.log(`  ${name.padEnd(9)} ${median(times[name]).toFixed(0).padStart(5)} µs  ${(median(times[name]) / base).toFixed(2)}×`);
+  const baseCpu = cpu[names[0]].length ? median(cpu[names[0]]) : undefined;
+  console.log(`round trip a step, medians of ${ROUNDS * B} (ratio to ${names[0]})${baseCpu ? "; the server's CPU a step, median of the blocks" : ""}`);
+  for (const name of names) {
+    const server = baseCpu ? `   server CPU ${median(cpu[name]).toFixed(0).padStart(4)} µs  ${(median(cpu[name]) / baseCpu).toFixed(2)}×` : "";
+    console.log(`  ${name.padEnd(9)} ${median(times[name]).toFixed(0).padStart(5)} µs  ${(median(times[name]) / base).toFixed(2)}×${server}`);
+  }
 } finally {
   await client.query(`DROP SCHEMA ${s} CASCADE`);
   await client.end();
