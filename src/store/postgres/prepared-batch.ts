@@ -131,10 +131,10 @@ function outcomeUpdate(s: string, n: number): string {
  *
  * Their shape is the cheapest measured on the server (docs/performance.md, item 27): the
  * INSERT or UPDATE is the statement itself, not a data-modifying CTE under a SELECT of counts,
- * and there is no ON CONFLICT arbiter to probe. The statement that did both made the server
- * grow and trim its heap on every execution (two brk calls a step, and the page faults of
- * the memory grown again), costing from 20 to over 200 µs of server CPU a step by the
- * server's heap layout.
+ * and there is no ON CONFLICT arbiter to probe. The earlier shape (both writes as CTEs under a
+ * SELECT of their two counts, the intent with ON CONFLICT) made the server grow and trim its
+ * heap on every execution (two brk calls a step, and the page faults of the memory grown
+ * again): 20 to over 200 µs of server CPU a step, by the backend's heap layout.
  */
 const stepStatement = namedOnce(
   "steplog_step",
