@@ -132,9 +132,8 @@ function outcomeUpdate(s: string, n: number): string {
  * Their shape is the cheapest measured on the server (docs/performance.md, item 27): the
  * INSERT or UPDATE is the statement itself, not a data-modifying CTE under a SELECT of counts,
  * and there is no ON CONFLICT arbiter to probe. The earlier shape (both writes as CTEs under a
- * SELECT of their two counts, the intent with ON CONFLICT) made the server grow and trim its
- * heap on every execution (two brk calls a step, and the page faults of the memory grown
- * again): 20 to over 200 µs of server CPU a step, by the backend's heap layout.
+ * SELECT of their two counts, the intent with ON CONFLICT) cost the server 10–15 µs of CPU a
+ * step more, and in some backends far more: it grew and trimmed their heap on every execution.
  */
 const stepStatement = namedOnce(
   "steplog_step",
