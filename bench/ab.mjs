@@ -12,25 +12,38 @@
 // both directories the same to see the noise: the ratio then is 1 give or take what this
 // machine's disk does (1.014, pairs 0.99–1.04, over 15 pairs at FULL on the fourteenth
 // sitting's machine, where steplog against raw in case 1 spread 1.00–1.20 a pair).
+//
+//   STEPLOG_PG_URL=postgres://postgres@127.0.0.1:5432/test node bench/ab.mjs <dirA> <dirB> postgres [pairs]
+//
+// does the same on the Postgres store (case 6's shape: runs of 1,000 steps), each build in a
+// schema of its own, dropped afterwards (docs/performance.md, item 27).
 
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { cleanup, median, tmpFile } from "./lib.mjs";
 
 const [dirA, dirB, durability = "power", pairsArg = "15"] = process.argv.slice(2);
-if (!dirA || !dirB || !["power", "process"].includes(durability)) {
-  console.error("usage: node bench/ab.mjs <dirA> <dirB> [power|process] [pairs]");
+if (!dirA || !dirB || !["power", "process", "postgres"].includes(durability)) {
+  console.error("usage: node bench/ab.mjs <dirA> <dirB> [power|process|postgres] [pairs]");
+  process.exit(2);
+}
+const postgres = durability === "postgres";
+const url = process.env.STEPLOG_PG_URL;
+if (postgres && !url) {
+  console.error("set STEPLOG_PG_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to compare on Postgres");
   process.exit(2);
 }
 const PAIRS = Math.max(1, Number(pairsArg) | 0);
-const STEPS = 2000;
+const STEPS = postgres ? 1000 : 2000;
 process.on("exit", cleanup);
 
 /** One build's engine on its own store file, with case 1's workflow defined by that build. */
 async function side(dir, label) {
   const dist = (file) => pathToFileURL(path.resolve(dir, "dist", file)).href;
   const { createEngine, defineWorkflow } = await import(dist("index.js"));
-  const { sqliteStore } = await import(dist("sqlite.js"));
+  const store = postgres
+    ? (await import(dist("postgres.js"))).postgresStore({ connectionString: url, schema: `steplog_ab_${label}_${process.pid}` })
+    : (await import(dist("sqlite.js"))).sqliteStore({ path: tmpFile(`ab-${label}`), durability });
   const workflow = defineWorkflow({
     name: "bench-seq",
     async run(ctx, n) {
@@ -38,7 +51,7 @@ async function side(dir, label) {
       return n;
     },
   });
-  const engine = createEngine({ store: sqliteStore({ path: tmpFile(`ab-${label}`), durability }), workflows: [workflow] });
+  const engine = createEngine({ store, workflows: [workflow] });
   return {
     engine,
     /** µs a step of one run of `n` steps. */
@@ -53,9 +66,13 @@ async function side(dir, label) {
 
 const a = await side(dirA, "a");
 const b = await side(dirB, "b");
-// Warm-up: a whole sample's worth each (the JIT, the files' first pages).
+// Warm-up: a whole sample's worth each (the JIT, the files' first pages), then A once more, so
+// that in the pairs below each side follows itself and the other equally often (a run that
+// follows the other build's is slower for its first steps; on Postgres, by ~10 %: with B last
+// before the pairs, the same build against itself measured 0.92).
 await a.time(STEPS);
 await b.time(STEPS);
+await a.time(STEPS);
 
 const usA = [];
 const usB = [];
@@ -70,6 +87,13 @@ for (let i = 0; i < PAIRS; i++) {
 }
 await a.engine.close();
 await b.engine.close();
+if (postgres) {
+  const pg = (await import("pg")).default;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  for (const label of ["a", "b"]) await client.query(`DROP SCHEMA IF EXISTS steplog_ab_${label}_${process.pid} CASCADE`);
+  await client.end();
+}
 
 const ratios = usB.map((us, i) => us / usA[i]);
 console.log(
