@@ -77,8 +77,6 @@ export class Sql {
   readonly #insertStep: string;
   readonly lockLease: string;
   readonly lockLeaseSkipLocked: string;
-  /** A run's lease as it is now, without a lock (after a write that did not apply: was its lease lost?). */
-  readonly readLease: string;
 
   constructor(readonly s: string) {
     this.load = `SELECT
@@ -90,7 +88,6 @@ export class Sql {
     this.#insertStep = `INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`;
     this.lockLease = `SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1 FOR UPDATE`;
     this.lockLeaseSkipLocked = `${this.lockLease} SKIP LOCKED`;
-    this.readLease = `SELECT run_id, epoch, attempt FROM ${s}.leases WHERE run_id = $1`;
   }
 
   /** The run of this id, or with this dedupe key and not ended: what takes a new run's place. */

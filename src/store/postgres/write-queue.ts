@@ -165,8 +165,9 @@ export class WriteQueue {
    * and the next intent, or an attempt's last outcome and its ending. Each write that changed
    * nothing is then told why, as the usual way would: its lease is gone, or (never in practice)
    * its row was not as expected; the others are committed, as with savepoints. Undefined when
-   * the batch must go the usual way: a write that cannot be sent so, or a statement failed (all
-   * rolled back; the usual way finds which write it was).
+   * the batch must go the usual way: a write that cannot be sent so, a statement failed (all
+   * rolled back; the usual way finds which write it was), or the sequential step's statement
+   * applied nothing (it changed nothing; the usual way tells each write why).
    */
   async #oneTrip(client: PgClient, batch: Pending[], state: TxState): Promise<Array<unknown | undefined> | undefined> {
     // Set-based: every intent in one statement, every outcome in another, then the renewals and
@@ -240,7 +241,10 @@ export class WriteQueue {
     return outcomesOf;
   }
 
-  /** A batch of intents and outcomes as the prepared statement (prepared-batch.ts); undefined when the server refused it. */
+  /**
+   * A batch of intents and outcomes as the prepared statement (prepared-batch.ts); undefined when
+   * the server refused it, or when the sequential step's statement applied nothing.
+   */
   async #prepared(client: PgClient, batch: Pending[], query: PreparedQuery, state: TxState): Promise<Array<unknown | undefined> | undefined> {
     const result = await this.conn.runAlone(client, query, state);
     if (result === undefined) return undefined;
