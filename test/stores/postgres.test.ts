@@ -495,30 +495,17 @@ suite("postgres store", () => {
       return result;
     });
     const s = postgresStore({ pool: recording, schema: freshSchema() });
-    const lease = async (runId: string) =>
-      (await s.createRun(runRow(runId), attemptRow(runId, 1), { expiresAt: NOW + 60_000, now: NOW })) as { epoch: number; runId: string };
-    const [a, b, c] = [await lease("a"), await lease("b"), await lease("c")];
-    const step = (runId: string, seq: number) => ({ ...stepRowFor(runId), runId, seq, key: `k${seq}`, idempotencyKey: `${runId}:k${seq}` });
-    const done = (seq: number) => ({
-      seq,
-      status: "succeeded" as const,
-      value: `"v${seq}"`,
-      error: null,
-      endedAt: NOW + 1,
-      calls: 1,
-      resolution: null,
-      usage: null,
-    });
-    await Promise.all([s.writeIntent(a, step("a", 1)), s.writeIntent(b, step("b", 1)), s.writeIntent(c, step("c", 1))]);
+    const [a, b, c] = [await leaseOf(s, "a"), await leaseOf(s, "b"), await leaseOf(s, "c")];
+    await Promise.all([s.writeIntent(a, stepAt("a", 1)), s.writeIntent(b, stepAt("b", 1)), s.writeIntent(c, stepAt("c", 1))]);
     await s.updateRun("b", () => ({ fenceOut: { now: NOW }, result: true }));
     // One turn of the event loop: three outcomes and three intents, one of each run's stale.
     const results = await Promise.allSettled([
-      s.writeOutcome(a, done(1)),
-      s.writeOutcome(b, done(1)),
-      s.writeOutcome(c, done(1)),
-      s.writeIntent(a, step("a", 2)),
-      s.writeIntent(b, step("b", 2)),
-      s.writeIntent(c, step("c", 2)),
+      s.writeOutcome(a, succeededAt(1)),
+      s.writeOutcome(b, succeededAt(1)),
+      s.writeOutcome(c, succeededAt(1)),
+      s.writeIntent(a, stepAt("a", 2)),
+      s.writeIntent(b, stepAt("b", 2)),
+      s.writeIntent(c, stepAt("c", 2)),
     ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled", "rejected", "fulfilled"]);
     for (const i of [1, 4]) expect(isSteplogError((results[i] as PromiseRejectedResult).reason, "LEASE_LOST")).toBe(true);
@@ -665,27 +652,14 @@ suite("postgres store", () => {
       return client.query(text, values);
     });
     const s = postgresStore({ pool: recording, schema: freshSchema() });
-    const lease = async (runId: string) =>
-      (await s.createRun(runRow(runId), attemptRow(runId, 1), { expiresAt: NOW + 60_000, now: NOW })) as { epoch: number; runId: string };
-    const step = (runId: string, seq: number) => ({ ...stepRowFor(runId), runId, seq, key: `k${seq}`, idempotencyKey: `${runId}:k${seq}` });
-    const done = (seq: number, value = `"v${seq}"`) => ({
-      seq,
-      status: "succeeded" as const,
-      value,
-      error: null,
-      endedAt: NOW + 1,
-      calls: 1,
-      resolution: null,
-      usage: null,
-    });
     const rows = async (runId: string) => (await s.loadRun(runId))!.steps.map((t) => [t.seq, t.key, t.status, t.value]);
     // Each pair below is issued in one turn of the event loop: one batch, the step's statement.
-    const both = (fence: { epoch: number; runId: string }, seq: number, outcome = done(seq - 1)) =>
-      Promise.allSettled([s.writeOutcome(fence, outcome), s.writeIntent(fence, step(fence.runId, seq))]);
+    const both = (fence: { epoch: number; runId: string }, seq: number, outcome = succeededAt(seq - 1)) =>
+      Promise.allSettled([s.writeOutcome(fence, outcome), s.writeIntent(fence, stepAt(fence.runId, seq))]);
 
     // Applied: both rows written by one statement.
-    const a = await lease("a");
-    await s.writeIntent(a, step("a", 1));
+    const a = await leaseOf(s, "a");
+    await s.writeIntent(a, stepAt("a", 1));
     names.length = 0;
     expect((await both(a, 2)).map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
     expect(names).toEqual(["steplog_step"]);
@@ -695,8 +669,8 @@ suite("postgres store", () => {
     ]);
 
     // The lease taken away: neither applies, both are told LEASE_LOST, and nothing changed.
-    const b = await lease("b");
-    await s.writeIntent(b, step("b", 1));
+    const b = await leaseOf(s, "b");
+    await s.writeIntent(b, stepAt("b", 1));
     await s.updateRun("b", () => ({ fenceOut: { now: NOW }, result: true }));
     const stale = await both(b, 2);
     expect(stale.map((r) => isSteplogError((r as PromiseRejectedResult).reason, "LEASE_LOST"))).toEqual([true, true]);
@@ -704,7 +678,7 @@ suite("postgres store", () => {
 
     // The outcome finds its intent closed already: it fails alone; the intent is written (the usual way, after the statement changed nothing).
     names.length = 0;
-    const closed = await both(a, 3, done(1, `"other"`));
+    const closed = await both(a, 3, succeededAt(1, `"other"`));
     expect(closed.map((r) => r.status)).toEqual(["rejected", "fulfilled"]);
     expect(String((closed[0] as PromiseRejectedResult).reason)).toContain("has no open intent");
     expect(names[0]).toBe("steplog_step");
@@ -715,9 +689,9 @@ suite("postgres store", () => {
     ]);
 
     // The next seq is taken by another intent: the statement fails whole; the usual way writes the outcome and refuses the intent alone.
-    const c = await lease("c");
-    await s.writeIntent(c, step("c", 1));
-    await s.writeIntent(c, { ...step("c", 2), key: "taken", idempotencyKey: "c:taken" });
+    const c = await leaseOf(s, "c");
+    await s.writeIntent(c, stepAt("c", 1));
+    await s.writeIntent(c, { ...stepAt("c", 2), key: "taken", idempotencyKey: "c:taken" });
     const taken = await both(c, 2);
     expect(taken.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
     expect(String((taken[1] as PromiseRejectedResult).reason)).toContain("was written already by another intent");
@@ -1162,6 +1136,21 @@ suite("postgres store", () => {
     expect(report.message).toContain("npm install pg");
   });
 });
+
+/** A new run of this id in the store, and the lease its first attempt holds. */
+async function leaseOf(s: ReturnType<typeof postgresStore>, runId: string) {
+  return (await s.createRun(runRow(runId), attemptRow(runId, 1), { expiresAt: NOW + 60_000, now: NOW })) as { epoch: number; runId: string };
+}
+
+/** The intent of step `seq` of a run, keyed `k<seq>`. */
+function stepAt(runId: string, seq: number) {
+  return { ...stepRowFor(runId), runId, seq, key: `k${seq}`, idempotencyKey: `${runId}:k${seq}` };
+}
+
+/** Step `seq`'s outcome: succeeded with `value`. */
+function succeededAt(seq: number, value = `"v${seq}"`) {
+  return { seq, status: "succeeded" as const, value, error: null, endedAt: NOW + 1, calls: 1, resolution: null, usage: null };
+}
 
 function stepRowFor(runId: string) {
   return {

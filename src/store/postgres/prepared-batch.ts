@@ -16,7 +16,7 @@
 
 import { createHash } from "node:crypto";
 import type { AttemptWrite } from "./attempt-write.js";
-import { STEP_INSERT_COLUMNS } from "./sql.js";
+import { STEP_INSERT_COLUMNS, lockLeaseText } from "./sql.js";
 
 type Intent = Extract<AttemptWrite, { kind: "intent" }>;
 type Outcome = Extract<AttemptWrite, { kind: "outcome" }>;
@@ -101,8 +101,8 @@ const statement = namedOnce(
   ${answer("n.i <> $4::integer OR n.u <> $5::integer")}`,
 );
 
-/** The lease row of run $1, locked: the fence every statement on a run takes first. */
-const lockLease = (s: string) => `locked AS (SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1::text FOR UPDATE)`;
+/** The lease row of run $1, locked (the fence), as the CTE the step's statements join. */
+const lockLease = (s: string) => `locked AS (${lockLeaseText(s)})`;
 
 /** True for the locked lease while it is the one of epoch $2, an attempt holding it. */
 const LIVE = "l.epoch = $2::bigint AND l.attempt IS NOT NULL";

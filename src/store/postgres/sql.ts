@@ -72,6 +72,9 @@ export const STEP_INSERT_COLUMNS = `run_id, seq, attempt, key, name, status, eff
 /** pg returns bigint as text unless told otherwise (a pool the user gave us may not be). */
 export const num = (v: unknown): number => (typeof v === "number" ? v : Number(v));
 
+/** Run $1's lease row, locked: what every transaction on a run takes first. */
+export const lockLeaseText = (s: string) => `SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1 FOR UPDATE`;
+
 export class Sql {
   readonly load: string;
   readonly #insertStep: string;
@@ -86,7 +89,7 @@ export class Sql {
       (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE run_id = $1) l) AS lease,
       (SELECT coalesce(json_agg(e ORDER BY e.seq), '[]'::json) FROM (SELECT ${EVENT_COLUMNS} FROM ${s}.events WHERE run_id = $1) e) AS events`;
     this.#insertStep = `INSERT INTO ${s}.steps (${STEP_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`;
-    this.lockLease = `SELECT epoch, attempt FROM ${s}.leases WHERE run_id = $1 FOR UPDATE`;
+    this.lockLease = lockLeaseText(s);
     this.lockLeaseSkipLocked = `${this.lockLease} SKIP LOCKED`;
   }
 
