@@ -3,7 +3,8 @@
 //
 //   node examples/agent/attempt.mjs <agent> <run id> <start|continue> [ticket]
 //
-// <agent>: ai-sdk, plain, openai-agents, anthropic or langchain.
+// <agent>: ai-sdk, plain, openai-agents, openai-agents-handoff (a triage agent hands off to it),
+// anthropic or langchain.
 //
 // Environment:
 //   STEPLOG_AGENT_DIR    the store is <dir>/steplog.db; default .steplog/steplog.db
@@ -26,6 +27,7 @@ const AGENTS = {
   "ai-sdk": async () => (await import("./ai-sdk-agent.mjs")).aiSdkAgent,
   plain: async () => (await import("./plain-loop.mjs")).plainLoopAgent,
   "openai-agents": async () => (await import("./openai-agents.mjs")).openAIAgentsAgent,
+  "openai-agents-handoff": async () => (await import("./openai-agents.mjs")).openAIAgentsHandoffAgent,
   anthropic: async () => (await import("./anthropic.mjs")).anthropicAgent,
   langchain: async () => (await import("./langchain.mjs")).langChainAgent,
 };

@@ -8,6 +8,7 @@
 //
 // runs the crash story (story.mjs) for this agent: killed inside sendEmail, then continued.
 
+import crypto from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Agent, run, setTracingDisabled, tool, Usage } from "@openai/agents";
 import { assistantMessage, functionCall, modelResponder, ScriptedModel } from "@openai/agents/testing";
@@ -47,7 +48,10 @@ export function supportTools(world) {
 export function scriptedModel(world, ticket) {
   const respond = ({ request }) => {
     const input = Array.isArray(request.input) ? request.input : [];
-    const results = input.filter((item) => item.type === "function_call_result").map((item) => JSON.parse(item.output.text));
+    // A handoff's result ({"assistant": "Support"}) is in the conversation too; the script counts the tools' results.
+    const results = input
+      .filter((item) => item.type === "function_call_result" && !item.name.startsWith("transfer_to_"))
+      .map((item) => JSON.parse(item.output.text));
     world.recordModelCall({ agent: "openai-agents", turn: results.length + 1 });
     const answer = scriptedAnswer(ticket, results);
     const output = [];
@@ -70,30 +74,64 @@ export function supportAgent(world, ticket) {
   });
 }
 
+/** A front-desk agent that hands every ticket to Support (the SDK's handoff: a call to its tool transfer_to_Support). */
+export function triageAgent(world, ticket) {
+  const respond = () => {
+    world.recordModelCall({ agent: "openai-agents", turn: "triage" });
+    const output = [functionCall("transfer_to_Support", {}, { callId: `call_${crypto.randomBytes(4).toString("hex")}` })];
+    return { output, usage: new Usage({ requests: 1, inputTokens: tokens(ticket), outputTokens: 8, totalTokens: tokens(ticket) + 8 }) };
+  };
+  return new Agent({
+    name: "Triage",
+    instructions: "Hand support tickets to Support.",
+    handoffs: [supportAgent(world, ticket)],
+    model: new ScriptedModel(Array.from({ length: 4 }, () => modelResponder(respond))),
+  });
+}
+
+/** How each tool's calls behave as steps (the same for the agent alone and behind the triage agent). */
+function durableOptions(world, { sendEmailQuery }) {
+  return {
+    effects: { lookupOrder: "read", saveDraft: "idempotent", sendEmail: "irreversible" },
+    ...(sendEmailQuery
+      ? {
+          query: {
+            sendEmail: ({ idempotencyKey }) => {
+              const sent = world.findSent(idempotencyKey);
+              return sent ? { done: true, value: sent } : { done: false };
+            },
+          },
+        }
+      : {}),
+    model: { costUsd },
+  };
+}
+
 /**
  * The workflow. Compared with the app before steplog, one line changed: the agent handed to
  * run() is durableAgent(ctx, agent, { effects }), and the call sits in a workflow's run(ctx).
  */
-export function openAIAgentsAgent(world, { sendEmailQuery }) {
+export function openAIAgentsAgent(world, options) {
   return defineWorkflow({
     name: "example-support-agent-openai-agents",
     version: "1.0.0",
     args: z.object({ ticket: z.string() }),
     async run(ctx, { ticket }) {
-      const agent = durableAgent(ctx, supportAgent(world, ticket), {
-        effects: { lookupOrder: "read", saveDraft: "idempotent", sendEmail: "irreversible" },
-        ...(sendEmailQuery
-          ? {
-              query: {
-                sendEmail: ({ idempotencyKey }) => {
-                  const sent = world.findSent(idempotencyKey);
-                  return sent ? { done: true, value: sent } : { done: false };
-                },
-              },
-            }
-          : {}),
-        model: { costUsd },
-      });
+      const agent = durableAgent(ctx, supportAgent(world, ticket), durableOptions(world, options));
+      const result = await run(agent, ticket, { maxTurns: 8 });
+      return { answer: result.finalOutput, turns: result.rawResponses.length };
+    },
+  });
+}
+
+/** The same, started at the triage agent: the handoff to Support is a step too. */
+export function openAIAgentsHandoffAgent(world, options) {
+  return defineWorkflow({
+    name: "example-support-agent-openai-agents-handoff",
+    version: "1.0.0",
+    args: z.object({ ticket: z.string() }),
+    async run(ctx, { ticket }) {
+      const agent = durableAgent(ctx, triageAgent(world, ticket), durableOptions(world, options));
       const result = await run(agent, ticket, { maxTurns: 8 });
       return { answer: result.finalOutput, turns: result.rawResponses.length };
     },

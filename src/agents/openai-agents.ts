@@ -9,6 +9,7 @@
 import type { RetryOptions, WorkflowContext } from "../workflow/context.js";
 import { InvalidOptionError } from "../base/errors.js";
 import { modelTurn, usageOf, type TurnUsage } from "./model-turn.js";
+import { readTurn, type TurnToolCall } from "./messages.js";
 import { markFatal, throwIfFatal } from "./run-state.js";
 import { checkToolOptions, durableCall, type DurableToolCallFields, type DurableToolsOptions } from "./tools.js";
 
@@ -30,6 +31,8 @@ export interface AgentLike {
   model?: unknown;
   handoffs?: unknown[];
   clone(config: Record<string, unknown>): AgentLike;
+  /** The handoffs the Runner offers the model, as `Handoff` objects (an agent given in `handoffs` made into one). */
+  getEnabledHandoffs?(runContext: unknown): Promise<HandoffLike[]>;
 }
 
 /**
@@ -52,7 +55,9 @@ interface FunctionToolLike {
 
 interface HandoffLike {
   agent: AgentLike;
-  clone(overrides: { agent: AgentLike }): unknown;
+  toolName: string;
+  onInvokeHandoff(runContext: unknown, input: string): Promise<AgentLike>;
+  clone(overrides: { agent?: AgentLike; onInvokeHandoff?: (runContext: unknown, input: string) => Promise<AgentLike> }): HandoffLike;
 }
 
 export interface DurableAgentModelOptions {
@@ -80,7 +85,22 @@ const made = new WeakSet<object>();
 
 /** Turns of durable Agents SDK models answered (run or handed back) per attempt's context. */
 const answeredTurns = new WeakMap<object, number>();
-const noteTurn = (ctx: WorkflowContext) => answeredTurns.set(ctx, (answeredTurns.get(ctx) ?? 0) + 1);
+/**
+ * The tool calls the latest answered turn asked for, per attempt's context. The SDK hands a
+ * handoff no call id, and runs it right after the turn that asked for it: its id is there.
+ */
+const latestCalls = new WeakMap<object, TurnToolCall[]>();
+const noteTurn = (ctx: WorkflowContext, recorded: unknown) => {
+  answeredTurns.set(ctx, (answeredTurns.get(ctx) ?? 0) + 1);
+  latestCalls.set(ctx, readTurn(recorded)?.toolCalls ?? []);
+};
+
+/** The id of the call to `toolName` the latest turn asked for, taken once; undefined (a counter keys the step) if none. */
+function takeCallId(ctx: WorkflowContext, toolName: string): string | undefined {
+  const calls = latestCalls.get(ctx) ?? [];
+  const index = calls.findIndex((c) => c.name === toolName);
+  return index === -1 ? undefined : calls.splice(index, 1)[0]!.id;
+}
 
 /** The recorded form of the SDK's answers: JSON data (the SDK reads `usage` by field, not by class). */
 function plain<T>(value: T): T {
@@ -163,7 +183,7 @@ export function durableAgentModel<M extends object>(ctx: WorkflowContext, model:
       async (info) => plain(await target.getResponse({ ...request, signal: combineSignals(request?.signal as AbortSignal, info.signal) })),
       { ...turnOptions, usage: (recorded: Record<string, unknown>) => usageOf(recorded) },
     );
-    noteTurn(ctx);
+    noteTurn(ctx, response);
     return response;
   };
 
@@ -201,7 +221,7 @@ export function durableAgentModel<M extends object>(ctx: WorkflowContext, model:
     );
     turn.then(
       (recorded) => {
-        noteTurn(ctx);
+        noteTurn(ctx, recorded);
         for (const event of recorded.events) if (!live || event.type === "response_done") channel.push(event);
         channel.end();
       },
@@ -253,20 +273,25 @@ function argumentsOf(input: string): unknown {
   }
 }
 
+/**
+ * A call's id comes from the model's answer; if steplog did not record that answer, a continue
+ * would get other ids and could not find this call again. Refuse before any effect.
+ */
+function refuseAfterUnrecordedTurn(ctx: WorkflowContext, agentName: string, toolName: string): void {
+  if (answeredTurns.get(ctx)) return;
+  const error = new InvalidOptionError(
+    `steplog/agents: agent ${JSON.stringify(agentName)} called tool ${JSON.stringify(toolName)} after a model turn steplog did not record, ` +
+      `so a continue could not find this call again. Give the agent a Model object (durableAgent wraps it), ` +
+      `or run it with new Runner({ modelProvider: durableModelProvider(ctx, provider) }) (docs/agents.md, "OpenAI Agents SDK").`,
+  );
+  markFatal(ctx, error);
+  throw error;
+}
+
 function wrapFunctionTool(ctx: WorkflowContext, tool: FunctionToolLike, options: DurableToolsOptions, agentName: string): FunctionToolLike {
   const wrapped = Object.create(Object.getPrototypeOf(tool) as object | null, Object.getOwnPropertyDescriptors(tool)) as FunctionToolLike;
   wrapped.invoke = async (runContext, input, details) => {
-    // A call's id comes from the model's answer; if steplog did not record that answer, a
-    // continue would get other ids and could not find this call again. Refuse before any effect.
-    if (!answeredTurns.get(ctx)) {
-      const error = new InvalidOptionError(
-        `steplog/agents: agent ${JSON.stringify(agentName)} called tool ${JSON.stringify(tool.name)} after a model turn steplog did not record, ` +
-          `so a continue could not find this call again. Give the agent a Model object (durableAgent wraps it), ` +
-          `or run it with new Runner({ modelProvider: durableModelProvider(ctx, provider) }) (docs/agents.md, "OpenAI Agents SDK").`,
-      );
-      markFatal(ctx, error);
-      throw error;
-    }
+    refuseAfterUnrecordedTurn(ctx, agentName, tool.name);
     const toolCall = details?.toolCall as { callId?: unknown } | undefined;
     const callOptions = { toolCallId: typeof toolCall?.callId === "string" ? toolCall.callId : undefined, abortSignal: details?.signal };
     return durableCall(ctx, tool.name, argumentsOf(input), callOptions, options, (_input, durable) => {
@@ -284,13 +309,34 @@ function wrapFunctionTool(ctx: WorkflowContext, tool: FunctionToolLike, options:
   return wrapped;
 }
 
-function functionToolNames(agent: AgentLike, seen = new Set<AgentLike>()): string[] {
+/**
+ * A handoff whose call is a step `tool:<handoff tool name>:<call id>`, like a function tool's:
+ * its recorded value is what the SDK hands the model (`{ assistant: <agent name> }`), so the
+ * conversation has the call's result, and a continue hands the step back without running the
+ * handoff's own `onHandoff` again. The agent handed to is the handoff's (already durable) agent.
+ */
+function durableHandoff(ctx: WorkflowContext, handoff: HandoffLike, options: DurableToolsOptions, agentName: string): HandoffLike {
+  return handoff.clone({
+    onInvokeHandoff: async (runContext, input) => {
+      refuseAfterUnrecordedTurn(ctx, agentName, handoff.toolName);
+      let target = handoff.agent;
+      await durableCall(ctx, handoff.toolName, argumentsOf(input), { toolCallId: takeCallId(ctx, handoff.toolName) }, options, async () => {
+        target = await handoff.onInvokeHandoff(runContext, input);
+        return { assistant: target.name };
+      });
+      return target;
+    },
+  });
+}
+
+/** The names options may give settings for: function tools, and handoffs given as `handoff(...)` objects (those may run `onHandoff`). */
+function toolNames(agent: AgentLike, seen = new Set<AgentLike>()): string[] {
   if (seen.has(agent)) return [];
   seen.add(agent);
   const names = agent.tools.filter(isFunctionTool).map((t) => t.name);
   for (const h of agent.handoffs ?? []) {
-    if (isAgent(h)) names.push(...functionToolNames(h, seen));
-    else if (isHandoff(h)) names.push(...functionToolNames(h.agent, seen));
+    if (isAgent(h)) names.push(...toolNames(h, seen));
+    else if (isHandoff(h)) names.push(...(typeof h.toolName === "string" ? [h.toolName] : []), ...toolNames(h.agent, seen));
   }
   return names;
 }
@@ -299,7 +345,8 @@ function functionToolNames(agent: AgentLike, seen = new Set<AgentLike>()): strin
  * An Agents SDK agent made durable: a clone whose function tools' calls are steps
  * `tool:<name>:<call id>` with the effect, query, compensation, retry and timeout you give per
  * tool name, and whose Model object (if it has one) is wrapped by durableAgentModel. The agents
- * it hands off to are made durable the same way. Run it with the SDK as before:
+ * it hands off to are made durable the same way, and each handoff's call is a step
+ * `tool:transfer_to_<agent>:<call id>`. Run it with the SDK as before:
  *
  *   const result = await run(durableAgent(ctx, agent, {
  *     effects: { lookupOrder: "read", sendEmail: "irreversible" },
@@ -314,7 +361,7 @@ export function durableAgent<A extends object>(ctx: WorkflowContext, agent: A, o
   if (!isAgent(agent)) throw new InvalidOptionError("durableAgent(ctx, agent): agent must be an Agents SDK Agent (with tools and clone).");
   if (made.has(agent)) return agent;
   const { model: modelOptions, ...toolOptions } = options;
-  checkToolOptions("durableAgent", toolOptions, [...new Set(functionToolNames(agent))]);
+  checkToolOptions("durableAgent", toolOptions, [...new Set(toolNames(agent))]);
   const clones = new Map<AgentLike, AgentLike>();
   const wrapAgent = (original: AgentLike): AgentLike => {
     const known = clones.get(original);
@@ -330,6 +377,12 @@ export function durableAgent<A extends object>(ctx: WorkflowContext, agent: A, o
     // Handoffs after the clone is known, so agents that hand off to each other end up wrapped once.
     if (Array.isArray(original.handoffs) && original.handoffs.length > 0) {
       clone.handoffs = original.handoffs.map((h) => (isAgent(h) ? wrapAgent(h) : isHandoff(h) ? h.clone({ agent: wrapAgent(h.agent) }) : h));
+      // The Runner takes the handoffs from here (an agent in `handoffs` becomes a Handoff only there): each call a step.
+      const enabledHandoffs = clone.getEnabledHandoffs;
+      if (typeof enabledHandoffs === "function") {
+        clone.getEnabledHandoffs = async (runContext) =>
+          (await enabledHandoffs.call(clone, runContext)).map((h) => (isHandoff(h) ? durableHandoff(ctx, h, toolOptions, clone.name) : h));
+      }
     }
     return clone;
   };

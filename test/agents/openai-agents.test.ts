@@ -2,7 +2,7 @@
 // function tools run by the SDK's own loop (run, Runner, streamed or not), its model the SDK's
 // ScriptedModel test double. durableAgent makes each model turn and each tool call a step; a
 // continue answers recorded turns and calls from the log.
-import { Agent, Runner, run, setTracingDisabled, tool, Usage, type ModelProvider, type ModelRequest, type StreamEvent } from "@openai/agents";
+import { Agent, handoff, Runner, run, setTracingDisabled, tool, Usage, type ModelProvider, type ModelRequest, type StreamEvent } from "@openai/agents";
 import { assistantMessage, functionCall, modelResponder, modelStreamResponder, ScriptedModel } from "@openai/agents/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -277,9 +277,51 @@ describe("durableAgent with run()", () => {
     expect(result.status, JSON.stringify(result.error)).toBe("completed");
     const view = await engine.get("r5");
     expect(turn).toBe(1);
-    // The triage turn, then the mailer's turns and its sendEmail call, each a step.
-    expect(shape(view.steps.map((s) => s.key))).toEqual(["model", "model#2", "tool:sendEmail:", "model#3"]);
-    expect(view.steps[2]!.effect).toBe("irreversible");
+    // The triage turn, its handoff (keyed by the call id), then the mailer's turns and its sendEmail call, each a step.
+    expect(shape(view.steps.map((s) => s.key))).toEqual(["model", "tool:transfer_to_Mailer:", "model#2", "tool:sendEmail:", "model#3"]);
+    expect(view.steps[1]!.key).toBe("tool:transfer_to_Mailer:h-1");
+    expect(view.steps[3]!.effect).toBe("irreversible");
+    // The conversation has the handoff's result, as the SDK gave it to the model.
+    const messages = messagesFromSteps(view);
+    expect(messages.slice(0, 2)).toEqual([
+      { role: "assistant", content: null, tool_calls: [{ id: "h-1", type: "function", function: { name: "transfer_to_Mailer", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "h-1", content: '{"assistant":"Mailer"}' },
+    ]);
+    expect(messages.map((m) => m.role)).toEqual(["assistant", "tool", "assistant", "tool", "assistant"]);
+    await engine.close();
+  });
+
+  it("a handoff(...) with onHandoff: the call is a step, so a continue hands it back without running onHandoff again; options may name it", async () => {
+    const world = newWorld();
+    const mailer = new Agent({ name: "Mailer", instructions: "Send.", tools: makeTools(world).slice(1), model: scriptedModel(world) });
+    const handedOff: string[] = [];
+    const toMailer = handoff(mailer, { onHandoff: () => void handedOff.push("Mailer") });
+    const triageModel = new ScriptedModel([
+      modelResponder(() => ({ output: [functionCall("transfer_to_Mailer", {}, { callId: `h-${++world.modelCalls}` })], usage: usage(0) })),
+    ]);
+    const triage = new Agent({ name: "Triage", instructions: "Route.", handoffs: [toMailer], model: triageModel });
+    let failOnce = true;
+    const wf = defineWorkflow({
+      name: "oa-handoff-object",
+      async run(ctx) {
+        const out = (await run(durableAgent(ctx, triage, { effects: { sendEmail: "irreversible", transfer_to_Mailer: "read" } }), "Send Ada a note."))
+          .finalOutput;
+        if (failOnce) {
+          failOnce = false;
+          throw new Error("the app failed after the agent answered");
+        }
+        return out;
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [wf] });
+    expect((await engine.start(wf, undefined, { id: "r6" })).status).toBe("failed");
+    expect(await engine.continue("r6")).toMatchObject({ status: "completed", value: "Sent the note to ada@example.com." });
+    const view = await engine.get("r6");
+    expect(view.steps[1]).toMatchObject({ key: "tool:transfer_to_Mailer:h-1", effect: "read", value: { assistant: "Mailer" } });
+    expect(shape(view.attempts[1]!.reused)).toEqual(["model", "tool:transfer_to_Mailer:", "model#2", "tool:sendEmail:", "model#3"]);
+    expect(handedOff).toEqual(["Mailer"]);
+    expect(world.calls).toEqual(["sendEmail"]);
+    expect(messagesFromSteps(view)).toHaveLength(5);
     await engine.close();
   });
 

@@ -8,6 +8,7 @@
 // process continues. The world's ledgers count, across processes, every time the model was
 // asked and every time a tool ran.
 import { describe, expect, it } from "vitest";
+import { messagesFromSteps } from "../../src/entries/agents.js";
 import { tmpDir } from "../helpers/tmp.js";
 import { attempt, BEFORE_SEND, inspect, ledgers, output, shape } from "./attempt-helpers.js";
 
@@ -130,5 +131,75 @@ describe.each(["openai-agents", "anthropic", "langchain"])("the %s agent, SIGKIL
       expect(draft.attempt).toBe(2);
       expect(JSON.stringify(model2[1]!.value)).toContain(draft.key.split(":")[2]);
     });
+  });
+});
+
+// The OpenAI Agents SDK agent behind a triage agent: the triage turn hands off to Support (a call
+// to the SDK's handoff tool transfer_to_Support), which then does the work. The handoff is a step,
+// so a continue hands it back, and the conversation read from the log has its result.
+describe("the openai-agents agent behind a handoff, SIGKILLed", () => {
+  const AFTER_HANDOFF = ["model", "tool:transfer_to_Support:"];
+
+  /** The conversation from the log: the handoff call and its result first, then Support's turns and calls, the answer last. */
+  async function expectConversation(dir: string) {
+    await inspect(dir, async (engine) => {
+      const run = await engine.get("r");
+      const handoff = run.steps.find((s) => s.name.startsWith("tool:transfer_to_Support:"))!;
+      const callId = handoff.key.split(":")[2];
+      const messages = messagesFromSteps(run);
+      expect(messages.slice(0, 2)).toEqual([
+        { role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: { name: "transfer_to_Support", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: callId, content: '{"assistant":"Support"}' },
+      ]);
+      expect(messages.map((m) => m.role)).toEqual(["assistant", "tool", ...Array(3).fill(["assistant", "tool"]).flat(), "assistant"]);
+      expect(messages.at(-1)).toEqual({ role: "assistant", content: "Emailed ada@example.com (message m-1): order o-17 arrives tomorrow." });
+    });
+  }
+
+  it("right after the handoff (Support's first turn intended, not asked): the handoff is handed back, no tool repeated, the run completes", async () => {
+    const dir = tmpDir("steplog-stack-crash-");
+    const first = await attempt(dir, "openai-agents-handoff", "r", "start", { STEPLOG_FAULT: "after-intent@model#2" });
+    expect(first.signal, output(first)).toBe("SIGKILL");
+    expect(ledgers(dir).modelTurns).toEqual(["triage"]);
+    const cut = await inspect(dir, async (engine) => (await engine.get("r")).steps.map((s) => [shape([s.key])[0], s.status, s.value]));
+    expect(cut).toEqual([
+      ["model", "succeeded", expect.anything()],
+      ["tool:transfer_to_Support:", "succeeded", { assistant: "Support" }],
+      ["model#2", "intended", undefined],
+    ]);
+
+    const second = await attempt(dir, "openai-agents-handoff", "r", "continue");
+    expect(second.result, output(second)).toMatchObject({ status: "completed", attempt: 2 });
+    expect(second.result!.value!.answer).toBe("Emailed ada@example.com (message m-1): order o-17 arrives tomorrow.");
+    const l = expectOnce(dir);
+    // The triage model was asked by the first process only; Support's turns by the second.
+    expect(l.modelTurns).toEqual(["triage", 1, 2, 3, 4]);
+    expect(new Set(l.modelPids.slice(1)).size).toBe(1);
+    expect(l.modelPids[1]).not.toBe(l.modelPids[0]);
+    await inspect(dir, async (engine) => {
+      const run = await engine.get("r");
+      expect(shape(run.attempts[1]!.reused)).toEqual(AFTER_HANDOFF);
+    });
+    await expectConversation(dir);
+  });
+
+  it("inside sendEmail after the handoff, with a query: settled by the query, the triage turn and the handoff handed back, the run completes", async () => {
+    const dir = tmpDir("steplog-stack-crash-");
+    const env = { STEPLOG_AGENT_QUERY: "1" };
+    const first = await attempt(dir, "openai-agents-handoff", "r", "start", { ...env, STEPLOG_AGENT_CRASH: "in-effect" });
+    expect(first.signal, output(first)).toBe("SIGKILL");
+    const second = await attempt(dir, "openai-agents-handoff", "r", "continue", env);
+    expect(second.result, output(second)).toMatchObject({ status: "completed", attempt: 2 });
+    const l = expectOnce(dir);
+    expect(l.modelTurns).toEqual(["triage", 1, 2, 3, 4]);
+    expect(new Set(l.modelPids.slice(0, 4)).size).toBe(1);
+    expect(l.modelPids[4]).not.toBe(l.modelPids[0]);
+    await inspect(dir, async (engine) => {
+      const run = await engine.get("r");
+      expect(shape(run.attempts[1]!.reused)).toEqual([...AFTER_HANDOFF, "model#2", "tool:lookupOrder:", "model#3", "tool:saveDraft:", "model#4"]);
+      const send = run.steps.filter((s) => s.name.startsWith("tool:sendEmail:"));
+      expect(send[0]!.resolution).toMatchObject({ policy: "query", found: "done", attempt: 2 });
+    });
+    await expectConversation(dir);
   });
 });
