@@ -135,12 +135,13 @@ function act(
 async function resolveThenRun(state: AttemptState, key: string, record: StepRow, call: StepCall): Promise<unknown> {
   state.inFlight.add(key);
   try {
-    const resolved = await resolveUnknownOutcome(state, key, record, call);
+    // Named before settling: an escalation (or a failing query) throws out of it.
     if (call.span) {
       const { options } = call;
       call.span.policy = options.onUnknown ?? defaultPolicy(options.effect ?? "idempotent", options.query !== undefined, options.compensate !== undefined);
-      if (resolved.kind === "run") call.span.outcome = "ran";
     }
+    const resolved = await resolveUnknownOutcome(state, key, record, call);
+    if (call.span && resolved.kind === "run") call.span.outcome = "ran";
     return resolved.kind === "found" ? resolved.value : await execute(state, key, call, resolved.identity);
   } finally {
     state.inFlight.delete(key);

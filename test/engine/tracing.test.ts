@@ -363,7 +363,12 @@ describe("tracing", () => {
       "steplog.step.status": "succeeded",
     });
     const ship = stepSpan("c1", 2, "ship");
-    expect(ship.attributes).toMatchObject({ "steplog.step.outcome": "escalated", "steplog.step.status": "escalated", "steplog.error.code": "RUN_ESCALATED" });
+    expect(ship.attributes).toMatchObject({
+      "steplog.step.outcome": "escalated",
+      "steplog.step.policy": "escalate",
+      "steplog.step.status": "escalated",
+      "steplog.error.code": "RUN_ESCALATED",
+    });
     expect(ship.status.code).toBe(SpanStatusCode.UNSET);
     expect(attemptSpans("c1").find((s) => s.attributes["steplog.attempt"] === 2)!.attributes).toMatchObject({
       "steplog.attempt.ending": "escalated",
@@ -492,5 +497,135 @@ describe("without @opentelemetry/api", () => {
     const report = JSON.parse(out.stdout.trim().split("\n").at(-1) ?? "{}");
     expect(report, out.stderr).toMatchObject({ a: "completed", b: "completed", traceContext: null, otel: "missing" });
     expect(report.warnings.filter((w: string) => w === "STEPLOG_TRACING_UNAVAILABLE")).toEqual(["STEPLOG_TRACING_UNAVAILABLE"]);
+  });
+});
+
+/**
+ * The attribute tables of docs/observability.md's "Spans": each row names attributes (a name
+ * without the `steplog.` prefix takes the previous one's) and, where the attribute takes a set
+ * of values, lists them in backticks; backticks inside parentheses are examples or explanations.
+ */
+function documentedAttributes(): Array<{ span: "attempt" | "step"; name: string; values: string[] }> {
+  const doc = fs.readFileSync(fileURLToPath(new URL("../../docs/observability.md", import.meta.url)), "utf8");
+  const section = doc.slice(doc.indexOf("### Spans"), doc.indexOf("### One trace per run"));
+  const tables = [...section.matchAll(/\| attribute \| value \|\n\|---\|---\|\n((?:\|.*\|\n)+)/g)].map((m) => m[1]!);
+  expect(tables).toHaveLength(2);
+  const ticked = (text: string) => [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+  return tables.flatMap((table, i) =>
+    table
+      .trim()
+      .split("\n")
+      .flatMap((row) => {
+        const [names, value] = row.slice(1, -1).split("|") as [string, string];
+        let outside = value;
+        while (/\([^()]*\)/.test(outside)) outside = outside.replace(/\([^()]*\)/g, "");
+        let prefix = "";
+        return ticked(names).map((given) => {
+          const name = given.startsWith("steplog.") ? given : `${prefix}${given}`;
+          prefix = name.slice(0, name.lastIndexOf(".") + 1);
+          return { span: i === 0 ? ("attempt" as const) : ("step" as const), name, values: ticked(outside) };
+        });
+      }),
+  );
+}
+
+/** Resolves when the signal aborts: a step function that honours its signal and never returns otherwise. */
+const untilAborted = (signal: AbortSignal) => new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+
+describe("docs/observability.md's span attributes", () => {
+  it("every attribute and every value the docs list is produced by some real run", async () => {
+    const documented = documentedAttributes();
+    // The parse reads the lists of values (a reworded row would otherwise check nothing).
+    expect(documented.length).toBeGreaterThan(20);
+    expect(documented.find((a) => a.name === "steplog.step.outcome")!.values).toHaveLength(7);
+    expect(documented.find((a) => a.name === "steplog.step.policy")!.values).toEqual(["query", "redrive", "compensate", "escalate"]);
+    const engine = createEngine({ store: EVERY_STORE[0]![1]() });
+    try {
+      // Every effect, a retried call, a handled refund: completed; then redone from a step, stopped before the irreversible one.
+      let declined = true;
+      const shop = defineWorkflow({
+        name: "doc-shop",
+        version: "1.0.0",
+        async run(ctx) {
+          await ctx.step("look", { effect: "read" }, async () => "item");
+          await ctx.step("save", { retry: { maxAttempts: 2, backoffMs: 0 } }, async () => {
+            if (declined) {
+              declined = false;
+              throw new Error("busy");
+            }
+            return "saved";
+          });
+          await ctx.step("hold", { effect: "compensatable", compensate: async () => {} }, async () => "held");
+          await ctx.step("send", { effect: "irreversible" }, async () => "sent");
+        },
+      });
+      expect((await engine.start(shop, {}, { id: "d-shop" })).status).toBe("completed");
+      expect(await engine.continue("d-shop", { fromStep: "save" })).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE" } });
+
+      // A step's own timeout (a code on the step and the attempt), then a saga undoing the hold.
+      const slow = defineWorkflow({
+        name: "doc-slow",
+        async run(ctx) {
+          await ctx.step("hold", { effect: "compensatable", compensate: async () => {} }, async () => "held");
+          await ctx.step("wait", { timeoutMs: 5 }, async ({ signal }) => untilAborted(signal));
+        },
+      });
+      expect(await engine.start(slow, {}, { id: "d-failed" })).toMatchObject({ status: "failed", error: { code: "STEP_TIMED_OUT", step: "wait" } });
+      expect((await engine.compensate("d-failed")).status).toBe("compensated");
+
+      // The run's deadline, a cancel, a wait, ctx.stop inside a step.
+      const hang = defineWorkflow({ name: "doc-hang", run: (ctx) => ctx.step("hang", async ({ signal }) => untilAborted(signal)) });
+      expect((await engine.start(hang, {}, { id: "d-deadline", timeoutMs: 20 })).status).toBe("timed-out");
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(), 20);
+      expect((await engine.start(hang, {}, { id: "d-cancel", signal: abort.signal })).status).toBe("cancelled");
+      const wait = defineWorkflow({ name: "doc-wait", run: (ctx) => ctx.waitForEvent("go") });
+      expect((await engine.start(wait, {}, { id: "d-wait" })).status).toBe("waiting");
+      const stop = defineWorkflow({ name: "doc-stop", run: (ctx) => ctx.step("review", async () => ctx.stop("not good enough")) });
+      expect((await engine.start(stop, {}, { id: "d-stop" })).status).toBe("stopped");
+
+      // A step added since the run, given a value with fromStep.
+      let grown = false;
+      const grows = defineWorkflow({
+        name: "doc-grows",
+        async run(ctx) {
+          await ctx.step("a", async () => "a");
+          if (grown) await ctx.step("b", async () => "b");
+          return ctx.step("c", async () => "c");
+        },
+      });
+      await engine.start(grows, {}, { id: "d-grows" });
+      grown = true;
+      expect((await engine.continue("d-grows", { fromStep: "c", values: { b: "given" } })).status).toBe("completed");
+    } finally {
+      await engine.close();
+    }
+    // Calls cut off in an earlier attempt, each settled by its policy; the last escalated.
+    const cut = defineWorkflow({
+      name: "doc-cut",
+      async run(ctx) {
+        await ctx.step("charge", { effect: "irreversible", query: async () => ({ done: true, value: "ch_1" }) }, async () => "ch_2");
+        await ctx.step("mail", async () => "sent");
+        await ctx.step("book", { effect: "compensatable", compensate: async () => {} }, async () => "booked");
+        await ctx.step("ship", { effect: "irreversible" }, async () => "shipped");
+      },
+    });
+    expect((await testWorkflow(cut, { args: {}, runId: "d-cut", earlier: { intended: ["charge", "mail", "book", "ship"] } })).status).toBe("escalated");
+
+    const produced = { attempt: new Map<string, Set<unknown>>(), step: new Map<string, Set<unknown>>() };
+    for (const span of spans()) {
+      const kind = span.name.startsWith("steplog.step ") ? "step" : /^steplog\.(attempt|compensate) /.test(span.name) ? "attempt" : undefined;
+      if (!kind) continue;
+      for (const [name, value] of Object.entries(span.attributes)) {
+        if (!produced[kind].has(name)) produced[kind].set(name, new Set());
+        produced[kind].get(name)!.add(value);
+      }
+    }
+    const missing = documented.flatMap(({ span, name, values }) => {
+      const seen = produced[span].get(name);
+      if (!seen) return [`${span} span: ${name}`];
+      return values.filter((v) => !seen.has(v)).map((v) => `${span} span: ${name} = ${v}`);
+    });
+    expect(missing).toEqual([]);
   });
 });
