@@ -1,10 +1,13 @@
 // The runnable examples that docs/ points to, run as a user would (against dist/, built by
 // `pretest`), each checked for what it says it shows.
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { createEngine } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
 import { spawnNode } from "../helpers/child.js";
-import { tmpDb } from "../helpers/tmp.js";
+import { tmpDb, tmpDir } from "../helpers/tmp.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -46,5 +49,49 @@ describe("examples/flow/per-user.mjs", () => {
     if (waited.includes("ana-urgent")) expect(waited[0]).toBe("ana-urgent");
     expect(lines.filter((l) => l.startsWith("start cy"))).toHaveLength(1);
     expect(lines.at(-1)).toBe("all done");
+  });
+});
+
+// docs/agents.md's whole program for each agent stack: the file is the doc's code, verbatim, and
+// it runs as it is (`import "steplog"` resolves to this package by its own name, against dist/),
+// offline, its model the SDK's test double (or a stubbed fetch). Run twice in a fresh directory,
+// its default store there: one email, and the second start attaches to the finished run.
+describe.each([
+  ["ai-sdk", "call_"],
+  ["openai-agents", "call_"],
+  ["anthropic", "toolu_"],
+  ["langchain", "call_"],
+])("examples/agent/minimal/%s.mjs", (stack, callPrefix) => {
+  const file = `examples/agent/minimal/${stack}.mjs`;
+
+  it("is in docs/agents.md, verbatim", () => {
+    const doc = fs.readFileSync(path.join(repoRoot, "docs/agents.md"), "utf8");
+    const blocks = [...doc.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((code) => code.startsWith(`// ${file}:`));
+    expect(blocks).toEqual([fs.readFileSync(path.join(repoRoot, file), "utf8")]);
+  });
+
+  it("runs offline against its stand-in model: the turns and tool calls are steps, one email, and a second run attaches", async () => {
+    const dir = tmpDir(`steplog-minimal-${stack}-`);
+    const answer = "completed Emailed ada@example.com: order o-17 arrives tomorrow.\n";
+    const first = await spawnNode(path.join(repoRoot, file), [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
+    expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(first.stdout).toBe(`email to ada@example.com: Order o-17 arrives tomorrow. (key ticket-212:tool:sendEmail:${callPrefix}2)\n${answer}`);
+    const second = await spawnNode(path.join(repoRoot, file), [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
+    expect({ code: second.code, stderr: second.stderr, stdout: second.stdout }).toEqual({ code: 0, stderr: "", stdout: answer });
+
+    const engine = createEngine({ store: sqliteStore({ path: path.join(dir, ".steplog", "steplog.db") }) });
+    try {
+      const run = await engine.get("ticket-212");
+      expect(run.steps.map((s) => [s.key, s.effect, s.status])).toEqual([
+        ["model", "read", "succeeded"],
+        [`tool:lookupOrder:${callPrefix}1`, "read", "succeeded"],
+        ["model#2", "read", "succeeded"],
+        [`tool:sendEmail:${callPrefix}2`, "irreversible", "succeeded"],
+        ["model#3", "read", "succeeded"],
+      ]);
+      expect(run.attemptCount).toBe(1);
+    } finally {
+      await engine.close();
+    }
   });
 });
