@@ -291,6 +291,37 @@ describe("durableAgent with run()", () => {
     await engine.close();
   });
 
+  it("a streamed run that hands off: the handoff is a step keyed by the call id in the recorded stream", async () => {
+    const world = newWorld();
+    const mailer = new Agent({ name: "Mailer", instructions: "Send.", tools: makeTools(world).slice(1), model: scriptedModel(world, true) });
+    const triageModel = new ScriptedModel([
+      modelStreamResponder(() => [
+        { type: "response_started" },
+        {
+          type: "response_done",
+          response: { id: "resp-t", usage: { ...usage(0), requests: 1 }, output: [functionCall("transfer_to_Mailer", {}, { callId: "h-s" })] },
+        },
+      ]),
+    ]);
+    const triage = new Agent({ name: "Triage", instructions: "Route.", handoffs: [mailer], model: triageModel });
+    const wf = defineWorkflow({
+      name: "oa-handoff-stream",
+      async run(ctx) {
+        const result = await run(durableAgent(ctx, triage, { effects: { sendEmail: "irreversible" } }), "Send Ada a note.", { stream: true });
+        await result.completed;
+        return result.finalOutput;
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [wf] });
+    const result = await engine.start(wf, undefined, { id: "r7" });
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    const view = await engine.get("r7");
+    expect(view.steps.map((s) => shape([s.key])[0])).toEqual(["model", "tool:transfer_to_Mailer:", "model#2", "tool:sendEmail:", "model#3"]);
+    expect(view.steps[1]).toMatchObject({ key: "tool:transfer_to_Mailer:h-s", value: { assistant: "Mailer" } });
+    expect(messagesFromSteps(view)[1]).toEqual({ role: "tool", tool_call_id: "h-s", content: '{"assistant":"Mailer"}' });
+    await engine.close();
+  });
+
   it("a handoff(...) with onHandoff: the call is a step, so a continue hands it back without running onHandoff again; options may name it", async () => {
     const world = newWorld();
     const mailer = new Agent({ name: "Mailer", instructions: "Send.", tools: makeTools(world).slice(1), model: scriptedModel(world) });
