@@ -627,5 +627,13 @@ describe("docs/observability.md's span attributes", () => {
       return values.filter((v) => !seen.has(v)).map((v) => `${span} span: ${name} = ${v}`);
     });
     expect(missing).toEqual([]);
+
+    // The event each failed call is, with the attributes the docs list for it.
+    const doc = fs.readFileSync(fileURLToPath(new URL("../../docs/observability.md", import.meta.url)), "utf8");
+    const [, eventName, listed] = /an event `([^`]+)` on the step's span\s+\(([^)]*)\)/.exec(doc)!;
+    const eventAttributes = [...listed!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    expect(eventAttributes).toContain("exception.message");
+    const events = spans().flatMap((span) => span.events.filter((e) => e.name === eventName));
+    expect(eventAttributes.filter((name) => !events.some((e) => e.attributes?.[name] !== undefined))).toEqual([]);
   });
 });
