@@ -6,7 +6,7 @@ import { createEngine, defineWorkflow, type Engine } from "../../src/entries/ind
 import { memoryStore } from "../../src/entries/memory.js";
 import { fakeClock } from "../../src/entries/testing.js";
 import type { Store } from "../../src/store/types.js";
-import { EVERY_STORE } from "../helpers/stores.js";
+import { EVERY_STORE, withOverrides } from "../helpers/stores.js";
 
 /** Leave a run of `workflow` interrupted: an attempt with no ending, on a host that is gone, its lease expired; its owner last heard from at `heardAt`. */
 async function orphan(store: Store, id: string, workflow: string, heardAt: number): Promise<void> {
@@ -119,6 +119,30 @@ describe("the order a worker takes runs in: schedules", () => {
       controller.abort();
       await worker;
       expect(order).toEqual(["blocker", "gone", "hourly@2030-01-01T01:00Z"]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("a tick due while the worker's first listing of ready runs is slow is still started (it began before)", async () => {
+    let listed!: () => void;
+    const slow = new Promise<void>((resolve) => (listed = resolve));
+    const store = withOverrides(memoryStore(), { listRuns: async (original, filter) => (await slow, original(filter)) });
+    const clock = fakeClock(Date.UTC(2030, 0, 1, 0, 59, 59));
+    const hourly = defineWorkflow({ name: "hourly", schedule: { cron: "0 * * * *" }, run: async () => "ok" });
+    const engine = createEngine({ store, workflows: [hourly], clock });
+    try {
+      const controller = new AbortController();
+      const worker = engine.work({ pollMs: 10, signal: controller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // The tick comes due while the worker still waits for its first listing.
+      clock.set(Date.UTC(2030, 0, 1, 1, 0, 1));
+      listed();
+      const started = Date.now();
+      while ((await store.loadRun("hourly@2030-01-01T01:00Z")) === undefined && Date.now() - started < 2000)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      controller.abort();
+      expect((await worker).attempts.map((a) => [a.id, a.status])).toEqual([["hourly@2030-01-01T01:00Z", "completed"]]);
     } finally {
       await engine.close();
     }
