@@ -72,5 +72,5 @@ describe.each(STORE_PLACES)("the order a worker takes runs in, across processes 
       .map((e) => e.run);
     expect(claims.slice(0, 2)).toEqual(["gone-1", "gone-2"]);
     expect(claims.slice(2).sort()).toEqual([...NEW_RUNS].sort());
-  });
+  }, 90_000);
 });
