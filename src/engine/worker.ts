@@ -139,9 +139,9 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   const listener = () => wake();
   listeners.add(listener);
   stop.addEventListener("abort", listener);
-  // Before any store read: a tick that comes due while the first listing is slow is still this worker's to try.
-  ticker.begin();
   try {
+    // Before any store read: a tick that comes due while the first listing is slow is still this worker's to try.
+    ticker.begin();
     while (!stop.aborted) {
       if (Date.now() - skippingSince >= pollMs) {
         skip = new Set();
