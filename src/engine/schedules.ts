@@ -112,6 +112,15 @@ export class Ticker {
     this.#pollMs = pollMs;
   }
 
+  /**
+   * Take every schedule as seen now, when the worker begins (else at its first look): the ticks
+   * due from now on are this worker's to try, however long its first look at the store takes.
+   */
+  begin(): void {
+    const now = this.#host.now();
+    for (const { name, schedule } of this.#host.scheduled()) this.#state(name, schedule, now);
+  }
+
   /** Up to `limit` ticks to try now, oldest first. Reads the store only when catching up. */
   async due(limit: number): Promise<DueTick[]> {
     const now = this.#host.now();

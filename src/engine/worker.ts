@@ -3,6 +3,8 @@
  * timeout is due, an approval was given, or an interrupted run whose workflow sets autoResume —
  * through the same lease as a continue, and runs them, up to `concurrency` at a time. It also
  * starts the run of each tick of its workflows' schedules (schedules.ts), in the same slots.
+ * A free slot goes first to a run whose owner is gone (longest gone first: it was under way
+ * before the rest came due), then to a tick, then to a due run (highest priority, oldest due).
  * Sends and approvals anywhere in this process wake it at once; otherwise it polls every
  * `pollMs` (sooner when a tick is due before). When its signal aborts (or the engine closes) it
  * stops claiming, lets the attempts it runs finish, and resolves.
@@ -96,70 +98,80 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   let wake: () => void = () => {
     woken = true;
   };
+  /** Claim and run these ready runs, in this order, while a slot is free. */
+  const claimEach = (runIds: string[]) => {
+    for (const runId of runIds) {
+      if (active.size >= concurrency || stop.aborted) break;
+      if (active.has(runId) || skip.has(runId) || limited.has(runId)) continue;
+      const running = host
+        .claimReady(runId)
+        .then((result) => {
+          if (!result) {
+            skip.add(runId);
+            return;
+          }
+          attempts.push(result);
+          // An attempt ended here: a turn may have come for the runs that had none.
+          limited.clear();
+        })
+        .catch((error: unknown) => {
+          // Refused: another worker or a continue got there first, or it is not ours; or no
+          // turn for it now (looked at again when an attempt ends here, or after pollMs).
+          (isSteplogError(error, "FLOW_LIMITED") ? limited : skip).add(runId);
+          // Anything else (a key this engine lacks, a dead-lettered run) is said once per run.
+          // Busy, or no turn now (a flow-control limit): looked at again after pollMs, quietly.
+          if (!(isSteplogError(error, "RUN_BUSY") || isSteplogError(error, "FLOW_LIMITED") || warned.has(runId))) {
+            warned.add(runId);
+            process.emitWarning(`steplog worker: run ${JSON.stringify(runId)} was not taken: ${(error as Error).message}`, {
+              code: "STEPLOG_WORKER_REFUSED",
+            });
+          }
+        })
+        .finally(() => {
+          active.delete(runId);
+          // A finished attempt, or a run it could not take (skipped for pollMs), frees a slot:
+          // look again at once, so one run it cannot take never holds up the others.
+          wake();
+        });
+      active.set(runId, running);
+    }
+  };
   const listener = () => wake();
   listeners.add(listener);
   stop.addEventListener("abort", listener);
   try {
+    // Before any store read: a tick that comes due while the first listing is slow is still this worker's to try.
+    ticker.begin();
     while (!stop.aborted) {
       if (Date.now() - skippingSince >= pollMs) {
         skip = new Set();
         limited.clear();
         skippingSince = Date.now();
       }
-      // Ticks first: a tick's run is started when it is due, in the same slots as the claims.
-      if (active.size < concurrency && !stop.aborted) {
-        for (const tick of await ticker.due(concurrency - active.size)) {
-          if (stop.aborted) break;
-          if (active.has(tick.id)) continue; // its run exists: this worker is running it
-          const starting = host
-            .startTick(tick)
-            .then((result) => {
-              if (result) attempts.push(result);
-            })
-            .catch((error: unknown) => ticker.failed(tick, error))
-            .finally(() => {
-              active.delete(tick.id);
-              wake();
-            });
-          active.set(tick.id, starting);
-        }
-      }
       if (active.size < concurrency) {
-        for (const runId of await listReady(host, concurrency - active.size + skip.size + limited.size + active.size, pollMs)) {
-          if (active.size >= concurrency || stop.aborted) break;
-          if (active.has(runId) || skip.has(runId) || limited.has(runId)) continue;
-          const running = host
-            .claimReady(runId)
-            .then((result) => {
-              if (!result) {
-                skip.add(runId);
-                return;
-              }
-              attempts.push(result);
-              // An attempt ended here: a turn may have come for the runs that had none.
-              limited.clear();
-            })
-            .catch((error: unknown) => {
-              // Refused: another worker or a continue got there first, or it is not ours; or no
-              // turn for it now (looked at again when an attempt ends here, or after pollMs).
-              (isSteplogError(error, "FLOW_LIMITED") ? limited : skip).add(runId);
-              // Anything else (a key this engine lacks, a dead-lettered run) is said once per run.
-              // Busy, or no turn now (a flow-control limit): looked at again after pollMs, quietly.
-              if (!(isSteplogError(error, "RUN_BUSY") || isSteplogError(error, "FLOW_LIMITED") || warned.has(runId))) {
-                warned.add(runId);
-                process.emitWarning(`steplog worker: run ${JSON.stringify(runId)} was not taken: ${(error as Error).message}`, {
-                  code: "STEPLOG_WORKER_REFUSED",
-                });
-              }
-            })
-            .finally(() => {
-              active.delete(runId);
-              // A finished attempt, or a run it could not take (skipped for pollMs), frees a slot:
-              // look again at once, so one run it cannot take never holds up the others.
-              wake();
-            });
-          active.set(runId, running);
+        const ready = await listReady(host, concurrency - active.size + skip.size + limited.size + active.size, pollMs);
+        // Runs whose owner is gone first: they were under way before any of the new work came due.
+        claimEach(ready.ownerGone);
+        // Then the ticks of schedules, started when due, in the same slots as the claims.
+        if (active.size < concurrency && !stop.aborted) {
+          for (const tick of await ticker.due(concurrency - active.size)) {
+            if (stop.aborted) break;
+            if (active.has(tick.id)) continue; // its run exists: this worker is running it
+            const starting = host
+              .startTick(tick)
+              .then((result) => {
+                if (result) attempts.push(result);
+              })
+              .catch((error: unknown) => ticker.failed(tick, error))
+              .finally(() => {
+                active.delete(tick.id);
+                wake();
+              });
+            active.set(tick.id, starting);
+          }
         }
+        // Then the due runs.
+        claimEach(ready.due);
       }
       if (Date.now() - parentsLookedAt >= parentsEvery) {
         parentsLookedAt = Date.now();
@@ -199,44 +211,56 @@ export async function work(host: WorkerHost, options: WorkOptions, stop: AbortSi
   }
 }
 
+/** The runs a worker may claim: those whose owner is gone, longest gone first, and the due ones. */
+interface ReadyRuns {
+  ownerGone: string[];
+  due: string[];
+}
+
 /**
  * The ready runs, or none if the store could not list them (a database restarting, a file
  * error): the worker says so and looks again at its next poll. Stopping would leave the
  * attempts it runs unwatched.
  */
-async function listReady(host: WorkerHost, limit: number, pollMs: number): Promise<string[]> {
+async function listReady(host: WorkerHost, limit: number, pollMs: number): Promise<ReadyRuns> {
   try {
     return await readyRuns(host, limit);
   } catch (error) {
     process.emitWarning(`steplog worker: could not list the ready runs (${(error as Error).message}); looking again in ${pollMs} ms.`, {
       code: "STEPLOG_WORKER_POLL_FAILED",
     });
-    return [];
+    return { ownerGone: [], due: [] };
   }
 }
 
-async function readyRuns(host: WorkerHost, limit: number): Promise<string[]> {
+async function readyRuns(host: WorkerHost, limit: number): Promise<ReadyRuns> {
   const ours = host.workflows();
   // Highest priority first, then oldest due (the store orders a dueBy listing so), listed per workflow of
   // this worker: due runs of workflows it does not have must not hide its own.
   const perWorkflow = await Promise.all(
     ours.map((w) => host.store.listRuns({ status: ["waiting"], workflow: w.name, dueBy: host.now(), limit: Math.max(limit, 16) })),
   );
-  const ids = perWorkflow
+  const due = perWorkflow
     .flat()
     .sort((a, b) => (b.run.priority ?? 0) - (a.run.priority ?? 0) || a.run.wakeAt! - b.run.wakeAt!)
     .map((l) => l.run.id);
   // Only runs whose owner is gone: a live attempt's run would just be refused (RUN_BUSY), and
   // listing them first could hide an old abandoned one behind many live ones.
+  const gone: RunListing[] = [];
   for (const workflow of ours.filter((w) => w.autoResume)) {
     const stuck = await host.store.listRuns({ status: ["running", "interrupted"], workflow: workflow.name });
     const interrupted = await Promise.all(stuck.map((l) => host.isInterrupted(l)));
-    ids.push(
-      ...stuck
-        .filter((_, i) => interrupted[i])
-        .slice(0, Math.max(limit, 16))
-        .map((l) => l.run.id),
-    );
+    gone.push(...stuck.filter((_, i) => interrupted[i]));
   }
-  return ids;
+  // Longest gone first: the owner last heard from (its lease's last renewal) longest ago.
+  const ownerGone = gone
+    .sort((a, b) => lastHeardOf(a) - lastHeardOf(b) || (a.run.id < b.run.id ? -1 : 1))
+    .slice(0, Math.max(limit, 16))
+    .map((l) => l.run.id);
+  return { ownerGone, due };
+}
+
+/** When the owner of an interrupted run was last heard from, on its own clock. */
+function lastHeardOf(listing: RunListing): number {
+  return listing.lease?.heartbeatAt ?? listing.lastAttempt?.startedAt ?? listing.run.updatedAt;
 }
