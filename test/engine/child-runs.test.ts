@@ -7,6 +7,7 @@ import { ChildFailedError, createEngine, defineWorkflow, isSteplogError } from "
 import { fakeClock } from "../../src/entries/testing.js";
 import { EVERY_STORE } from "../helpers/stores.js";
 import { until } from "../helpers/until.js";
+import { untilAborted } from "../helpers/abort.js";
 
 const calls: string[] = [];
 
@@ -45,6 +46,40 @@ const fanOut = defineWorkflow({
     const a = await ctx.startChild("a", review, { pr: 1 });
     const b = await ctx.startChild("b", review, { pr: 2 }, { id: "review-two" });
     return [await a.result(), await b.result(), a.runId, b.runId];
+  },
+});
+
+/** How long the slow child's first step runs when nothing aborts it: far longer than a prompt cancel. */
+const LONG_MS = 4_000;
+
+/** A step function that runs until its signal aborts, or LONG_MS has passed. */
+async function longCall(signal: AbortSignal): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([untilAborted(signal), new Promise((resolve) => (timer = setTimeout(resolve, LONG_MS)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const slowReview = defineWorkflow({
+  name: "slow-review",
+  async run(ctx) {
+    await ctx.step("read", async ({ signal }) => {
+      calls.push(`${ctx.runId}:read`);
+      if (ctx.attempt === 1) await longCall(signal);
+    });
+    await ctx.step("after", () => calls.push(`${ctx.runId}:after`));
+    return "read";
+  },
+});
+
+const slowRelease = defineWorkflow({
+  name: "slow-release",
+  async run(ctx) {
+    const read = await ctx.child("review", slowReview, {});
+    await ctx.step("ship", () => calls.push(`${ctx.runId}:ship`));
+    return read;
   },
 });
 
@@ -180,6 +215,50 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     expect(await engine.continue("r4")).toMatchObject({ status: "waiting", waitingFor: { kind: "child", child: "r4/review" } });
     expect((await engine.get("r4/review")).status).toBe("waiting");
     await expect(engine.cancel("r4", { children: "yes" as never })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    await engine.close();
+  });
+
+  it("cancel(parent, { children: true }) while the child runs in this engine: the child's attempt ends cancelled at once, its next step not run", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [slowRelease] });
+    const started = engine.start(slowRelease, {}, { id: "s1" });
+    await until("the child's long step to run", () => calls.includes("s1/review:read"));
+    const before = Date.now();
+    expect(await engine.cancel("s1", { children: true })).toBe("cancelled");
+    expect(Date.now() - before).toBeLessThan(LONG_MS / 2);
+    expect(await started).toMatchObject({ status: "cancelled" });
+    const child = await engine.get("s1/review");
+    expect(child).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED" } });
+    expect(child.error!.message).toContain('its parent run "s1" was cancelled');
+    // Its running step saw its signal abort and is recorded failed; the step after it never ran.
+    expect(child.steps.map((s) => [s.key, s.status, s.error?.code])).toEqual([["read", "failed", "RUN_CANCELLED"]]);
+    expect(calls).toEqual(["s1/review:read"]);
+    // The parent's child step stays open with the child's id: a continue of the parent takes up that child.
+    const parent = await engine.get("s1");
+    expect(parent.status).toBe("cancelled");
+    expect(parent.steps.map((s) => [s.key, s.status, s.resolution])).toEqual([
+      ["review", "intended", { wait: { kind: "child", step: "review", child: "s1/review" } }],
+    ]);
+    expect(await engine.continue("s1")).toMatchObject({ status: "completed", value: "read" });
+    expect(calls).toEqual(["s1/review:read", "s1/review:read", "s1/review:after", "s1:ship"]);
+    expect(await engine.list({ workflow: "slow-review" })).toHaveLength(1);
+    await engine.close();
+  });
+
+  it("cancel(parent) without children while the child runs in this engine: the parent ends at once, the child goes on", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [slowRelease] });
+    const started = engine.start(slowRelease, {}, { id: "s2" });
+    await until("the child's long step to run", () => calls.includes("s2/review:read"));
+    const before = Date.now();
+    expect(await engine.cancel("s2")).toBe("cancelled");
+    expect(Date.now() - before).toBeLessThan(LONG_MS / 2);
+    expect(await started).toMatchObject({ status: "cancelled" });
+    expect((await engine.get("s2/review")).status).toBe("running");
+    await until("the child to complete", async () => (await engine.get("s2/review")).status === "completed", LONG_MS * 3);
+    expect(calls).toEqual(["s2/review:read", "s2/review:after"]);
+    // A continue of the parent takes the completed child's value.
+    expect(await engine.continue("s2")).toMatchObject({ status: "completed", value: "read" });
     await engine.close();
   });
 
