@@ -1,6 +1,7 @@
 // Child runs under real crashes: a process SIGKILLed between the parent's record of the child's
 // id and the child's creation, inside the child's step, and between the child's ending and its
-// parent's wake-up. Each continue finds the same child; no succeeded step is called again. And a
+// parent's wake-up, and after a caught CHILD_FAILED's branch (the continue throws it again with
+// its cause). Each continue finds the same child; no succeeded step is called again. And a
 // cancel with its children from another process while parent and child run. On SQLite and, with
 // STEPLOG_PG_URL, on Postgres (each process a separate client).
 import { spawnSync } from "node:child_process";
@@ -97,6 +98,21 @@ describe.each(STORE_PLACES)("child runs under SIGKILL (%s)", (_name, place) => {
     const done = run("continue");
     expect(done.out.report, done.stderr).toMatchObject({ status: "completed", value: { pr: 7 } });
     expect(calls().map((c) => `${c.run}:${c.step}`)).toEqual(["p:prepare", "p/review:lint", "p/review:judge", "p:ship"]);
+  });
+
+  it("killed after a caught CHILD_FAILED's branch: the continue throws it again with the child's error as its cause, the same branch taken", () => {
+    const { run, calls } = setup();
+    expect(run("start-branching", { STEPLOG_FAULT: "after-fn@publish" }).signal).toBe("SIGKILL");
+    const next = run("continue");
+    expect(next.out.report, next.stderr).toMatchObject({ status: "completed", value: "published" });
+    expect(calls().map((c) => (c.step === "caught" ? `${c.run}:caught:${c.key}` : `${c.run}:${c.step}`))).toEqual([
+      "p/review:lint",
+      "p:caught:judge cannot read #11",
+      "p:ask-a-human",
+      "p:publish",
+      "p:caught:judge cannot read #11",
+      "p:publish",
+    ]);
   });
 
   it("cancel(parent, { children: true }) from another process while parent and child run there: both end, the child's next step never runs", async () => {

@@ -168,6 +168,71 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     await engine.close();
   });
 
+  it("a caught CHILD_FAILED keeps the child's error as its cause on a continue: the handler takes the same branch", async () => {
+    calls.length = 0;
+    const seen: unknown[] = [];
+    const branching = defineWorkflow({
+      name: "branching",
+      async run(ctx) {
+        try {
+          await ctx.child("review", review, { pr: 11, fail: true });
+        } catch (error) {
+          if (!isSteplogError(error, "CHILD_FAILED")) throw error;
+          const cause = (error as Error).cause as Error | undefined;
+          seen.push(cause && { name: cause.name, message: cause.message });
+          if (cause?.message.includes("cannot read")) await ctx.step("ask-a-human", () => calls.push(`${ctx.runId}:ask-a-human`));
+          else await ctx.step("give-up", () => calls.push(`${ctx.runId}:give-up`));
+        }
+        await ctx.step("publish", () => {
+          calls.push(`${ctx.runId}:publish`);
+          if (ctx.attempt === 1) throw new Error("publisher down");
+        });
+        return "published";
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [branching] });
+    expect(await engine.start(branching, undefined, { id: "b1" })).toMatchObject({ status: "failed", error: { message: "publisher down" } });
+    // The continue throws the recorded CHILD_FAILED again (the child is not continued) with the same cause.
+    expect(await engine.continue("b1")).toMatchObject({ status: "completed", value: "published" });
+    const first = { name: "Error", message: "judge cannot read #11" };
+    expect(seen).toEqual([first, first]);
+    expect(calls).toEqual(["b1/review:lint", "b1/review:judge", "b1:ask-a-human", "b1:publish", "b1:publish"]);
+    const row = (await engine.get("b1")).steps.find((s) => s.key === "review")!;
+    expect(row).toMatchObject({ status: "failed", handled: true, error: { code: "CHILD_FAILED", cause: { name: "Error", message: "judge cannot read #11" } } });
+    expect((await engine.get("b1/review")).attemptCount).toBe(1);
+    await engine.close();
+  });
+
+  it("a CHILD_FAILED's recorded cause is bounded: a long chain is cut, huge messages are shortened", async () => {
+    const deep = defineWorkflow({
+      name: "deep-failure",
+      async run(ctx) {
+        await ctx.step("fail", () => {
+          let error = new Error(`level 0 ${"m".repeat(50_000)}`);
+          for (let i = 1; i <= 8; i++) error = new Error(`level ${i} ${"m".repeat(50_000)}`, { cause: error });
+          throw error;
+        });
+      },
+    });
+    const parent = defineWorkflow({
+      name: "deep-parent",
+      async run(ctx) {
+        return ctx.child("deep", deep, {});
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [parent] });
+    const { error } = await engine.start(parent, undefined, { id: "dp" });
+    expect(error).toMatchObject({ code: "CHILD_FAILED", cause: { message: expect.stringMatching(/^level 8 m+… \(\d+ more characters\)$/) } });
+    let depth = 0;
+    for (let e = error!.cause; e; e = e.cause) depth++;
+    expect(depth).toBe(4);
+    // The whole record (the step's row and the run's error): the child's message quoted, the cause's bounded.
+    const row = (await engine.get("dp")).steps.find((s) => s.key === "deep")!;
+    expect(JSON.stringify(row.error).length).toBeLessThan(12_000);
+    expect(JSON.stringify(error).length).toBeLessThan(12_000);
+    await engine.close();
+  });
+
   it("startChild returns at once; result() waits; ids given or derived", async () => {
     const engine = createEngine({ store: makeStore(), workflows: [fanOut] });
     const done = await engine.start(fanOut, undefined, { id: "f" });
