@@ -203,6 +203,33 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     await engine.close();
   });
 
+  it("a caught CHILD_FAILED of a cancelled child: its cause is the child's RUN_CANCELLED, naming the child's run, on a continue too", async () => {
+    const seen: unknown[] = [];
+    const watching = defineWorkflow({
+      name: "watching",
+      async run(ctx) {
+        try {
+          await ctx.child("review", review, { pr: 12, wait: true });
+        } catch (error) {
+          if (!isSteplogError(error, "CHILD_FAILED")) throw error;
+          const cause = (error as Error).cause as { code?: string; runId?: string; name?: string } | undefined;
+          seen.push({ name: cause?.name, code: cause?.code, runId: cause?.runId });
+        }
+        await ctx.step("report", () => {
+          if (ctx.attempt === 2) throw new Error("reporter down");
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [watching] });
+    expect(await engine.start(watching, undefined, { id: "w1" })).toMatchObject({ status: "waiting" });
+    await engine.cancel("w1/review");
+    expect(await engine.continue("w1")).toMatchObject({ status: "failed", error: { message: "reporter down" } });
+    expect(await engine.continue("w1")).toMatchObject({ status: "completed" });
+    const first = { name: "RunCancelledError", code: "RUN_CANCELLED", runId: "w1/review" };
+    expect(seen).toEqual([first, first]);
+    await engine.close();
+  });
+
   it("a CHILD_FAILED's recorded cause is bounded: a long chain is cut, huge messages are shortened", async () => {
     const deep = defineWorkflow({
       name: "deep-failure",
