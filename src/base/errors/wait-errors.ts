@@ -44,7 +44,7 @@ export class NotWaitingError extends SteplogError {
   }
 }
 
-/** The child's message as the parent's quotes it: its whole text is the error's `cause`. */
+/** The child's message as the parent's quotes it: the error's `cause` carries more of it. */
 const shortened = (message: string) => (message.length <= 1000 ? message : `${message.slice(0, 1000)}…`);
 
 export class ChildFailedError extends SteplogError {
