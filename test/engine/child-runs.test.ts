@@ -354,6 +354,20 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     await engine.close();
   });
 
+  it("a parent's deadline passes while its child runs in this engine: the parent ends timed-out at once, the child goes on", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [slowRelease] });
+    const before = Date.now();
+    const ended = await engine.start(slowRelease, {}, { id: "s3", timeoutMs: 300 });
+    expect(Date.now() - before).toBeLessThan(LONG_MS / 2);
+    expect(ended).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT" } });
+    expect((await engine.get("s3/review")).status).toBe("running");
+    expect((await engine.get("s3")).steps.map((s) => [s.key, s.status])).toEqual([["review", "intended"]]);
+    expect(await engine.cancel("s3/review")).toBe("cancelled");
+    expect(calls).toEqual(["s3/review:read"]);
+    await engine.close();
+  });
+
   it("a parent's deadline passes while it waits for a child: a worker ends it timed-out", async () => {
     const clock = fakeClock(Date.UTC(2030, 0, 1));
     const engine = createEngine({ store: makeStore(), workflows: [release], clock });
