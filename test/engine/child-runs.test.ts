@@ -356,9 +356,14 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
 
   it("a parent's deadline passes while its child runs in this engine: the parent ends timed-out at once, the child goes on", async () => {
     calls.length = 0;
-    const engine = createEngine({ store: makeStore(), workflows: [slowRelease] });
+    const clock = fakeClock(Date.UTC(2030, 0, 1));
+    const engine = createEngine({ store: makeStore(), workflows: [slowRelease], clock });
+    const started = engine.start(slowRelease, {}, { id: "s3", timeoutMs: 60_000 });
+    await until("the child's long step to run", () => calls.includes("s3/review:read"));
+    clock.advance(61_000);
     const before = Date.now();
-    const ended = await engine.start(slowRelease, {}, { id: "s3", timeoutMs: 300 });
+    const ended = await started;
+    // The deadline is looked at again at least every second.
     expect(Date.now() - before).toBeLessThan(LONG_MS / 2);
     expect(ended).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT" } });
     expect((await engine.get("s3/review")).status).toBe("running");
