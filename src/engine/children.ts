@@ -12,6 +12,8 @@
  *   killed between a child's ending and its wake-up leaves a parked parent whose child has ended,
  *   and this finds it.
  * A wake-up is only ever early, never wrong: a parent woken for nothing parks again.
+ * A parent waits for its child's attempt here only while its own attempt goes on: a cancel or
+ * deadline of the parent ends it at once, and a cancel with its children then ends the child.
  */
 
 import { RunExistsError, isSteplogError } from "../base/errors.js";
@@ -50,6 +52,26 @@ const LOOK_AGAIN = ["RUN_BUSY", "RUN_ESCALATED", "DEAD_LETTERED", "RUN_COMPLETED
 /** At most this many looks per request (each after a start or a continue here): never a spin. */
 const MAX_LOOKS = 4;
 
+/**
+ * Whether the child's attempt running here settled (true; its rejection is thrown) before the
+ * parent's attempt ended (false, as soon as its signal aborts): a cancel or a deadline of the
+ * parent ends it at once, not when the child ends. The child goes on (a cascade cancels it).
+ */
+async function whileParentRuns(attempt: Promise<unknown>, parent: AbortSignal): Promise<boolean> {
+  attempt.catch(() => {}); // no longer waited for once the parent has ended
+  if (parent.aborted) return false;
+  let onAbort!: () => void;
+  const ended = new Promise<false>((resolve) => {
+    onAbort = () => resolve(false);
+    parent.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([attempt.then(() => true as const), ended]);
+  } finally {
+    parent.removeEventListener("abort", onAbort);
+  }
+}
+
 export class ChildRuns implements ChildHost {
   constructor(private readonly ctx: ChildContext) {}
 
@@ -60,6 +82,8 @@ export class ChildRuns implements ChildHost {
     let argsPlain: string | undefined;
     let ranHere = false;
     for (let look = 0; look < MAX_LOOKS; look++) {
+      // The parent's attempt has ended: it starts or continues no child it would not wait for (its continue will).
+      if (request.wait && request.signal.aborted) return pending("running");
       const row = await ctx.store.loadRunRow(id);
       if (!row) {
         ctx.register(workflow);
@@ -69,7 +93,7 @@ export class ChildRuns implements ChildHost {
           made.done.catch(() => {});
           return pending("running");
         }
-        await made.done;
+        if (!(await whileParentRuns(made.done, request.signal))) return pending("running");
         ranHere = true;
         continue;
       }
@@ -80,7 +104,7 @@ export class ChildRuns implements ChildHost {
       const local = ctx.runningHere(id);
       if (local) {
         if (!request.wait) return pending("running");
-        await local;
+        if (!(await whileParentRuns(local, request.signal))) return pending("running");
         ranHere = true;
         continue;
       }
@@ -99,7 +123,7 @@ export class ChildRuns implements ChildHost {
         return pending(status);
       }
       try {
-        await continued;
+        if (!(await whileParentRuns(continued, request.signal))) return pending("running");
       } catch (error) {
         if (!LOOK_AGAIN.some((code) => isSteplogError(error, code))) throw error;
       }

@@ -100,6 +100,7 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
       source: state.stored.run.source,
       wait: false,
       continueIf: redoing(state, entered),
+      signal: state.signal,
     });
     const value = { runId: id };
     const text = await state.settings.payloads.encode(value, `The value of step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
@@ -176,6 +177,7 @@ async function waitForChild(state: AttemptState, name: string, workflow: Workflo
           source: state.stored.run.source,
           wait: true,
           continueIf: redoing(state, entered),
+          signal: state.signal,
         });
   } catch (error) {
     // Refused (another run has that id, a store error): the step fails with it.

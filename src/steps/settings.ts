@@ -48,6 +48,11 @@ export interface ChildRequest {
   wait: boolean;
   /** Whether a child that ended with this status is continued (once) rather than taken as the answer. */
   continueIf: (status: RunStatus) => boolean;
+  /**
+   * The parent's attempt's signal: once it aborts (a cancel, its deadline), a waiting request
+   * stops waiting for the child's attempt here (the child goes on) and starts none.
+   */
+  signal: AbortSignal;
 }
 
 /** Where a child run stands. */

@@ -1,12 +1,20 @@
 // Child runs under real crashes: a process SIGKILLed between the parent's record of the child's
 // id and the child's creation, inside the child's step, and between the child's ending and its
-// parent's wake-up. Each continue finds the same child; no succeeded step is called again. On
-// SQLite and, with STEPLOG_PG_URL, on Postgres (each process a separate client).
+// parent's wake-up, and after a caught CHILD_FAILED's branch (the continue throws it again with
+// its cause). Each continue finds the same child; no succeeded step is called again. And a
+// cancel with its children from another process while parent and child run. On SQLite and, with
+// STEPLOG_PG_URL, on Postgres (each process a separate client).
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
+import { createEngine } from "../../src/entries/index.js";
+import { postgresStore } from "../../src/entries/postgres.js";
+import { sqliteStore } from "../../src/store/sqlite/store.js";
+import { spawnNode } from "../helpers/child.js";
+import { PG_URL } from "../helpers/pg.js";
 import { STORE_PLACES } from "../helpers/stores.js";
 import { tmpDb } from "../helpers/tmp.js";
+import { until } from "../helpers/until.js";
 
 const FIXTURE = new URL("./fixtures/children.mjs", import.meta.url).pathname;
 
@@ -35,7 +43,7 @@ describe.each(STORE_PLACES)("child runs under SIGKILL (%s)", (_name, place) => {
             .split("\n")
             .map((l) => JSON.parse(l) as { run: string; step: string; key: string })
         : [];
-    return { run, calls };
+    return { run, calls, where, ledger };
   }
 
   it("killed after the parent recorded the child's id, before the child existed: the continue starts that child, once", () => {
@@ -90,5 +98,45 @@ describe.each(STORE_PLACES)("child runs under SIGKILL (%s)", (_name, place) => {
     const done = run("continue");
     expect(done.out.report, done.stderr).toMatchObject({ status: "completed", value: { pr: 7 } });
     expect(calls().map((c) => `${c.run}:${c.step}`)).toEqual(["p:prepare", "p/review:lint", "p/review:judge", "p:ship"]);
+  });
+
+  it("killed after a caught CHILD_FAILED's branch: the continue throws it again with the child's error as its cause, the same branch taken", () => {
+    const { run, calls } = setup();
+    expect(run("start-branching", { STEPLOG_FAULT: "after-fn@publish" }).signal).toBe("SIGKILL");
+    const next = run("continue");
+    expect(next.out.report, next.stderr).toMatchObject({ status: "completed", value: "published" });
+    expect(calls().map((c) => (c.step === "caught" ? `${c.run}:caught:${c.key}` : `${c.run}:${c.step}`))).toEqual([
+      "p/review:lint",
+      "p:caught:judge cannot read #11",
+      "p:ask-a-human",
+      "p:publish",
+      "p:caught:judge cannot read #11",
+      "p:publish",
+    ]);
+  });
+
+  it("cancel(parent, { children: true }) from another process while parent and child run there: both end, the child's next step never runs", async () => {
+    const { calls, where, ledger } = setup();
+    // A short lease: the fenced-out attempts learn of the cancel at their next renewal.
+    const running = spawnNode(FIXTURE, [where, "start-slow"], { env: { STEPLOG_FAULT: "", LEDGER: ledger, LEASE_MS: "600" } });
+    await until("the child's long step to run", () => calls().some((c) => c.step === "read"));
+    const store = where.startsWith("pg:") ? postgresStore({ connectionString: PG_URL!, schema: where.slice(3) }) : sqliteStore({ path: where });
+    const engine = createEngine({ store });
+    try {
+      expect(await engine.cancel("p", { children: true })).toBe("cancelled");
+      const ended = await running.done;
+      expect(ended.code, ended.stderr).toBe(0);
+      // Well before the child's step would have ended by itself (15 s).
+      expect(ended.ms).toBeLessThan(10_000);
+      expect(ended.report.report).toMatchObject({ id: "p", runStatus: "cancelled", error: { code: "LEASE_LOST" } });
+      expect(await engine.get("p/review")).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED" } });
+      expect((await engine.get("p/review")).error!.message).toContain('its parent run "p" was cancelled');
+      expect(calls().map((c) => `${c.run}:${c.step}`)).toEqual(["p/review:read"]);
+      const parent = await engine.get("p");
+      expect(parent.status).toBe("cancelled");
+      expect(parent.steps.map((s) => [s.key, s.status])).toEqual([["review", "intended"]]);
+    } finally {
+      await engine.close();
+    }
   });
 });

@@ -7,6 +7,7 @@ import { ChildFailedError, createEngine, defineWorkflow, isSteplogError } from "
 import { fakeClock } from "../../src/entries/testing.js";
 import { EVERY_STORE } from "../helpers/stores.js";
 import { until } from "../helpers/until.js";
+import { untilAborted } from "../helpers/abort.js";
 
 const calls: string[] = [];
 
@@ -45,6 +46,40 @@ const fanOut = defineWorkflow({
     const a = await ctx.startChild("a", review, { pr: 1 });
     const b = await ctx.startChild("b", review, { pr: 2 }, { id: "review-two" });
     return [await a.result(), await b.result(), a.runId, b.runId];
+  },
+});
+
+/** How long the slow child's first step runs when nothing aborts it: far longer than a prompt cancel. */
+const LONG_MS = 4_000;
+
+/** A step function that runs until its signal aborts, or LONG_MS has passed. */
+async function longCall(signal: AbortSignal): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([untilAborted(signal), new Promise((resolve) => (timer = setTimeout(resolve, LONG_MS)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const slowReview = defineWorkflow({
+  name: "slow-review",
+  async run(ctx) {
+    await ctx.step("read", async ({ signal }) => {
+      calls.push(`${ctx.runId}:read`);
+      if (ctx.attempt === 1) await longCall(signal);
+    });
+    await ctx.step("after", () => calls.push(`${ctx.runId}:after`));
+    return "read";
+  },
+});
+
+const slowRelease = defineWorkflow({
+  name: "slow-release",
+  async run(ctx) {
+    const read = await ctx.child("review", slowReview, {});
+    await ctx.step("ship", () => calls.push(`${ctx.runId}:ship`));
+    return read;
   },
 });
 
@@ -133,6 +168,98 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     await engine.close();
   });
 
+  it("a caught CHILD_FAILED keeps the child's error as its cause on a continue: the handler takes the same branch", async () => {
+    calls.length = 0;
+    const seen: unknown[] = [];
+    const branching = defineWorkflow({
+      name: "branching",
+      async run(ctx) {
+        try {
+          await ctx.child("review", review, { pr: 11, fail: true });
+        } catch (error) {
+          if (!isSteplogError(error, "CHILD_FAILED")) throw error;
+          const cause = (error as Error).cause as Error | undefined;
+          seen.push(cause && { name: cause.name, message: cause.message });
+          if (cause?.message.includes("cannot read")) await ctx.step("ask-a-human", () => calls.push(`${ctx.runId}:ask-a-human`));
+          else await ctx.step("give-up", () => calls.push(`${ctx.runId}:give-up`));
+        }
+        await ctx.step("publish", () => {
+          calls.push(`${ctx.runId}:publish`);
+          if (ctx.attempt === 1) throw new Error("publisher down");
+        });
+        return "published";
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [branching] });
+    expect(await engine.start(branching, undefined, { id: "b1" })).toMatchObject({ status: "failed", error: { message: "publisher down" } });
+    // The continue throws the recorded CHILD_FAILED again (the child is not continued) with the same cause.
+    expect(await engine.continue("b1")).toMatchObject({ status: "completed", value: "published" });
+    const first = { name: "Error", message: "judge cannot read #11" };
+    expect(seen).toEqual([first, first]);
+    expect(calls).toEqual(["b1/review:lint", "b1/review:judge", "b1:ask-a-human", "b1:publish", "b1:publish"]);
+    const row = (await engine.get("b1")).steps.find((s) => s.key === "review")!;
+    expect(row).toMatchObject({ status: "failed", handled: true, error: { code: "CHILD_FAILED", cause: { name: "Error", message: "judge cannot read #11" } } });
+    expect((await engine.get("b1/review")).attemptCount).toBe(1);
+    await engine.close();
+  });
+
+  it("a caught CHILD_FAILED of a cancelled child: its cause is the child's RUN_CANCELLED, naming the child's run, on a continue too", async () => {
+    const seen: unknown[] = [];
+    const watching = defineWorkflow({
+      name: "watching",
+      async run(ctx) {
+        try {
+          await ctx.child("review", review, { pr: 12, wait: true });
+        } catch (error) {
+          if (!isSteplogError(error, "CHILD_FAILED")) throw error;
+          const cause = (error as Error).cause as { code?: string; runId?: string; name?: string } | undefined;
+          seen.push({ name: cause?.name, code: cause?.code, runId: cause?.runId });
+        }
+        await ctx.step("report", () => {
+          if (ctx.attempt === 2) throw new Error("reporter down");
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [watching] });
+    expect(await engine.start(watching, undefined, { id: "w1" })).toMatchObject({ status: "waiting" });
+    await engine.cancel("w1/review");
+    expect(await engine.continue("w1")).toMatchObject({ status: "failed", error: { message: "reporter down" } });
+    expect(await engine.continue("w1")).toMatchObject({ status: "completed" });
+    const first = { name: "RunCancelledError", code: "RUN_CANCELLED", runId: "w1/review" };
+    expect(seen).toEqual([first, first]);
+    await engine.close();
+  });
+
+  it("a CHILD_FAILED's recorded cause is bounded: a long chain is cut, huge messages are shortened", async () => {
+    const deep = defineWorkflow({
+      name: "deep-failure",
+      async run(ctx) {
+        await ctx.step("fail", () => {
+          let error = new Error(`level 0 ${"m".repeat(50_000)}`);
+          for (let i = 1; i <= 8; i++) error = new Error(`level ${i} ${"m".repeat(50_000)}`, { cause: error });
+          throw error;
+        });
+      },
+    });
+    const parent = defineWorkflow({
+      name: "deep-parent",
+      async run(ctx) {
+        return ctx.child("deep", deep, {});
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [parent] });
+    const { error } = await engine.start(parent, undefined, { id: "dp" });
+    expect(error).toMatchObject({ code: "CHILD_FAILED", cause: { message: expect.stringMatching(/^level 8 m+… \(\d+ more characters\)$/) } });
+    let depth = 0;
+    for (let e = error!.cause; e; e = e.cause) depth++;
+    expect(depth).toBe(4);
+    // The whole record (the step's row and the run's error): the child's message quoted, the cause's bounded.
+    const row = (await engine.get("dp")).steps.find((s) => s.key === "deep")!;
+    expect(JSON.stringify(row.error).length).toBeLessThan(12_000);
+    expect(JSON.stringify(error).length).toBeLessThan(12_000);
+    await engine.close();
+  });
+
   it("startChild returns at once; result() waits; ids given or derived", async () => {
     const engine = createEngine({ store: makeStore(), workflows: [fanOut] });
     const done = await engine.start(fanOut, undefined, { id: "f" });
@@ -180,6 +307,69 @@ describe.each(EVERY_STORE)("child runs (%s)", (_name, makeStore) => {
     expect(await engine.continue("r4")).toMatchObject({ status: "waiting", waitingFor: { kind: "child", child: "r4/review" } });
     expect((await engine.get("r4/review")).status).toBe("waiting");
     await expect(engine.cancel("r4", { children: "yes" as never })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    await engine.close();
+  });
+
+  it("cancel(parent, { children: true }) while the child runs in this engine: the child's attempt ends cancelled at once, its next step not run", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [slowRelease] });
+    const started = engine.start(slowRelease, {}, { id: "s1" });
+    await until("the child's long step to run", () => calls.includes("s1/review:read"));
+    const before = Date.now();
+    expect(await engine.cancel("s1", { children: true })).toBe("cancelled");
+    expect(Date.now() - before).toBeLessThan(LONG_MS / 2);
+    expect(await started).toMatchObject({ status: "cancelled" });
+    const child = await engine.get("s1/review");
+    expect(child).toMatchObject({ status: "cancelled", error: { code: "RUN_CANCELLED" } });
+    expect(child.error!.message).toContain('its parent run "s1" was cancelled');
+    // Its running step saw its signal abort and is recorded failed; the step after it never ran.
+    expect(child.steps.map((s) => [s.key, s.status, s.error?.code])).toEqual([["read", "failed", "RUN_CANCELLED"]]);
+    expect(calls).toEqual(["s1/review:read"]);
+    // The parent's child step stays open with the child's id: a continue of the parent takes up that child.
+    const parent = await engine.get("s1");
+    expect(parent.status).toBe("cancelled");
+    expect(parent.steps.map((s) => [s.key, s.status, s.resolution])).toEqual([
+      ["review", "intended", { wait: { kind: "child", step: "review", child: "s1/review" } }],
+    ]);
+    expect(await engine.continue("s1")).toMatchObject({ status: "completed", value: "read" });
+    expect(calls).toEqual(["s1/review:read", "s1/review:read", "s1/review:after", "s1:ship"]);
+    expect(await engine.list({ workflow: "slow-review" })).toHaveLength(1);
+    await engine.close();
+  });
+
+  it("cancel(parent) without children while the child runs in this engine: the parent ends at once, the child goes on", async () => {
+    calls.length = 0;
+    const engine = createEngine({ store: makeStore(), workflows: [slowRelease] });
+    const started = engine.start(slowRelease, {}, { id: "s2" });
+    await until("the child's long step to run", () => calls.includes("s2/review:read"));
+    const before = Date.now();
+    expect(await engine.cancel("s2")).toBe("cancelled");
+    expect(Date.now() - before).toBeLessThan(LONG_MS / 2);
+    expect(await started).toMatchObject({ status: "cancelled" });
+    expect((await engine.get("s2/review")).status).toBe("running");
+    await until("the child to complete", async () => (await engine.get("s2/review")).status === "completed", LONG_MS * 3);
+    expect(calls).toEqual(["s2/review:read", "s2/review:after"]);
+    // A continue of the parent takes the completed child's value.
+    expect(await engine.continue("s2")).toMatchObject({ status: "completed", value: "read" });
+    await engine.close();
+  });
+
+  it("a parent's deadline passes while its child runs in this engine: the parent ends timed-out at once, the child goes on", async () => {
+    calls.length = 0;
+    const clock = fakeClock(Date.UTC(2030, 0, 1));
+    const engine = createEngine({ store: makeStore(), workflows: [slowRelease], clock });
+    const started = engine.start(slowRelease, {}, { id: "s3", timeoutMs: 60_000 });
+    await until("the child's long step to run", () => calls.includes("s3/review:read"));
+    clock.advance(61_000);
+    const before = Date.now();
+    const ended = await started;
+    // The deadline is looked at again at least every second.
+    expect(Date.now() - before).toBeLessThan(LONG_MS / 2);
+    expect(ended).toMatchObject({ status: "timed-out", error: { code: "RUN_TIMED_OUT" } });
+    expect((await engine.get("s3/review")).status).toBe("running");
+    expect((await engine.get("s3")).steps.map((s) => [s.key, s.status])).toEqual([["review", "intended"]]);
+    expect(await engine.cancel("s3/review")).toBe("cancelled");
+    expect(calls).toEqual(["s3/review:read"]);
     await engine.close();
   });
 

@@ -1,6 +1,7 @@
 /**
  * ErrorInfo, the plain storable shape of any thrown value, and toErrorInfo, which makes it: a
- * bounded stack, an error's own plain fields and a cause chain a few levels deep.
+ * bounded stack, an error's own plain fields and a cause chain a few levels deep (its messages
+ * bounded too).
  */
 
 import { SteplogError } from "./steplog-error.js";
@@ -17,23 +18,34 @@ export interface ErrorInfo {
   stack?: string;
   /** The error's own enumerable fields that are plain data (`status`, `declineCode`, …), within a size bound. */
   fields?: Record<string, unknown>;
-  /** What caused it (error.cause), kept a few levels deep. */
+  /** What caused it (error.cause), kept a few levels deep; steplog's own errors keep only a CHILD_FAILED's. */
   cause?: ErrorInfo;
 }
 
 /** The plain, storable form of any thrown value. */
 export function toErrorInfo(error: unknown, step?: string): ErrorInfo {
-  return infoOf(error, step, 0, { stackChars: ERROR_LIMITS.stackChars, fieldsChars: ERROR_LIMITS.fieldsChars });
+  return infoOf(error, step, 0, {
+    stackChars: ERROR_LIMITS.stackChars,
+    fieldsChars: ERROR_LIMITS.fieldsChars,
+    causeMessageChars: ERROR_LIMITS.causeMessageChars,
+  });
 }
 
-/** How far a cause chain is kept, and how much stack and own fields the whole chain keeps. */
-const ERROR_LIMITS = { causeDepth: 4, stackChars: 4000, fieldsChars: 8000 } as const;
+/** How far a cause chain is kept, and how much stack, own fields and (below the error) message text the whole chain keeps. */
+const ERROR_LIMITS = { causeDepth: 4, stackChars: 4000, fieldsChars: 8000, causeMessageChars: 4000 } as const;
 
-/** What is left of the chain's budget for stacks and fields. */
+/** What is left of the chain's budget for stacks, fields and the causes' messages. */
 interface Budget {
   stackChars: number;
   fieldsChars: number;
+  causeMessageChars: number;
 }
+
+/**
+ * steplog's errors whose cause is kept: a CHILD_FAILED's is the child's own error, which a
+ * handler may branch on, so a continue that throws it again must throw it with its cause.
+ */
+const KEEPS_CAUSE: ReadonlySet<string> = new Set(["CHILD_FAILED"]);
 
 /** Keys an error keeps in its own slots of ErrorInfo, never among its fields. */
 const OWN_SLOTS = new Set(["name", "message", "stack", "cause", "code", "step"]);
@@ -42,11 +54,11 @@ const STEPLOG_CONTEXT = new Set(["runId", "attempt"]);
 
 function infoOf(error: unknown, step: string | undefined, depth: number, budget: Budget): ErrorInfo {
   if (!(error instanceof Error)) {
-    const info: ErrorInfo = { name: "Error", message: typeof error === "string" ? error : safeString(error) };
+    const info: ErrorInfo = { name: "Error", message: messageOf(typeof error === "string" ? error : safeString(error), depth, budget) };
     if (step !== undefined) info.step = step;
     return info;
   }
-  const info: ErrorInfo = { name: error.name, message: error.message };
+  const info: ErrorInfo = { name: error.name, message: messageOf(error.message, depth, budget) };
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string") info.code = code;
   const ownStep = (error as { step?: unknown }).step;
@@ -63,8 +75,18 @@ function infoOf(error: unknown, step: string | undefined, depth: number, budget:
   const fields = plainFields(error, ours, budget);
   if (fields) info.fields = fields;
   // A steplog error's message already says what caused it (and its record must stay small: it may be written to a full disk).
-  if (!ours && "cause" in error && error.cause !== undefined && depth < ERROR_LIMITS.causeDepth) info.cause = infoOf(error.cause, undefined, depth + 1, budget);
+  const keepsCause = !ours || (typeof code === "string" && KEEPS_CAUSE.has(code));
+  if (keepsCause && "cause" in error && error.cause !== undefined && depth < ERROR_LIMITS.causeDepth)
+    info.cause = infoOf(error.cause, undefined, depth + 1, budget);
   return info;
+}
+
+/** The error's own message whole; a cause's within what is left of the chain's budget. */
+function messageOf(message: string, depth: number, budget: Budget): string {
+  if (depth === 0) return message;
+  const kept = bounded(message, budget.causeMessageChars);
+  budget.causeMessageChars -= Math.min(message.length, budget.causeMessageChars);
+  return kept;
 }
 
 /** An error's own enumerable fields that are plain JSON data, within a size bound; the rest are left out. */

@@ -61,7 +61,9 @@ export function rebuildError(info: ErrorInfo, classes: readonly ErrorClass[] = [
   define("stack", info.stack ?? `${info.name}: ${info.message}`, false);
   for (const [key, value] of Object.entries(info.fields ?? {})) define(key, value, true);
   if (info.code !== undefined) define("code", info.code, true);
-  if (info.cause !== undefined) define("cause", rebuildError(info.cause, classes, context), false);
+  // A CHILD_FAILED's cause is the child's error: a steplog error of the child's run, not this one's.
+  const childRunId = info.code === "CHILD_FAILED" ? info.fields?.childRunId : undefined;
+  if (info.cause !== undefined) define("cause", rebuildError(info.cause, classes, typeof childRunId === "string" ? { runId: childRunId } : context), false);
   return error;
 }
 

@@ -44,6 +44,9 @@ export class NotWaitingError extends SteplogError {
   }
 }
 
+/** The child's message as the parent's quotes it: the error's `cause` carries more of it. */
+const shortened = (message: string) => (message.length <= 1000 ? message : `${message.slice(0, 1000)}…`);
+
 export class ChildFailedError extends SteplogError {
   override name = "ChildFailedError";
   /** The child run, and how it ended. */
@@ -53,7 +56,7 @@ export class ChildFailedError extends SteplogError {
     super(
       "CHILD_FAILED",
       `Run ${q(runId)}, step ${q(step)}: child run ${q(child.id)} (workflow ${q(child.workflow)}) ended ${child.status}` +
-        (child.message ? `: ${child.message}` : ".") +
+        (child.message ? `: ${shortened(child.message)}` : ".") +
         ` Catch it in the workflow to go another way; uncaught, engine.continue(${q(runId)}) redoes the step and continues the child (or continue the child alone: engine.continue(${q(child.id)})).`,
       { runId, step, cause },
     );
