@@ -2,9 +2,8 @@
  * Opening the SQLite file: creating it owner-only, connecting (read-only where this user cannot
  * write it, through a private snapshot when SQLite cannot read it in place), refusing a
  * foreign, broken or newer file before anything writes to it, the pragmas set on every open,
- * and the schema's migrations. Also what the
- * store keeps of the opened file and checks later: which file it was (so a deleted or replaced
- * one is noticed) and why it is read-only, if it is.
+ * and the schema's migrations. Also what the store keeps of the opened file and checks later:
+ * which file it was (so a deleted or replaced one is noticed) and why it is read-only, if it is.
  */
 
 import fs from "node:fs";
