@@ -76,6 +76,8 @@ describe("a store in another user's folder, read as nobody", () => {
     expect(seen.start).toMatchObject(REFUSED);
     expect(seen.continue).toMatchObject(REFUSED);
     expect(seen.start.message).toContain(dir);
+    // Told the file is shared, but not to chmod a file it does not own.
+    expect(seen.warnings).toEqual([expect.stringMatching(/can be read by other users \(mode 644\).*Its owner \(uid 0\) can restrict it: chmod 600/)]);
 
     const runs = cliAsNobody(["runs", "--db", file], dir);
     expect(runs.code, runs.stderr).toBe(0);
