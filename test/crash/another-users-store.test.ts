@@ -167,6 +167,21 @@ describe("a store in another user's folder, read as nobody", () => {
     expect(runs.stderr).toContain("STORE_UNREADABLE");
   });
 
+  rootIt("while its owner's process has the store open (its -wal and -shm there): read in place, writes refused", async () => {
+    const dir = tmpDir();
+    fs.chmodSync(dir, 0o755);
+    const file = path.join(dir, "steplog.db");
+    fs.writeFileSync(file, "", { mode: 0o644 });
+    const writer = spawnNode(READER, [file, "write", "r"]);
+    await writer.ready;
+    const seen = await lookAsNobody(file);
+    expect(seen.get).toEqual({ value: { status: "completed", value: 2, steps: ["a", "b"] } });
+    expect(seen.list).toEqual({ value: ["r"] });
+    expect(seen.start).toMatchObject(REFUSED);
+    writer.child.kill("SIGKILL");
+    await writer.done;
+  });
+
   rootIt("a reader that stays open sees runs its owner records afterwards: never a stale copy", async () => {
     const { dir, file } = await rootsFolder();
     const flag = path.join(dir, "go");
