@@ -51,8 +51,9 @@ export function warnIfShared(file: string, location: string, warn: (message: str
   }
   const mode = stat.mode & 0o777;
   if ((mode & 0o077) === 0) return;
-  // Another user's file (a shared folder): only its owner can chmod it.
-  const who = stat.uid === process.getuid?.() ? "Restrict it" : `Its owner (uid ${stat.uid}) can restrict it`;
+  // Another user's file (a shared folder): only its owner can chmod it. (No uids on Windows.)
+  const mine = process.getuid === undefined || stat.uid === process.getuid();
+  const who = mine ? "Restrict it" : `Its owner (uid ${stat.uid}) can restrict it`;
   warn(
     `steplog: the ${location} can be read by other users (mode ${mode.toString(8).padStart(3, "0")}); ` +
       `step values may hold secrets. ${who}: chmod 600 ${file}` +
