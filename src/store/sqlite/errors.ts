@@ -82,8 +82,8 @@ export function ownerAndMode(file: string): string {
   return `owned by uid ${stat.uid}, mode ${(stat.mode & 0o777).toString(8).padStart(3, "0")}`;
 }
 
-/** A file (the store, its -wal) this user may not read, if it is one: nothing is wrong with it, so not "restore it from a backup". */
-export function unreadableByThisUser(location: string, file: string, what = "it", cause?: unknown): SteplogError | undefined {
+/** The store's file when this user may not read it: nothing is wrong with it, so not "restore it from a backup". */
+export function unreadableByThisUser(location: string, file: string, cause: unknown): SteplogError | undefined {
   try {
     fs.accessSync(file, fs.constants.R_OK);
     return undefined;
@@ -92,8 +92,8 @@ export function unreadableByThisUser(location: string, file: string, what = "it"
     if (code !== "EACCES" && code !== "EPERM") return undefined;
     return new StoreUnreadableError(
       location,
-      `this user may not read ${what} (${code}; ${ownerAndMode(file)})`,
-      cause ?? error,
+      `this user may not read it (${code}; ${ownerAndMode(file)})`,
+      cause,
       false,
       "Nothing is wrong with it: read it as a user who may (its owner), or have them make it readable to you.",
     );

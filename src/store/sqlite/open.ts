@@ -57,7 +57,7 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
     db = connect(settings, opened);
   } catch (error) {
     if (error instanceof SteplogError) throw error;
-    throw driverFailed(error, location) ?? unreadableByThisUser(location, file, "it", error) ?? unreadable(location, error);
+    throw driverFailed(error, location) ?? unreadableByThisUser(location, file, error) ?? unreadable(location, error);
   }
   try {
     checkReadable(db, location);
