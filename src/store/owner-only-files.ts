@@ -43,16 +43,20 @@ function syncDir(dir: string): void {
 
 /** Warn (once per call site's choosing) when other users may read an existing store file. */
 export function warnIfShared(file: string, location: string, warn: (message: string) => void): void {
-  let mode: number;
+  let stat: fs.Stats;
   try {
-    mode = fs.statSync(file).mode & 0o777;
+    stat = fs.statSync(file);
   } catch {
     return; // a file that cannot be stat'ed is reported when it is opened
   }
+  const mode = stat.mode & 0o777;
   if ((mode & 0o077) === 0) return;
+  // Another user's file (a shared folder): only its owner can chmod it. (No uids on Windows.)
+  const mine = process.getuid === undefined || stat.uid === process.getuid();
+  const who = mine ? "Restrict it" : `Its owner (uid ${stat.uid}) can restrict it`;
   warn(
     `steplog: the ${location} can be read by other users (mode ${mode.toString(8).padStart(3, "0")}); ` +
-      `step values may hold secrets. Restrict it: chmod 600 ${file}` +
+      `step values may hold secrets. ${who}: chmod 600 ${file}` +
       (location.startsWith("sqlite") ? " (and its -wal and -shm files)." : "."),
   );
 }

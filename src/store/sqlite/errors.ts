@@ -53,6 +53,53 @@ export function notWritable(error: unknown, dir: string): string | undefined {
   }
 }
 
+/** Why this user cannot write the store where it lies (its folder first, then the file), if it cannot: what a refused write names. */
+export function readOnlyCause(file: string): { why: string; folder: boolean } | undefined {
+  const dir = path.dirname(file);
+  const folder = deniedWrite(dir);
+  const own = deniedWrite(file);
+  if (folder === "EROFS" || own === "EROFS") return { why: "it lies on a read-only file system", folder: folder !== undefined };
+  const fileWhy = own && `the file is not writable by this user (${own}; ${ownerAndMode(file)})`;
+  if (!folder) return fileWhy ? { why: fileWhy, folder: false } : undefined;
+  const folderWhy = `its folder ${dir} is not writable by this user (${folder}; ${ownerAndMode(dir)}): SQLite must make its -wal and -shm files there`;
+  return { why: fileWhy ? `${folderWhy}; ${fileWhy.replace("not writable", "not writable either")}` : folderWhy, folder: true };
+}
+
+/** The code access(2) answers when this user may not write `file`, if that is what it answers. */
+function deniedWrite(file: string): string | undefined {
+  try {
+    fs.accessSync(file, fs.constants.W_OK);
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    return NOT_WRITABLE_CODES.has(code) ? code : undefined;
+  }
+}
+
+/** `owned by uid 0, mode 755`: what tells the operator whom to ask. */
+export function ownerAndMode(file: string): string {
+  const stat = fs.statSync(file);
+  return `owned by uid ${stat.uid}, mode ${(stat.mode & 0o777).toString(8).padStart(3, "0")}`;
+}
+
+/** The store's file when this user may not read it: nothing is wrong with it, so not "restore it from a backup". */
+export function unreadableByThisUser(location: string, file: string, cause: unknown): SteplogError | undefined {
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    if (code !== "EACCES" && code !== "EPERM") return undefined;
+    return new StoreUnreadableError(
+      location,
+      `this user may not read it (${code}; ${ownerAndMode(file)})`,
+      cause,
+      false,
+      "Nothing is wrong with it: read it as a user who may (its owner), or have them make it readable to you.",
+    );
+  }
+}
+
 export function unreadable(location: string, error: unknown): SteplogError {
   const code = (error as { code?: string }).code ?? "";
   const reason = error instanceof Error ? error.message : String(error);

@@ -1,21 +1,21 @@
 /**
- * Opening the SQLite file: creating it owner-only, connecting (or reading a private snapshot
- * when its folder cannot be written), refusing a foreign, broken or newer file before anything
- * writes to it, the pragmas set on every open, and the schema's migrations. Also what the
- * store keeps of the opened file and checks later: which file it was (so a deleted or replaced
- * one is noticed) and why it is read-only, if it is.
+ * Opening the SQLite file: creating it owner-only, connecting (read-only where this user cannot
+ * write it, through a private snapshot when SQLite cannot read it in place), refusing a
+ * foreign, broken or newer file before anything writes to it, the pragmas set on every open,
+ * and the schema's migrations. Also what the store keeps of the opened file and checks later:
+ * which file it was (so a deleted or replaced one is noticed) and why it is read-only, if it is.
  */
 
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { StoreFileGoneError, StoreReadOnlyError, StoreTooNewError, StoreUnreadableError, SteplogError } from "../../base/errors.js";
 import { fault } from "../../base/faults.js";
 import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
-import { driverFailed, notWritable, UNREADABLE_CODES, unreadable, writeFailed } from "./errors.js";
+import { driverFailed, notWritable, readOnlyCause, UNREADABLE_CODES, unreadable, unreadableByThisUser, writeFailed } from "./errors.js";
 import type { SqliteSettings } from "./options.js";
+import { dropSnapshot, takeSnapshot, type Snapshot } from "./snapshot.js";
 
 type Db = Database.Database;
 
@@ -24,10 +24,10 @@ const DEFAULT_CACHE_SIZE = -2000;
 
 /** What opening learned about the file, kept by the store for its life (set as opening goes, even if it then fails). */
 export interface OpenedFile {
-  /** Why the store is read from a snapshot and refuses writes (its folder cannot be written), if it is. */
+  /** Why this user cannot write the store (its folder or the file), so every write is refused, if it cannot. */
   readOnlyWhy: string | undefined;
-  /** The private folder holding that snapshot, removed on close. */
-  snapshotDir: string | undefined;
+  /** The private copy it is read from (see snapshot.ts), if it is: taken again when stale, removed on close. */
+  snapshot: Snapshot | undefined;
   /** The opened file's device and inode: the path naming another file, or none, means it was deleted or replaced meanwhile. */
   identity: { dev: number; ino: number } | undefined;
 }
@@ -56,7 +56,8 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
   try {
     db = connect(settings, opened);
   } catch (error) {
-    throw driverFailed(error, location) ?? unreadable(location, error);
+    if (error instanceof SteplogError) throw error;
+    throw driverFailed(error, location) ?? unreadableByThisUser(location, file, error) ?? unreadable(location, error);
   }
   try {
     checkReadable(db, location);
@@ -75,6 +76,8 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
     }
   } catch (error) {
     db.close();
+    if (opened.snapshot) dropSnapshot(opened.snapshot);
+    opened.snapshot = undefined;
     const code = (error as { code?: string }).code ?? "";
     if (error instanceof SteplogError || UNREADABLE_CODES.has(code)) throw error instanceof SteplogError ? error : unreadable(location, error);
     throw writeFailed(location, error, "the store's schema", undefined, { maybeRecorded: false });
@@ -115,47 +118,28 @@ export function checkWritable(settings: SqliteSettings, opened: OpenedFile, db: 
 }
 
 /**
- * The connection. A WAL store on a folder this process cannot write (a read-only mount, a
- * folder owned by another user) cannot be opened where it lies when no one has it open: SQLite
- * must create its -shm beside it. The file is fine, so it is read from a private snapshot copy
- * instead, and every write is refused with STORE_READ_ONLY.
+ * The connection: read-only where this user cannot write the file or its folder (a read-only
+ * mount, another user's folder or file), so every write is refused up front naming the cause.
+ * Where the folder cannot be written, SQLite reads in place only if the -wal and -shm are there
+ * (another process has the store open, or one was killed): it must make them otherwise, so the
+ * store is read from a private snapshot copy instead (see snapshot.ts). Even a file this user
+ * may write is not written there: SQLite could not make its -wal.
  */
 function connect(settings: SqliteSettings, opened: OpenedFile): Db {
-  const direct = new Database(settings.file, { fileMustExist: true, readonly: settings.readonly });
+  const cause = readOnlyCause(settings.file);
+  opened.readOnlyWhy = cause?.why;
+  const direct = new Database(settings.file, { fileMustExist: true, readonly: settings.readonly || cause !== undefined });
   try {
     direct.prepare("SELECT 1 FROM sqlite_master LIMIT 1").get();
     return direct;
   } catch (error) {
     direct.close();
-    const why = (error as { code?: string }).code === "SQLITE_CANTOPEN" ? unwritableFolder(settings.file) : undefined;
-    if (why === undefined) throw error;
-    opened.readOnlyWhy = why;
-    return new Database(snapshot(settings.file, opened), { fileMustExist: true, readonly: true });
+    const code = (error as { code?: string }).code ?? "";
+    // What SQLite answers when it cannot make the -wal or -shm (SQLITE_CANTOPEN, SQLITE_READONLY_DIRECTORY, …).
+    if (!cause?.folder || !(code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_READONLY"))) throw error;
+    opened.snapshot = takeSnapshot(settings.file, settings.location);
+    return new Database(opened.snapshot.copy, { fileMustExist: true, readonly: true });
   }
-}
-
-/** Why the store's folder cannot be written (EROFS: a read-only file system; EACCES: another user's), or undefined if it can. */
-function unwritableFolder(file: string): string | undefined {
-  try {
-    fs.accessSync(path.dirname(file), fs.constants.W_OK);
-    return undefined;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EROFS") return "it lies on a read-only file system";
-    if (code === "EACCES" || code === "EPERM") return "its folder is not writable by this user";
-    return undefined;
-  }
-}
-
-/** Copy the store (and its -wal, if one was left) into a private folder, to read it from there. */
-function snapshot(file: string, opened: OpenedFile): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "steplog-readonly-"));
-  const copy = path.join(dir, path.basename(file));
-  fs.copyFileSync(file, copy);
-  fs.chmodSync(copy, 0o600);
-  if (fs.existsSync(`${file}-wal`)) fs.copyFileSync(`${file}-wal`, `${copy}-wal`);
-  opened.snapshotDir = dir;
-  return copy;
 }
 
 /** Read-only probe before any pragma that writes: a foreign or broken file is never touched. */

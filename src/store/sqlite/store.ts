@@ -44,6 +44,7 @@ const OP_OUTCOME = 2;
 import { NEW_RUN, reading, writeFailed } from "./errors.js";
 import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
+import { dropSnapshot, snapshotStale } from "./snapshot.js";
 import { flowFacts, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
 import { SqliteWrites, intentDescription } from "./writes.js";
@@ -81,7 +82,7 @@ class SqliteStoreImpl implements SqliteStore {
   #queue: WriteQueue | undefined;
   #closed = false;
   /** What opening learned of the file: which file it is, and why (and from which snapshot) it is read-only, if it is. */
-  readonly #opened: OpenedFile = { readOnlyWhy: undefined, snapshotDir: undefined, identity: undefined };
+  readonly #opened: OpenedFile = { readOnlyWhy: undefined, snapshot: undefined, identity: undefined };
 
   constructor(options: SqliteStoreOptions) {
     this.#settings = sqliteSettings(options);
@@ -135,6 +136,31 @@ class SqliteStoreImpl implements SqliteStore {
       },
     });
     return db;
+  }
+
+  /**
+   * Open for a read. A store read through a private copy (see snapshot.ts) is opened again,
+   * from a fresh copy or in place, once the file has changed: a read is never answered from a
+   * stale copy.
+   */
+  #openToRead(): Db | undefined {
+    const snapshot = this.#opened.snapshot;
+    if (this.#db && snapshot && snapshotStale(this.#settings.file, snapshot)) this.#disconnect();
+    return this.#open(false);
+  }
+
+  /** Close the connection and forget what was bound to it (queued writes are flushed first). */
+  #disconnect(): void {
+    try {
+      this.#queue?.flush();
+    } finally {
+      this.#db?.close();
+      this.#db = undefined;
+      this.#writableDb = undefined;
+      this.#writes?.runSlots.clear();
+      if (this.#opened.snapshot) dropSnapshot(this.#opened.snapshot);
+      this.#opened.snapshot = undefined;
+    }
   }
 
   /** See checkStillThere in open.ts: the file open must still be the one at the path. */
@@ -273,7 +299,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   async loadRunRow(runId: string): Promise<RunRow | undefined> {
     return reading(this.location, () => {
-      if (!this.#open(false)) return undefined;
+      if (!this.#openToRead()) return undefined;
       this.#queue!.flush();
       return this.#stmts!.getRun.get(runId) as RunRow | undefined;
     });
@@ -281,7 +307,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   async loadRun(runId: string): Promise<StoredRun | undefined> {
     return reading(this.location, () => {
-      const db = this.#open(false);
+      const db = this.#openToRead();
       if (!db) return undefined;
       this.#queue!.flush();
       return loadRun(this.#stmts!, runId);
@@ -290,7 +316,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   async listRuns(filter: RunFilter): Promise<RunListing[]> {
     return reading(this.location, () => {
-      const db = this.#open(false);
+      const db = this.#openToRead();
       if (!db) return [];
       this.#queue!.flush();
       return listRuns(db, this.#stmts!, filter);
@@ -415,17 +441,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   async close(): Promise<void> {
     if (this.#closed) return;
-    if (this.#db) {
-      try {
-        this.#queue!.flush();
-      } finally {
-        this.#db.close();
-        this.#db = undefined;
-        this.#writableDb = undefined;
-        this.#writes?.runSlots.clear();
-      }
-    }
-    if (this.#opened.snapshotDir) fs.rmSync(this.#opened.snapshotDir, { recursive: true, force: true });
+    this.#disconnect();
     this.#closed = true;
   }
 }
