@@ -151,22 +151,24 @@ suite("postgres: a worker cut off by a network partition inside a claim transact
           )
         ).map((r) => r.run_id);
 
-      // The healthy worker (straight to the server) takes its four runs: 9 s of steps each.
-      const healthy = spawnNode(HEALTHY, [], { env });
-      children.push(healthy);
-      await healthy.ready;
-      await until("the healthy worker to hold its four runs", async () => (await heldBy(healthy.child.pid)).length === HEALTHY_RUNS.length, 30_000);
-      phase("healthy holds its runs");
-
-      // The worker to be cut off (through the proxy) starts and runs its own run.
+      // The worker to be cut off (through the proxy) starts its own run: 30 s of steps, so it is
+      // still running when the partition comes, however slowly the processes start.
       const cutOff = spawnNode(CUT_OFF, [], {
-        env: { ...env, STEPLOG_PG_URL: proxy.url, RUN_ID: CUT_OFF_RUN, BUSY_IDS: HEALTHY_RUNS.join(",") },
+        env: { ...env, STEP_MS: "1000", STEPLOG_PG_URL: proxy.url, RUN_ID: CUT_OFF_RUN, BUSY_IDS: HEALTHY_RUNS.join(",") },
         under: ANOTHER_HOST,
       });
       children.push(cutOff);
       await cutOff.ready;
       await until("the cut-off worker to hold its run", async () => (await heldBy(cutOff.child.pid)).includes(CUT_OFF_RUN), 30_000);
       phase("cut-off worker holds its run");
+
+      // The healthy worker (straight to the server) takes its four runs, 9 s of steps each (and no
+      // more: its four places are full until one ends).
+      const healthy = spawnNode(HEALTHY, [], { env });
+      children.push(healthy);
+      await healthy.ready;
+      await until("the healthy worker to hold its four runs", async () => (await heldBy(healthy.child.pid)).length === HEALTHY_RUNS.length, 30_000);
+      phase("healthy holds its runs");
 
       // It tries to continue the healthy worker's runs; the partition falls inside one such claim.
       proxy.arm();
