@@ -10,7 +10,7 @@
 import { SteplogError, StoreClosedError } from "../../base/errors.js";
 import { Connection, createPool, guardCheckouts, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { maybeCommitted, type Failures } from "./failures.js";
-import { idleLimitFor, idleLimitOf, type PostgresStoreOptions } from "./options.js";
+import { idleLimitFor, idleLimitBeforeAnyLease, type PostgresStoreOptions } from "./options.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
@@ -43,7 +43,7 @@ export class Database {
     this.#location = location;
     this.#failures = failures;
     this.sql = new Sql(quoteSchema(schema));
-    this.#idleLimitMs = idleLimitOf(options);
+    this.#idleLimitMs = idleLimitBeforeAnyLease(options);
   }
 
   /** An engine's lease on this store: the idle-in-transaction limit fits within it, or it is refused (INVALID_OPTION). */

@@ -91,6 +91,6 @@ export function idleLimitFor(options: PostgresStoreOptions, leaseMs: number): nu
 }
 
 /** The limit before any engine told the store its lease. */
-export function idleLimitOf(options: PostgresStoreOptions): number {
+export function idleLimitBeforeAnyLease(options: PostgresStoreOptions): number {
   return options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS;
 }
