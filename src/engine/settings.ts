@@ -42,6 +42,8 @@ export function engineSetup(options: EngineOptions): EngineSetup {
   const store = options.store ?? sqliteStore();
   // The engine uses the store through its runtime wrapper: defaults, one closed guard (store/runtime.ts).
   const runtime = runtimeStore(store);
+  // A store whose server frees a cut-off process's locks on a timer keeps it within the lease (or refuses it).
+  runtime.useLease(leaseMs);
   const settings: EngineSettings = {
     store: runtime,
     clock: wholeMs(options.clock ?? systemClock),

@@ -72,6 +72,11 @@ export class RuntimeStore implements Store {
     this.leaseAge = inner.leaseAge ?? STORE_DEFAULTS.leaseAge;
   }
 
+  /** Tell the store an engine's lease length (Store.useLease), if it wants to know. */
+  useLease(leaseMs: number): void {
+    this.#inner.useLease?.(leaseMs);
+  }
+
   /** The store the user gave. */
   get inner(): Store {
     return this.#inner;

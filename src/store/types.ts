@@ -329,6 +329,13 @@ export interface Store {
   /** Loaded leases carry `ageMs` by a clock all claimers share. Default false. */
   readonly leaseAge?: boolean;
   /**
+   * Optional: told the lease length (leaseMs) of each engine made on this store, before that
+   * engine's first call. A store whose server ends a cut-off process's transactions on a timer
+   * keeps that timer within the shortest lease it was told (the Postgres store: a third of it),
+   * or throws INVALID_OPTION naming both. A store that wraps another must pass it on.
+   */
+  useLease?(leaseMs: number): void;
+  /**
    * Optional: a name for the storage itself, the same for every store object that reads and
    * writes it, however it was spelled (a file reached through a symlink, a server named
    * `localhost` or `127.0.0.1`). steplog keys the attempts running in this process by it, so

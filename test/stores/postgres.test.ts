@@ -972,6 +972,42 @@ suite("postgres store", () => {
     await cutting.end();
   });
 
+  it("the server's idle-in-transaction limit follows the engine's lease (a third of it, under the 5 s default; the shortest of two engines'); a longer idleInTransactionTimeoutMs is refused by createEngine, naming both", async () => {
+    const echo = defineWorkflow({ name: "echo", run: async (ctx, text: string) => ctx.step("say", async () => text) });
+    /** The idle_in_transaction_session_timeout each transaction of a run set, with `leases` the engines made on one store. */
+    const limitsWith = async (leases: Array<number | undefined>, options: Parameters<typeof postgresStore>[0] = {}) => {
+      const limits = new Set<number>();
+      const pool = interceptedPool(2, (client, text, values, name) => {
+        const set = /idle_in_transaction_session_timeout = (\d+)/.exec(text);
+        if (set) limits.add(Number(set[1]));
+        return name ? client.query({ name, text, values: values ?? [] }) : client.query(text, values);
+      });
+      const shared = postgresStore({ pool, schema: freshSchema(), ...options });
+      const engines = leases.map((leaseMs) => createEngine({ store: shared, workflows: [echo], ...(leaseMs === undefined ? {} : { leaseMs }) }));
+      expect(await engines.at(-1)!.start(echo, "hi", { id: "r" })).toMatchObject({ status: "completed", value: "hi" });
+      // A claim: a transaction of several statements (the start above may be one round trip).
+      expect(await engines.at(-1)!.continue("r", { fromStep: "say" })).toMatchObject({ status: "completed", value: "hi" });
+      for (const engine of engines) await engine.close();
+      await pool.end();
+      return [...limits];
+    };
+    expect(await limitsWith([undefined])).toEqual([5000]);
+    expect(await limitsWith([3000])).toEqual([1000]);
+    expect(await limitsWith([30_000, 600])).toEqual([200]);
+    expect(await limitsWith([6000], { idleInTransactionTimeoutMs: 2000 })).toEqual([2000]);
+
+    const refused = (() => {
+      try {
+        createEngine({ store: store(freshSchema(), { idleInTransactionTimeoutMs: 2000 }), workflows: [echo], leaseMs: 3000 });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(isSteplogError(refused, "INVALID_OPTION"), String(refused)).toBe(true);
+    expect((refused as Error).message).toContain("idleInTransactionTimeoutMs 2000 is longer than a lease of 3000 ms (createEngine's leaseMs) allows");
+    expect((refused as Error).message).toContain("Set idleInTransactionTimeoutMs to at most 1000 (a third of leaseMs), or leaseMs to at least 6000.");
+  });
+
   it("a client-side query_timeout while a transaction waits for a lock is a lost connection, not a refusal: what the server then commits is recognised, never reported failed", async () => {
     const schema = freshSchema();
     const timing = new pg.Pool({ connectionString: URL_!, max: 2, query_timeout: 300 });

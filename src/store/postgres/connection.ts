@@ -211,8 +211,8 @@ export class Connection {
     private readonly pool: PgPoolLike,
     /** How long to keep retrying on new connections before giving up. */
     private readonly retryForMs: number,
-    /** The server ends a transaction idle this long (a frozen process) and frees its locks. */
-    private readonly idleInTransactionMs: number,
+    /** The server ends a transaction idle this long (a frozen or cut-off process) and frees its locks; it follows the lease. */
+    private readonly idleInTransactionMs: () => number,
   ) {}
 
   /**
@@ -342,7 +342,7 @@ export class Connection {
 
   /** BEGIN, with the idle-in-transaction limit for this transaction only (SET LOCAL ends with it). */
   get #begin(): string {
-    return `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs}`;
+    return `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${this.idleInTransactionMs()}`;
   }
 
   async commit(client: PgClient, state: TxState): Promise<void> {

@@ -10,7 +10,7 @@
 import { SteplogError, StoreClosedError } from "../../base/errors.js";
 import { Connection, createPool, guardCheckouts, type PgClient, type PgPoolLike, type TxState } from "./connection.js";
 import { maybeCommitted, type Failures } from "./failures.js";
-import type { PostgresStoreOptions } from "./options.js";
+import { idleLimitFor, idleLimitBeforeAnyLease, type PostgresStoreOptions } from "./options.js";
 import { SCHEMA_VERSION, migrate, probeSchema, quoteSchema } from "./schema.js";
 import { Sql } from "./sql.js";
 import { WriteQueue } from "./write-queue.js";
@@ -34,6 +34,8 @@ export class Database {
   #opening: Promise<boolean> | undefined;
   #storageId: Promise<string> | undefined;
   #closed = false;
+  /** How long the server lets a transaction of this store sit idle: the shortest any engine's lease allows. */
+  #idleLimitMs: number;
 
   constructor(options: PostgresStoreOptions, schema: string, location: string, failures: Failures) {
     this.#options = options;
@@ -41,6 +43,12 @@ export class Database {
     this.#location = location;
     this.#failures = failures;
     this.sql = new Sql(quoteSchema(schema));
+    this.#idleLimitMs = idleLimitBeforeAnyLease(options);
+  }
+
+  /** An engine's lease on this store: the idle-in-transaction limit fits within it, or it is refused (INVALID_OPTION). */
+  useLease(leaseMs: number): void {
+    this.#idleLimitMs = Math.min(this.#idleLimitMs, idleLimitFor(this.#options, leaseMs));
   }
 
   /**
@@ -86,7 +94,7 @@ export class Database {
           applicationName: o.applicationName ?? "steplog",
           connectTimeoutMs: o.connectTimeoutMs ?? 10_000,
         }));
-      const conn = new Connection(pool, o.retryForMs ?? 5000, o.idleInTransactionTimeoutMs ?? 5000);
+      const conn = new Connection(pool, o.retryForMs ?? 5000, () => this.#idleLimitMs);
       const queue = new WriteQueue(
         conn,
         this.sql,

@@ -11,6 +11,7 @@ import type { PgPoolLike } from "./connection.js";
 import { quoteSchema } from "./schema.js";
 
 export const DEFAULT_PG_SCHEMA = "steplog";
+const DEFAULT_IDLE_IN_TRANSACTION_MS = 5000;
 
 const POSTGRES_KEYS: KnownKeys<PostgresStoreOptions> = {
   connectionString: true,
@@ -40,9 +41,10 @@ export interface PostgresStoreOptions {
   /** How long to keep retrying on new connections when the server cannot be reached, in ms. Default 5000. */
   retryForMs?: number;
   /**
-   * The server ends a transaction of this store that sat idle this long, in ms (default 5000).
-   * Transactions never wait on user code, so one idle this long belongs to a frozen or cut-off
-   * process; ending it frees its locks, so other workers can take its runs once its leases expire.
+   * The server ends a transaction of this store that sat idle this long, in ms (default 5000, or
+   * a third of the engine's leaseMs when that is less; see idleLimitFor). Transactions never
+   * wait on user code, so one idle this long belongs to a frozen or cut-off process; ending it
+   * frees its locks, so other workers can take its runs once its leases expire.
    */
   idleInTransactionTimeoutMs?: number;
   /** How long to wait for a new connection, in ms. Default 10000. */
@@ -67,4 +69,28 @@ export function checkPostgresOptions(options: PostgresStoreOptions): string {
     }
   }
   return schema;
+}
+
+/**
+ * The idle-in-transaction limit for a store used with leases of `leaseMs`: at most a third of
+ * the lease (one renewal interval). A worker cut off by the network inside a transaction keeps
+ * that transaction's locks until the server ends it; another worker's writes queued behind them
+ * (its renewals among them) must still get through before its own lease runs out. The default
+ * shrinks to fit; a limit given that is longer is refused (INVALID_OPTION), naming both.
+ */
+export function idleLimitFor(options: PostgresStoreOptions, leaseMs: number): number {
+  const most = Math.max(1, Math.floor(leaseMs / 3));
+  const given = options.idleInTransactionTimeoutMs;
+  if (given === undefined) return Math.min(DEFAULT_IDLE_IN_TRANSACTION_MS, most);
+  if (given > most) {
+    throw new InvalidOptionError(
+      `postgresStore: idleInTransactionTimeoutMs ${given} is longer than a lease of ${leaseMs} ms (createEngine's leaseMs) allows: a worker cut off by the network keeps its locks that long, and other workers whose writes wait behind them would lose their leases. Set idleInTransactionTimeoutMs to at most ${most} (a third of leaseMs), or leaseMs to at least ${given * 3}.`,
+    );
+  }
+  return given;
+}
+
+/** The limit before any engine told the store its lease. */
+export function idleLimitBeforeAnyLease(options: PostgresStoreOptions): number {
+  return options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS;
 }

@@ -80,6 +80,10 @@ class PostgresStoreImpl implements PostgresStore {
 
   // ---- Store ----
 
+  useLease(leaseMs: number): void {
+    this.#db.useLease(leaseMs);
+  }
+
   async migrate(): Promise<void> {
     await this.#db.connect();
     await this.#db.ready(true);
