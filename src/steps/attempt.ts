@@ -47,6 +47,8 @@ export interface RunResult<T = unknown> {
   attempt: number;
   /** When the attempt ended `waiting`: what the run waits for, and until when. */
   waitingFor?: WaitingFor;
+  /** Set by a start that found the run rather than made it (`ifExists: "attach"`, a `dedupeKey` in use): it ran nothing. */
+  attached?: true;
 }
 
 export class Attempt {
