@@ -14,6 +14,7 @@ import {
   RunCancelledError,
   RunTimedOutError,
   SteplogError,
+  UnawaitedStepFailedError,
   toErrorInfo,
   type ErrorInfo,
 } from "../base/errors.js";
@@ -137,7 +138,7 @@ export class Attempt {
         this.#runCode(args, resolve);
         state.whenEndedEarly(() => resolve(ENDED));
       });
-      if (settled.kind !== "ended" && state.inFlight.size > 0) await this.#drain();
+      if (settled.kind !== "ended" && (state.inFlight.size > 0 || state.watched.unsettled > 0)) await this.#drain();
       if (state.plan.mode === "compensate") return await this.#finishSaga();
       return await this.#finish(settled);
     } finally {
@@ -168,9 +169,9 @@ export class Attempt {
     );
   }
 
-  /** Wait for steps the code did not await before it returned. */
+  /** Wait for steps the code did not await before it returned: one may yet fail with nothing to observe it. */
   async #drain(): Promise<void> {
-    while (this.state.inFlight.size > 0) {
+    while (this.state.inFlight.size > 0 || this.state.watched.unsettled > 0) {
       await new Promise<void>((resolve) => setTimeout(resolve, 5));
     }
   }
@@ -221,6 +222,18 @@ export class Attempt {
     } else if (this.state.plan.fromStep !== undefined && !this.state.started) {
       ending = "stopped";
       error = toErrorInfo(new FromStepNotReachedError(this.state.runId, this.state.plan.fromStep, this.state.notReached()));
+    } else if (this.state.watched.unobserved().length > 0) {
+      // A step failed and the code went on as if it had not (a forgotten `await`): not a completion.
+      const [first, ...others] = this.state.watched.unobserved();
+      ending = "failed";
+      error = toErrorInfo(
+        new UnawaitedStepFailedError(
+          this.state.runId,
+          first!.step,
+          first!.error,
+          others.map((f) => f.step),
+        ),
+      );
     } else {
       ending = "completed";
       try {
