@@ -14,7 +14,6 @@ import {
   RunCancelledError,
   RunTimedOutError,
   SteplogError,
-  UnawaitedStepFailedError,
   toErrorInfo,
   type ErrorInfo,
 } from "../base/errors.js";
@@ -210,6 +209,7 @@ export class Attempt {
     let error: ErrorInfo | undefined;
     let valueText: { plain: string; stored: string } | null = null;
     if (this.state.endReason?.ending === "lease-lost") return await this.#leaseLost(this.state.endReason.error);
+    const unawaited = this.state.watched.unobservedFailure(this.state.runId);
     if (this.state.endReason?.ending === "waiting") {
       ending = "waiting";
     } else if (this.state.endReason) {
@@ -222,18 +222,10 @@ export class Attempt {
     } else if (this.state.plan.fromStep !== undefined && !this.state.started) {
       ending = "stopped";
       error = toErrorInfo(new FromStepNotReachedError(this.state.runId, this.state.plan.fromStep, this.state.notReached()));
-    } else if (this.state.watched.unobserved().length > 0) {
+    } else if (unawaited) {
       // A step failed and the code went on as if it had not (a forgotten `await`): not a completion.
-      const [first, ...others] = this.state.watched.unobserved();
       ending = "failed";
-      error = toErrorInfo(
-        new UnawaitedStepFailedError(
-          this.state.runId,
-          first!.step,
-          first!.error,
-          others.map((f) => f.step),
-        ),
-      );
+      error = toErrorInfo(unawaited);
     } else {
       ending = "completed";
       try {

@@ -10,6 +10,8 @@
  * StepPromise is not a plain Promise (for a plain one, `await` skips `then`). So `then` marks it.
  */
 
+import { UnawaitedStepFailedError } from "../base/errors.js";
+
 export class StepPromise<T = unknown> extends Promise<T> {
   /** What `then`, `catch` and `finally` return is a plain promise: only the one handed out is watched. */
   static override get [Symbol.species](): PromiseConstructor {
@@ -29,11 +31,11 @@ export class StepPromise<T = unknown> extends Promise<T> {
 }
 
 /** A step's failure and the promise the code was handed for it. */
-export interface StepFailure {
+interface StepFailure {
   /** The step's key (its name, when it failed before it had one). */
   step: string;
   error: unknown;
-  promise: StepPromise;
+  promise: { observed: boolean };
 }
 
 const ignore = () => {};
@@ -59,7 +61,7 @@ export class WatchedSteps {
         },
         (error: unknown) => {
           this.unsettled--;
-          (this.#failures ??= []).push({ step: stepOf(error) ?? name, error, promise: handOut as StepPromise });
+          (this.#failures ??= []).push({ step: stepOf(error) ?? name, error, promise: handOut });
           // Not an unhandled rejection for Node: steplog reports an unobserved failure itself, as
           // the attempt's error. The base `then` attaches without marking the promise observed.
           void Promise.prototype.then.call(handOut, undefined, ignore);
@@ -70,8 +72,21 @@ export class WatchedSteps {
     return handOut;
   }
 
-  /** The failures no handler was attached to, in the order they failed. */
-  unobserved(): StepFailure[] {
-    return this.#failures?.filter((f) => !f.promise.observed) ?? [];
+  /**
+   * What ends an attempt that would otherwise complete when a step failed and no handler was
+   * attached to its promise: UNAWAITED_STEP_FAILED naming the first such step (and the others).
+   * Undefined when there is none.
+   */
+  unobservedFailure(runId: string): UnawaitedStepFailedError | undefined {
+    const [first, ...others] = this.#failures?.filter((f) => !f.promise.observed) ?? [];
+    return (
+      first &&
+      new UnawaitedStepFailedError(
+        runId,
+        first.step,
+        first.error,
+        others.map((f) => f.step),
+      )
+    );
   }
 }
