@@ -109,6 +109,22 @@ describe("a failed step nothing observed", () => {
     await engine.close();
   });
 
+  it("across a park: the attempt that parks ends waiting; the one that would complete after the event fails", async () => {
+    const workflow = defineWorkflow({
+      name: "parks",
+      async run(ctx) {
+        void ctx.step("charge", boom);
+        return ctx.waitForEvent("go");
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "p" })).toMatchObject({ status: "waiting" });
+    await engine.send("p", "go", "went");
+    expect(await engine.continue("p")).toMatchObject({ status: "failed", error: { code: "UNAWAITED_STEP_FAILED", step: "charge" } });
+    expect(unhandled).toEqual([]);
+    await engine.close();
+  });
+
   it("when the code throws its own error, that error is the attempt's", async () => {
     const { engine, result } = await runOnce(async (ctx) => {
       void ctx.step("charge", boom);
