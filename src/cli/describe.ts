@@ -106,6 +106,8 @@ export function describeEntry(e: TimelineEntry, attempt: TimelineAttempt): Entry
     }
     case "failed": {
       if (r?.policy === "redrive") return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; re-driven${resolvedBy}` };
+      if (r?.policy === "query")
+        return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; its query found no effect; re-driven${resolvedBy}` };
       if (r?.policy === "compensate")
         return { glyph: "✗", tone: "bad", label: "cut off", note: `the process died inside it; compensated and run again${resolvedBy}` };
       if (r?.policy === "escalate")

@@ -73,6 +73,14 @@ export function firstDifference(recorded: unknown, given: unknown, path = "$"): 
 }
 
 /**
+ * A start's result when it found the run rather than made it: a copy (an attempt's result is
+ * shared with the caller that started it) marked `attached: true`.
+ */
+export function markAttached(result: RunResult): RunResult {
+  return { ...result, attached: true };
+}
+
+/**
  * The run as stored, in the shape start resolves with: `status` is how its last attempt ended as
  * engine.get shows it (`interrupted` when it has no ending and its owner is gone, `running` while
  * it runs elsewhere), `runStatus` the run's status as engine.get derives it, and `value`,

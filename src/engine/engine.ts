@@ -46,7 +46,7 @@ import { checkContinueOptions } from "./continue-options.js";
 import { checkArgs } from "./run-checks.js";
 import { claimAndRun, type ClaimContext } from "./claim-and-run.js";
 import { queuedRow, startRows } from "./start-rows.js";
-import { checkIfExists, checkSameRun, storedResult } from "./attach.js";
+import { checkIfExists, checkSameRun, markAttached, storedResult } from "./attach.js";
 import { flowColumns, queues } from "../workflow/flow-control.js";
 import { ChildRuns } from "./children.js";
 import { attemptLabels } from "./tracing.js";
@@ -203,9 +203,9 @@ class SteplogEngine implements Engine {
     });
     if ("exists" in made) {
       // Another run holds the dedupe key and has not ended: that run, whatever its args.
-      if (made.exists.id !== id) return this.#observe(made.exists.id) as Promise<RunResult<WorkflowResult<W>>>;
+      if (made.exists.id !== id) return markAttached(await this.#observe(made.exists.id)) as RunResult<WorkflowResult<W>>;
       if (ifExists === "refuse") throw new RunExistsError(id, made.exists.status);
-      return this.#attach(made.exists, workflow.name, made.argsPlain) as Promise<RunResult<WorkflowResult<W>>>;
+      return markAttached(await this.#attach(made.exists, workflow.name, made.argsPlain)) as RunResult<WorkflowResult<W>>;
     }
     return made.done as Promise<RunResult<WorkflowResult<W>>>;
   }

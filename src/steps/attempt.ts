@@ -47,6 +47,8 @@ export interface RunResult<T = unknown> {
   attempt: number;
   /** When the attempt ended `waiting`: what the run waits for, and until when. */
   waitingFor?: WaitingFor;
+  /** Set by a start that found the run rather than made it (`ifExists: "attach"`, a `dedupeKey` in use): it ran nothing. */
+  attached?: true;
 }
 
 export class Attempt {
@@ -135,7 +137,7 @@ export class Attempt {
         this.#runCode(args, resolve);
         state.whenEndedEarly(() => resolve(ENDED));
       });
-      if (settled.kind !== "ended" && state.inFlight.size > 0) await this.#drain();
+      if (settled.kind !== "ended" && (state.inFlight.size > 0 || state.watched.unsettled > 0)) await this.#drain();
       if (state.plan.mode === "compensate") return await this.#finishSaga();
       return await this.#finish(settled);
     } finally {
@@ -166,9 +168,9 @@ export class Attempt {
     );
   }
 
-  /** Wait for steps the code did not await before it returned. */
+  /** Wait for steps the code did not await before it returned: one may yet fail with nothing to observe it. */
   async #drain(): Promise<void> {
-    while (this.state.inFlight.size > 0) {
+    while (this.state.inFlight.size > 0 || this.state.watched.unsettled > 0) {
       await new Promise<void>((resolve) => setTimeout(resolve, 5));
     }
   }
@@ -207,6 +209,7 @@ export class Attempt {
     let error: ErrorInfo | undefined;
     let valueText: { plain: string; stored: string } | null = null;
     if (this.state.endReason?.ending === "lease-lost") return await this.#leaseLost(this.state.endReason.error);
+    const unawaited = this.state.watched.unobservedFailure(this.state.runId);
     if (this.state.endReason?.ending === "waiting") {
       ending = "waiting";
     } else if (this.state.endReason) {
@@ -219,6 +222,10 @@ export class Attempt {
     } else if (this.state.plan.fromStep !== undefined && !this.state.started) {
       ending = "stopped";
       error = toErrorInfo(new FromStepNotReachedError(this.state.runId, this.state.plan.fromStep, this.state.notReached()));
+    } else if (unawaited) {
+      // A step failed and the code went on as if it had not (a forgotten `await`): not a completion.
+      ending = "failed";
+      error = toErrorInfo(unawaited);
     } else {
       ending = "completed";
       try {

@@ -6,7 +6,7 @@
 import type { StepFunction, StepOptions, WorkflowContext } from "../workflow/context.js";
 import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { runStep } from "./step-runner.js";
-import { NO_OPTIONS, StopRequest, type AttemptState, type StepCall } from "./state.js";
+import { failedStepOf, NO_OPTIONS, StopRequest, type AttemptState, type StepCall } from "./state.js";
 import { sleep, waitForEvent } from "./waits.js";
 import { child, startChild } from "./children.js";
 import type { Workflow } from "../workflow/define-workflow.js";
@@ -42,7 +42,8 @@ class AttemptContext {
         typeof optionsOrFn === "function"
           ? { name, options: NO_OPTIONS, fn: optionsOrFn, position: undefined, span: undefined }
           : { name, options: optionsOrFn ?? NO_OPTIONS, fn: maybeFn!, position: undefined, span: undefined };
-      return runStep(state, call);
+      // Watched: a failure nothing observes (a forgotten `await`) must not let the attempt end completed.
+      return state.watched.watch(runStep(state, call), name, failedStepOf);
     };
     this.waitForEvent = (name, options) => waitForEvent(state, name, options);
     this.child = (name, workflow, args, options) => child(state, name, workflow, args, options);

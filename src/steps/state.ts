@@ -14,6 +14,7 @@ import type { EngineSettings, ProgressEvent } from "./settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
 import { checkName } from "../workflow/names.js";
 import type { AttemptTrace, StepSpan } from "./tracing.js";
+import { WatchedSteps } from "./watched-steps.js";
 
 /**
  * The keys of the steps in flight: a key per entry, one entry per add (a resolution and the run it
@@ -141,6 +142,8 @@ export class AttemptState implements PlanState {
   resolved = 0;
   readonly reused: string[] = [];
   readonly inFlight = new InFlight();
+  /** The step promises handed to the code: whether a failure among them went unobserved (watched-steps.ts). */
+  readonly watched = new WatchedSteps();
   /**
    * The step the last attempt stopped before with REDO_IRREVERSIBLE: a start point of this one
    * too, so what it redid before that step is not followed by stale records after it.

@@ -68,20 +68,35 @@ export async function resolveUnknownOutcome(state: AttemptState, key: string, re
       throw refused;
     }
     if (answer.done) return { kind: "found", value: await recordFound(state, key, record, call, answer.value) };
-    await settle(state, record, "failed", { policy, found: "not done", attempt: state.number }, "the query found no effect");
+    await settle(
+      state,
+      record,
+      "failed",
+      { policy, found: "not done", attempt: state.number },
+      `Attempt ${record.attempt} was cut off inside its effect; its query found no effect, so it is re-driven.`,
+    );
     return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
   }
 
   if (policy === "escalate") {
     const unrecorded = await unrecordedReason(state, record);
-    const what = unrecorded === undefined ? "cut off inside its effect" : `returned, but its value could not be recorded (${unrecorded})`;
-    await settle(state, record, "escalated", { policy, found: "unknown", attempt: state.number }, `${what}; waits for a person`);
+    const what =
+      unrecorded === undefined
+        ? `Attempt ${record.attempt} was cut off inside its effect; waits for a person.`
+        : `In attempt ${record.attempt} the step returned, but its value could not be recorded (${unrecorded}); it waits for a person.`;
+    await settle(state, record, "escalated", { policy, found: "unknown", attempt: state.number }, what);
     const escalated = new RunEscalatedError(state.runId, key, unrecorded);
     state.endWith("escalated", escalated);
     throw escalated;
   }
 
-  await settle(state, record, "failed", { policy: "redrive", found: "unknown", attempt: state.number }, "cut off inside its effect; re-driven");
+  await settle(
+    state,
+    record,
+    "failed",
+    { policy: "redrive", found: "unknown", attempt: state.number },
+    `Attempt ${record.attempt} was cut off inside its effect; re-driven.`,
+  );
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "redrive", found: "unknown" });
   return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
 }
@@ -180,8 +195,9 @@ async function recordFound(state: AttemptState, key: string, record: StepRow, ca
   return value;
 }
 
+/** Record how a cut-off row was settled; `message` is the whole sentence its error reads (shown by `steplog show`). */
 async function settle(state: AttemptState, record: StepRow, status: "failed" | "escalated", resolution: Resolution, message: string): Promise<void> {
-  const error = { name: "OutcomeUnknown", message: `Attempt ${record.attempt} was ${message}.`, code: undefined, step: record.key };
+  const error = { name: "OutcomeUnknown", message, code: undefined, step: record.key };
   const row: StepRow = {
     ...record,
     status,

@@ -140,13 +140,15 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
 
 /**
  * A seeded step or a mock that matches no step the workflow entered is a typo (the real function
- * ran instead) or a step the code no longer has: refused, naming it. Where the attempt ended
- * before its end (escalated, stopped, waiting, failed), a key may lie beyond where it stopped:
- * it is refused only when a look-alike step (another name) ran its real function.
+ * ran instead) or a step the code no longer has: refused, naming every such key in one message.
+ * Where the attempt ended before its end (escalated, stopped, waiting, failed), a key may lie
+ * beyond where it stopped: it is refused only when a look-alike step (another name) ran its real
+ * function.
  */
 function refuseUnmatched(options: TestWorkflowOptions<Workflow<any, any>>, entered: Map<string, string>, ran: string[], status: string): void {
   const keys = [...entered.keys()];
   const names = [...new Set(entered.values())];
+  const unmatched: Array<{ what: string; given: string; near: string | undefined; nearRan: boolean }> = [];
   const check = (what: string, given: string, matches: boolean) => {
     if (matches) return;
     const near = nearest(given, [...keys, ...names]);
@@ -154,17 +156,27 @@ function refuseUnmatched(options: TestWorkflowOptions<Workflow<any, any>>, enter
     // step ran its real function in its place (a later occurrence of an entered name may lie past the stop).
     const nameOf = (key: string) => key.replace(/#\d+$/, "");
     if (status !== "completed" && (near === undefined || !ran.includes(near) || nameOf(near) === nameOf(given))) return;
-    const ranNear = near !== undefined && ran.includes(near) ? ` (its real function ran)` : "";
-    throw new InvalidOptionError(
-      `testWorkflow: ${what} names ${JSON.stringify(given)}, which the workflow never entered` +
-        (near === undefined ? "." : `; did you mean ${JSON.stringify(near)}${ranNear}?`) +
-        ` Steps entered: ${keys.length === 0 ? "none" : keys.map((k) => JSON.stringify(k)).join(", ")}. ` +
-        `A seed or a mock that matches no step is not used, so the test would check something other than it says.`,
-    );
+    unmatched.push({ what, given, near, nearRan: near !== undefined && ran.includes(near) });
   };
   for (const key of Object.keys(options.earlier?.steps ?? {})) check("earlier.steps", key, entered.has(key));
   for (const key of options.earlier?.intended ?? []) check("earlier.intended", key, entered.has(key));
   for (const key of Object.keys(options.mocks ?? {})) check("mocks", key, entered.has(key) || names.includes(key));
+  if (unmatched.length === 0) return;
+  const q = (text: string) => JSON.stringify(text);
+  const [one] = unmatched;
+  const what =
+    unmatched.length === 1
+      ? `${one!.what} names ${q(one!.given)}, which the workflow never entered` +
+        (one!.near === undefined ? "." : `; did you mean ${q(one!.near)}${one!.nearRan ? " (its real function ran)" : ""}?`)
+      : `${unmatched.length} keys match no step the workflow entered: ` +
+        unmatched
+          .map((u) => `${u.what} ${q(u.given)}` + (u.near === undefined ? "" : ` (did you mean ${q(u.near)}?${u.nearRan ? " Its real function ran." : ""})`))
+          .join(", ") +
+        ".";
+  throw new InvalidOptionError(
+    `testWorkflow: ${what} Steps entered: ${keys.length === 0 ? "none" : keys.map(q).join(", ")}. ` +
+      `A seed or a mock that matches no step is not used, so the test would check something other than it says.`,
+  );
 }
 
 /** Write attempt 1 through the store contract, as a real first attempt would have. */

@@ -121,6 +121,29 @@ describe("steplog run: start", () => {
     }
   });
 
+  it("a step that fails with no await before it: the run fails (exit 1, UNAWAITED_STEP_FAILED), as the first step or a later one", async () => {
+    const cwd = dirs.make();
+    const file = writeWorkflow(
+      cwd,
+      "forgot.mjs",
+      `export default defineWorkflow({ name: "forgot", async run(ctx, args) {
+        if (args.later) await ctx.step("plan", async () => 1);
+        ctx.step("charge", async () => { throw new Error("declined"); }); // the await is missing
+        await ctx.step("after", async () => 2);
+        return "done";
+      } });`,
+    );
+    for (const [id, later] of [
+      ["first", false],
+      ["later", true],
+    ] as const) {
+      const r = await cli(["run", file, "--id", id, "--json", "--", JSON.stringify({ later })], { cwd });
+      expect(r.code, r.output).toBe(1);
+      expect(r.json(), r.output).toMatchObject({ status: "failed", error: { code: "UNAWAITED_STEP_FAILED", step: "charge" } });
+      expect(r.stderr, r.output).not.toContain("declined\n    at");
+    }
+  });
+
   it("loads a .mjs workflow that imports a .ts helper", async () => {
     const cwd = dirs.make();
     fs.writeFileSync(path.join(cwd, "helper.ts"), `export function twice(n: number): number { return n * 2; }\n`);

@@ -32,7 +32,7 @@ function steplogFolder(): string {
 }
 
 describe.runIf(distBuilt())("README's first example", () => {
-  it("runs as pasted, and a second run attaches to run 212 instead of refusing it (RUN_EXISTS)", async () => {
+  it("runs as pasted, and a second run attaches to run 212 instead of refusing it (RUN_EXISTS), and says it attached", async () => {
     expect(firstExample).toContain(`ifExists: "attach"`);
     const dir = fs.mkdtempSync(path.join(steplogFolder(), "readme-example-"));
     dirs.push(dir);
@@ -41,11 +41,12 @@ describe.runIf(distBuilt())("README's first example", () => {
 
     const first = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
     expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" });
-    expect(first.stdout).toBe("completed https://github.com/acme/app/pull/fix-212\n");
+    expect(first.stdout).toBe("ran: completed https://github.com/acme/app/pull/fix-212\n");
 
     const second = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
     expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" });
-    expect(second.stdout).toBe(first.stdout);
+    // The same result, and the sign that this start found the run rather than ran it.
+    expect(second.stdout).toBe("attached: completed https://github.com/acme/app/pull/fix-212\n");
     expect(fs.existsSync(path.join(dir, ".steplog", "steplog.db"))).toBe(true);
   });
 });

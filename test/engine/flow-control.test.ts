@@ -192,7 +192,8 @@ describe.each(EVERY_STORE)("flow control (%s)", (name, makeStore) => {
     expect(first.status).toBe("waiting");
     // Other args, no id: the same run, nothing new recorded.
     const again = await engine.start(hook, { n: 2 }, { dedupeKey: "evt-7" });
-    expect(again).toMatchObject({ id: first.id, status: "waiting" });
+    expect(again).toMatchObject({ id: first.id, status: "waiting", attached: true });
+    expect(first).not.toHaveProperty("attached");
     expect(await engine.list({ workflow: "hook" })).toHaveLength(1);
     // Keys are per workflow's runs; another key is another run.
     const other = await engine.start(hook, { n: 3 }, { dedupeKey: "evt-8" });

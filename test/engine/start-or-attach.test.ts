@@ -71,8 +71,10 @@ describe.each(EVERY_STORE)('start with ifExists: "attach" (%s)', (_name, makeSto
     const engine = engineOn(makeStore());
     const first = await engine.start(workflow, { n: 21 }, { id: "r", ifExists: "attach" });
     expect(first).toMatchObject({ id: "r", status: "completed", runStatus: "completed", value: 42, attempt: 1 });
+    expect(first).not.toHaveProperty("attached");
     const again = await engine.start(workflow, { n: 21 }, { id: "r", ifExists: "attach" });
-    expect(again).toEqual(first);
+    // The sign that it attached: nothing else tells a start that created the run from one that found it.
+    expect(again).toEqual({ ...first, attached: true });
     expect(calls).toEqual([21]);
     expect(await engine.get("r")).toMatchObject({ status: "completed", attemptCount: 1, value: 42 });
   });
@@ -92,7 +94,7 @@ describe.each(EVERY_STORE)('start with ifExists: "attach" (%s)', (_name, makeSto
     const first = await engine.start(failing, undefined, { id: "f" });
     expect(first).toMatchObject({ status: "failed", runStatus: "failed", error: { message: "card declined", step: "charge" } });
     const attached = await engine.start(failing, undefined, { id: "f", ifExists: "attach" });
-    expect(attached).toEqual(first);
+    expect(attached).toEqual({ ...first, attached: true });
     expect(calls).toBe(1);
     expect((await engine.get("f")).attemptCount).toBe(1);
   });
@@ -108,7 +110,7 @@ describe.each(EVERY_STORE)('start with ifExists: "attach" (%s)', (_name, makeSto
     const first = await engine.start(parked, undefined, { id: "w" });
     expect(first).toMatchObject({ status: "waiting", runStatus: "waiting", waitingFor: { kind: "event", event: "go" } });
     const attached = await engine.start(parked, undefined, { id: "w", ifExists: "attach" });
-    expect(attached).toEqual(first);
+    expect(attached).toEqual({ ...first, attached: true });
     expect(await engine.get("w")).toMatchObject({ status: "waiting", attemptCount: 1 });
   });
 
@@ -123,7 +125,9 @@ describe.each(EVERY_STORE)('start with ifExists: "attach" (%s)', (_name, makeSto
     step.release();
     const [started, attached] = await Promise.all([starting, attaching]);
     expect(started).toMatchObject({ status: "completed", value: 10, attempt: 1 });
-    expect(attached).toEqual(started);
+    // The starter's result is its own: the attach's sign is on the attach's copy only.
+    expect(attached).toEqual({ ...started, attached: true });
+    expect(started).not.toHaveProperty("attached");
     expect(calls).toEqual([5]);
     expect((await engine.get("live")).attempts).toHaveLength(1);
   });
@@ -140,7 +144,8 @@ describe.each(EVERY_STORE)('start with ifExists: "attach" (%s)', (_name, makeSto
     expect(await settledYet(attaching)).toBe(false);
     step.release();
     const started = await starting;
-    expect(await attaching).toEqual(started);
+    expect(await attaching).toEqual({ ...started, attached: true });
+    expect(started).not.toHaveProperty("attached");
     expect(calls).toEqual([4]);
   });
 
@@ -185,7 +190,7 @@ describe.each(EVERY_STORE)('start with ifExists: "attach" (%s)', (_name, makeSto
     const first = await engine.start(rich, { when: new Date(0), big: 10n, tags: ["a", "b"] }, { id: "rich" });
     expect(first).toMatchObject({ status: "completed", value: 2 });
     const reordered = { tags: ["a", "b"], big: 10n, when: new Date(0) };
-    expect(await engine.start(rich, reordered, { id: "rich", ifExists: "attach" })).toEqual(first);
+    expect(await engine.start(rich, reordered, { id: "rich", ifExists: "attach" })).toEqual({ ...first, attached: true });
     const later = engine.start(rich, { ...reordered, when: new Date(1) }, { id: "rich", ifExists: "attach" });
     await expect(later).rejects.toMatchObject({ code: "RUN_EXISTS", differs: "args", message: expect.stringContaining("differ at $.when") });
     const shorter = engine.start(rich, { ...reordered, tags: ["a"] }, { id: "rich", ifExists: "attach" });
@@ -263,7 +268,7 @@ describe.runIf(distBuilt()).each(SHARED_KINDS)("attach from a second process (%s
     const callsFile = path.join(tmpDir(), "calls");
     const child = await worker(shared, "two-procs", 21, callsFile).done;
     expect(child.code, child.stderr).toBe(0);
-    expect(child.report).toEqual({ result: first });
+    expect(child.report).toEqual({ result: { ...first, attached: true } });
     expect(lines(callsFile)).toEqual([]);
     expect(calls).toEqual([21]);
 
@@ -281,12 +286,12 @@ describe.runIf(distBuilt()).each(SHARED_KINDS)("attach from a second process (%s
     const { workflow, calls } = doubling();
     const engine = createEngine({ store: shared.store });
     const running = await engine.start(workflow, { n: 3 }, { id: "held", ifExists: "attach" });
-    expect(running).toEqual({ id: "held", status: "running", runStatus: "running", attempt: 1 });
+    expect(running).toEqual({ id: "held", status: "running", runStatus: "running", attempt: 1, attached: true });
 
     holder.child.kill("SIGKILL");
     await holder.done;
     const interrupted = await engine.start(workflow, { n: 3 }, { id: "held", ifExists: "attach" });
-    expect(interrupted).toMatchObject({ id: "held", status: "interrupted", runStatus: "interrupted", attempt: 1 });
+    expect(interrupted).toMatchObject({ id: "held", status: "interrupted", runStatus: "interrupted", attempt: 1, attached: true });
     expect(calls).toEqual([]);
     expect(lines(callsFile)).toHaveLength(1);
     const view = await engine.get("held");

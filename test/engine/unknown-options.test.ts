@@ -113,6 +113,19 @@ describe("testWorkflow refuses seeds and mocks that match no step entered", () =
     });
   });
 
+  it("several keys that match no step: every one is named, in one refusal", async () => {
+    const refused = testWorkflow(workflow, {
+      args: undefined,
+      earlier: { steps: { palm: "seeded plan", plam: "again" }, intended: ["chrage"] },
+      mocks: { charg: () => "mocked", plan: () => "mocked plan" },
+    });
+    await expect(refused).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    const { message } = (await refused.catch((error: Error) => error)) as Error;
+    for (const named of ['earlier.steps "palm"', 'earlier.steps "plam"', 'earlier.intended "chrage"', 'mocks "charg"']) expect(message).toContain(named);
+    expect(message).toMatch(/^testWorkflow: 4 keys match no step the workflow entered: /);
+    expect(message).toContain('Steps entered: "plan", "charge".');
+  });
+
   it("a later occurrence of an entered name, past where the attempt stopped, is let be", async () => {
     const charges = defineWorkflow({
       name: "two-charges",

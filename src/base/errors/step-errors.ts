@@ -41,6 +41,22 @@ export class StepTimedOutError extends SteplogError {
   }
 }
 
+/** A step failed and nothing observed it (a forgotten `await`): the attempt that would have completed fails instead. */
+export class UnawaitedStepFailedError extends SteplogError {
+  override name = "UnawaitedStepFailedError";
+  constructor(runId: string, step: string, cause: unknown, others: readonly string[] = []) {
+    const reason = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    const also = others.length === 0 ? "" : ` (so did ${others.length === 1 ? "step" : "steps"} ${others.map(q).join(", ")})`;
+    super(
+      "UNAWAITED_STEP_FAILED",
+      `Run ${q(runId)}: step ${q(step)} failed (${reason}) and nothing awaited it, caught it or passed it on${also}, so the workflow went on as if it had succeeded; ` +
+        `an \`await\` is likely missing before ctx.step(${q(step.replace(/#\d+$/, ""))}, …). The attempt failed instead of completing. ` +
+        `Add the await (or handle the failure with .catch), then type engine.continue(${q(runId)}): the step runs again.`,
+      { runId, step, cause },
+    );
+  }
+}
+
 export class QueryFailedError extends SteplogError {
   override name = "QueryFailedError";
   constructor(runId: string, step: string, cause: unknown) {
