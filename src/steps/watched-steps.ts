@@ -18,8 +18,8 @@ export class StepPromise<T = unknown> extends Promise<T> {
     return Promise;
   }
 
-  /** A handler was attached: the code awaited it, caught it or passed it on. */
-  observed = false;
+  /** A handler was attached: the code awaited it, caught it or passed it on (false on the prototype). */
+  declare observed: boolean;
 
   override then<A = T, B = never>(
     onFulfilled?: ((value: T) => A | PromiseLike<A>) | null,
@@ -29,6 +29,9 @@ export class StepPromise<T = unknown> extends Promise<T> {
     return super.then(onFulfilled, onRejected);
   }
 }
+StepPromise.prototype.observed = false;
+
+const baseThen = Promise.prototype.then;
 
 /** A step's failure and the promise the code was handed for it. */
 interface StepFailure {
@@ -37,8 +40,6 @@ interface StepFailure {
   error: unknown;
   promise: { observed: boolean };
 }
-
-const ignore = () => {};
 
 /** The steps of one attempt as the code was handed them: how many are unsettled, and which failed. */
 export class WatchedSteps {
@@ -52,25 +53,21 @@ export class WatchedSteps {
    * step of a failure (its key, from the error) or undefined, when `name` is used.
    */
   watch<T>(inner: Promise<T>, name: string, stepOf: (error: unknown) => string | undefined): StepPromise<T> {
+    // The step's own promise made watchable in place (no second promise): its `then` is StepPromise's.
+    const handOut = Object.setPrototypeOf(inner, StepPromise.prototype) as StepPromise<T>;
     this.unsettled++;
-    const handOut: StepPromise<T> = new StepPromise<T>((resolve, reject) => {
-      inner.then(
-        (value) => {
-          this.unsettled--;
-          resolve(value);
-        },
-        (error: unknown) => {
-          this.unsettled--;
-          (this.#failures ??= []).push({ step: stepOf(error) ?? name, error, promise: handOut });
-          // Not an unhandled rejection for Node: steplog reports an unobserved failure itself, as
-          // the attempt's error. The base `then` attaches without marking the promise observed.
-          void Promise.prototype.then.call(handOut, undefined, ignore);
-          reject(error);
-        },
-      );
+    // The base `then` attaches without marking the promise observed; this handler also keeps its
+    // failure from being an unhandled rejection for Node: steplog reports it itself.
+    void baseThen.call(handOut, this.#settled, (error: unknown) => {
+      this.unsettled--;
+      (this.#failures ??= []).push({ step: stepOf(error) ?? name, error, promise: handOut });
     });
     return handOut;
   }
+
+  readonly #settled = () => {
+    this.unsettled--;
+  };
 
   /**
    * What ends an attempt that would otherwise complete when a step failed and no handler was
