@@ -42,10 +42,15 @@ function blocksOf(doc: string): Block[] {
   const lines = fs.readFileSync(path.join(ROOT, doc), "utf8").split("\n");
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
-    if (lines[i] !== "```ts") continue;
-    const end = lines.indexOf("```", i + 1);
-    const body = lines.slice(i + 1, end).join("\n");
-    const marker = MARKER.exec(lines[i - 1] ?? "")?.[1];
+    // A block in a list item is indented, its fences too.
+    const indent = /^( *)```ts$/.exec(lines[i]!)?.[1];
+    if (indent === undefined) continue;
+    const end = lines.indexOf(`${indent}\`\`\``, i + 1);
+    const body = lines
+      .slice(i + 1, end)
+      .map((line) => line.slice(indent.length))
+      .join("\n");
+    const marker = MARKER.exec((lines[i - 1] ?? "").trim())?.[1];
     const where = `${doc}:${i + 1}`;
     const file = `${doc.replace(/\W/g, "_")}_${i + 1}.ts`;
     if (marker === undefined) blocks.push({ where, file, code: `${body}\nexport {};\n`, offset: 0 });
