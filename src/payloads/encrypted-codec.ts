@@ -12,8 +12,8 @@ import type { Codec } from "./payloads.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 
 export interface EncryptedCodecOptions {
-  /** Key id → 32-byte key (a Buffer, or base64 / hex text of 32 bytes). */
-  keys: Record<string, Buffer | string>;
+  /** Key id → 32-byte key (bytes: a Buffer or Uint8Array; or base64 / hex text of 32 bytes). */
+  keys: Record<string, Uint8Array | string>;
   /** The id of the key new payloads are sealed with. */
   current: string;
 }
@@ -23,11 +23,11 @@ const PREFIX = "enc:v1:";
 export const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** A key's bytes: given as bytes, 64 hex digits, or base64 (or base64url). */
-export function keyBytes(key: Buffer | string): Buffer {
-  return Buffer.isBuffer(key) ? key : /^[0-9a-f]{64}$/i.test(key) ? Buffer.from(key, "hex") : Buffer.from(key, "base64");
+export function keyBytes(key: Uint8Array | string): Buffer {
+  return typeof key !== "string" ? Buffer.from(key) : /^[0-9a-f]{64}$/i.test(key) ? Buffer.from(key, "hex") : Buffer.from(key, "base64");
 }
 
-function toKey(id: string, key: Buffer | string): Buffer {
+function toKey(id: string, key: Uint8Array | string): Buffer {
   const bytes = keyBytes(key);
   if (bytes.length !== 32)
     throw new InvalidOptionError(

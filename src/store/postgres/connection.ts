@@ -7,7 +7,6 @@
  * own earlier commit (see write-queue.ts) may run again.
  */
 
-import type { ConnectionOptions } from "node:tls";
 import { SteplogError, StoreDriverFailedError } from "../../base/errors.js";
 
 export interface PgResult {
@@ -38,7 +37,7 @@ export interface PgPoolLike {
 
 export interface PoolSettings {
   connectionString: string | undefined;
-  ssl: boolean | ConnectionOptions | undefined;
+  ssl: boolean | object | undefined;
   max: number;
   applicationName: string;
   connectTimeoutMs: number;

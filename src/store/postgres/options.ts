@@ -4,7 +4,6 @@
  * a failure at the first query.
  */
 
-import type { ConnectionOptions } from "node:tls";
 import { InvalidOptionError } from "../../base/errors.js";
 import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
 import type { PgPoolLike } from "./connection.js";
@@ -32,8 +31,11 @@ export interface PostgresStoreOptions {
   pool?: PgPoolLike;
   /** The Postgres schema the tables live in. Default "steplog". */
   schema?: string;
-  /** Passed to pg as is. */
-  ssl?: boolean | ConnectionOptions;
+  /**
+   * Passed to pg as is: `true`, or node:tls ConnectionOptions (`ca`, `cert`, `key`,
+   * `rejectUnauthorized`…). Typed as any object so these types need no @types/node.
+   */
+  ssl?: boolean | object;
   /** Connections in the store's pool. Default 10. */
   poolSize?: number;
   /** Shown in pg_stat_activity. Default "steplog". */
