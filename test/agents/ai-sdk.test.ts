@@ -5,12 +5,20 @@
 import type { ToolExecutionOptions } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { durableModel, durableTools, messagesFromSteps, ModelTurnFailedError, pendingToolCalls, type DurableToolCallFields } from "../../src/entries/agents.js";
+import {
+  durableModel,
+  durableTools,
+  messagesFromSteps,
+  ModelTurnFailedError,
+  pendingToolCalls,
+  usageOf,
+  type DurableToolCallFields,
+} from "../../src/entries/agents.js";
 import { createEngine, defineWorkflow, type WorkflowContext } from "../../src/entries/index.js";
 import { memoryStore } from "../../src/entries/memory.js";
 import { testWorkflow } from "../../src/entries/testing.js";
 import { loadAiSdks, responseMessagesOf } from "./ai-sdks.js";
-import { scriptedModel as scriptedModelOf, type ScriptedTurn } from "./mock-model.js";
+import { scriptedModel as scriptedModelOf, usage, type ScriptedTurn } from "./mock-model.js";
 
 const SDKS = await loadAiSdks();
 
@@ -365,6 +373,21 @@ describe.each(SDKS)("AI SDK $major ($name)", (sdk) => {
       await engine.close();
     });
 
+    it("usageOf reads a generateText result's usage, its cached and reasoning tokens too", async () => {
+      const MockLanguageModel = sdk.test.MockLanguageModelV4 ?? sdk.test.MockLanguageModelV3;
+      const model = new MockLanguageModel({
+        doGenerate: async () =>
+          ({
+            content: [{ type: "text", text: "hi" }],
+            finishReason: { unified: "stop", raw: undefined },
+            usage: { inputTokens: { total: 100, noCache: 60, cacheRead: 40, cacheWrite: undefined }, outputTokens: { total: 30, text: 20, reasoning: 10 } },
+            warnings: [],
+          }) as never,
+      });
+      const result = await generateText({ model, prompt: "go" });
+      expect(usageOf(result)).toEqual({ inputTokens: 100, outputTokens: 30, reasoningTokens: 10, cachedInputTokens: 40 });
+    });
+
     it("records a turn's cost from its token counts with costUsd", async () => {
       const wf = defineWorkflow({
         name: "ai-cost",
@@ -566,5 +589,104 @@ describe.each(SDKS)("AI SDK $major ($name)", (sdk) => {
       expect(calls).toBe(1);
       await engine.close();
     });
+  });
+});
+
+describe("AI SDK 7: what its model interface (LanguageModelV4) adds", () => {
+  const sdk = SDKS.find((s) => s.major === 7)!;
+  const { generateText, streamText, Output } = sdk.ai;
+  const MockLanguageModelV4 = sdk.test.MockLanguageModelV4!;
+  const finish = { finishReason: { unified: "stop", raw: undefined }, usage: usage(10, 5), warnings: [] };
+
+  /** A workflow that fails once after the agent answered, so that the continue replays the turn. */
+  function failingOnce<T>(name: string, body: (ctx: WorkflowContext) => Promise<T>) {
+    let failOnce = true;
+    return defineWorkflow({
+      name,
+      async run(ctx) {
+        const value = await body(ctx);
+        if (failOnce) {
+          failOnce = false;
+          throw new Error("the app failed after the agent answered");
+        }
+        return value;
+      },
+    });
+  }
+
+  it("keeps structuredOutputText: the structured output is parsed from it, on the first attempt and on a continue", async () => {
+    const model = new MockLanguageModelV4({
+      doGenerate: async () =>
+        ({
+          content: [
+            { type: "text", text: "Draft: maybe Lyon. " },
+            { type: "text", text: '{"city":"Paris"}' },
+          ],
+          structuredOutputText: '{"city":"Paris"}',
+          ...finish,
+        }) as never,
+    });
+    const wf = failingOnce("ai7-structured", async (ctx) => {
+      const result = await generateText({
+        model: durableModel(ctx, model),
+        output: Output.object({ schema: z.object({ city: z.string() }) }),
+        prompt: "where?",
+      });
+      return result.output;
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [wf] });
+    const first = await engine.start(wf, undefined, { id: "v4-structured" });
+    expect(first.error?.message).toBe("the app failed after the agent answered");
+    expect(await engine.continue("v4-structured")).toMatchObject({ status: "completed", value: { city: "Paris" } });
+    expect(model.doGenerateCalls).toHaveLength(1);
+    await engine.close();
+  });
+
+  it("records a file the model gave by URL (generate and stream), and hands it back as a URL on a continue", async () => {
+    const url = "https://files.example.com/cat.png";
+    const file = () => ({ type: "file", mediaType: "image/png", data: { type: "url", url: new URL(url) } });
+    const model = new MockLanguageModelV4({
+      doGenerate: async () => ({ content: [file(), { type: "text", text: "Here is a cat." }], ...finish }) as never,
+      doStream: async () =>
+        ({
+          stream: new ReadableStream({
+            start(controller) {
+              for (const part of [
+                { type: "stream-start", warnings: [] },
+                file(),
+                { type: "text-start", id: "t" },
+                { type: "text-delta", id: "t", delta: "Here is a cat." },
+                { type: "text-end", id: "t" },
+                { type: "finish", finishReason: finish.finishReason, usage: finish.usage },
+              ])
+                controller.enqueue(part);
+              controller.close();
+            },
+          }),
+        }) as never,
+    });
+    const downloaded: unknown[] = [];
+    const download = async (requests: Array<{ url: URL }>) =>
+      requests.map((request) => (downloaded.push(request.url), { data: new Uint8Array([1, 2, 3]), mediaType: "image/png" }));
+    const wf = failingOnce("ai7-file-url", async (ctx) => {
+      const generated = await generateText({ model: durableModel(ctx, model), prompt: "a cat", experimental_download: download });
+      const streamed = streamText({ model: durableModel(ctx, model), prompt: "a cat", experimental_download: download } as never);
+      const streamedFiles = await streamed.files;
+      return {
+        generated: { text: generated.text, bytes: [...generated.files[0]!.uint8Array] },
+        streamed: { text: await streamed.text, bytes: [...streamedFiles[0]!.uint8Array] },
+      };
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [wf] });
+    const first = await engine.start(wf, undefined, { id: "v4-file" });
+    expect(first.error?.message).toBe("the app failed after the agent answered");
+    const again = await engine.continue("v4-file");
+    const answer = { text: "Here is a cat.", bytes: [1, 2, 3] };
+    expect(again).toMatchObject({ status: "completed", value: { generated: answer, streamed: answer } });
+    expect(model.doGenerateCalls).toHaveLength(1);
+    expect(model.doStreamCalls).toHaveLength(1);
+    expect(downloaded.length).toBeGreaterThanOrEqual(4);
+    for (const requested of downloaded) expect(requested instanceof URL && requested.href).toBe(url);
+    await engine.close();
   });
 });
