@@ -388,6 +388,58 @@ describe.each(SDKS)("AI SDK $major ($name)", (sdk) => {
       expect(usageOf(result)).toEqual({ inputTokens: 100, outputTokens: 30, reasoningTokens: 10, cachedInputTokens: 40 });
     });
 
+    it.each([["the tool's needsApproval", "needsApproval"], ...(sdk.major >= 7 ? [["the call's toolApproval (ai 7)", "toolApproval"]] : [])])(
+      "a tool that needs approval (%s) runs as a step only once approved; a continue replays both calls",
+      async (_label, how) => {
+        const model = scriptedModel([{ calls: [{ id: "call-1", tool: "sendEmail", input: { to: "ada@example.com" } }] }, { text: "Sent." }]);
+        const sent: string[] = [];
+        /** Emails sent before the approval, per attempt. */
+        const unapproved: number[] = [];
+        let failOnce = true;
+        const wf = defineWorkflow({
+          name: `ai-approval-${how}`,
+          async run(ctx) {
+            const sendEmail = tool({
+              inputSchema: z.object({ to: z.string() }),
+              ...(how === "needsApproval" ? { needsApproval: true } : {}),
+              execute: async ({ to }) => (sent.push(to), { messageId: "m-1" }),
+            });
+            const tools = durableTools(ctx, { sendEmail }, { effects: { sendEmail: "irreversible" } });
+            const approval = how === "toolApproval" ? { toolApproval: { sendEmail: "user-approval" } } : {};
+            const prompt = [{ role: "user" as const, content: "Tell Ada." }];
+            const asked = await generateText({ model: durableModel(ctx, model), tools, stopWhen: stepCountIs(4), messages: prompt, ...approval } as never);
+            const request = (asked as { content: Array<{ type: string; approvalId?: string }> }).content.find((p) => p.type === "tool-approval-request");
+            if (!request) throw new Error("no approval request");
+            unapproved.push(sent.length);
+            // A person approves (in a real app: ctx.waitFor an approval event).
+            const approved = [
+              ...prompt,
+              ...((await responseMessagesOf(sdk, asked as never)) as never[]),
+              { role: "tool" as const, content: [{ type: "tool-approval-response" as const, approvalId: request.approvalId!, approved: true }] },
+            ];
+            const done = await generateText({ model: durableModel(ctx, model), tools, stopWhen: stepCountIs(4), messages: approved, ...approval } as never);
+            if (failOnce) {
+              failOnce = false;
+              throw new Error("later failure");
+            }
+            return (done as { text: string }).text;
+          },
+        });
+        const engine = createEngine({ store: memoryStore(), workflows: [wf] });
+        expect((await engine.start(wf, undefined, { id: "ap" })).error?.message).toBe("later failure");
+        expect(await engine.continue("ap")).toMatchObject({ status: "completed", value: "Sent." });
+        expect(sent).toEqual(["ada@example.com"]);
+        expect(unapproved).toEqual([0, 1]);
+        expect((await engine.get("ap")).steps.filter((s) => s.attempt === 1).map((s) => [s.key, s.status])).toEqual([
+          ["model", "succeeded"],
+          ["tool:sendEmail:call-1", "succeeded"],
+          ["model#2", "succeeded"],
+        ]);
+        expect(model.doGenerateCalls).toHaveLength(2);
+        await engine.close();
+      },
+    );
+
     it("records a turn's cost from its token counts with costUsd", async () => {
       const wf = defineWorkflow({
         name: "ai-cost",
