@@ -68,6 +68,21 @@ describe("reading idempotencyKey in a tool, typed", { timeout: 120_000 }, () => 
       else expect(errors.join("\n")).toMatch(/no exported member named 'isStepCount'/);
     });
 
+    it("durableModel gives back the model's own type: generateText and streamText take it", () => {
+      const errors = compile(
+        `${AI_SDK_TOOLS}
+import { streamText } from "ai";
+import { durableModel } from "../../src/entries/agents.js";
+declare const providerModel: Exclude<LanguageModel, string>;
+const wrapped: typeof providerModel = durableModel(ctx, providerModel, { label: "main" });
+export const generated = generateText({ model: wrapped, prompt: "go" });
+export const streamed = streamText({ model: durableModel(ctx, providerModel), prompt: "go" });
+`,
+        options,
+      );
+      expect(errors).toEqual([]);
+    });
+
     it("the AI SDK's own options type has no idempotencyKey: without steplog's type, reading it is an error (the check checks)", () => {
       const errors = compile(
         `${AI_SDK_TOOLS}
