@@ -1,10 +1,11 @@
 // A support agent written with the Vercel AI SDK, made durable by wrapping what it already has:
 // the model (durableModel) and the tools (durableTools). The SDK runs its own tool loop; each
-// turn of that loop and each tool call is a steplog step. The model is the SDK's own mock
-// (MockLanguageModelV3), scripted in world.mjs: no network, no API key.
+// turn of that loop and each tool call is a steplog step. The model is the SDK's own mock of its
+// newest model interface (MockLanguageModelV4 on ai 7, V3 on ai 6), scripted in world.mjs: no
+// network, no API key.
 
 import { generateText, stepCountIs, tool } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
+import * as aiTest from "ai/test";
 import { z } from "zod";
 import { defineWorkflow } from "../../dist/index.js";
 import { durableModel, durableTools } from "../../dist/agents.js";
@@ -33,7 +34,8 @@ export function supportTools(world) {
 
 /** The model: the AI SDK's mock, answering from the script; each call is counted in the world's ledger. */
 export function scriptedModel(world, ticket) {
-  return new MockLanguageModelV3({
+  const MockLanguageModel = aiTest.MockLanguageModelV4 ?? aiTest.MockLanguageModelV3;
+  return new MockLanguageModel({
     provider: "example",
     modelId: "scripted-support-model",
     doGenerate: async ({ prompt }) => {

@@ -9,7 +9,7 @@
  * tool call cut off by a crash (its step has no outcome) is not given a result.
  */
 
-import { SteplogError } from "../base/errors.js";
+import { InvalidOptionError, SteplogError } from "../base/errors.js";
 import { isRecordedToolError, TOOL_ERROR_KEY } from "./tools.js";
 import { isModelStepName, keyOf, toolStepName } from "./step-names.js";
 
@@ -84,6 +84,12 @@ export interface MessagesFromStepsOptions<F extends "openai" | "ai-sdk"> {
   pending?: "throw" | "omit" | "include";
   /** Reads a turn from a recorded value of a shape this does not know. */
   turn?: (value: unknown, step: string) => Turn | undefined;
+  /**
+   * For format "ai-sdk": the major of the `ai` package the messages are for (default 6). They
+   * differ in a tool error's text: 6 gives the model the error's message, 7 `String(error)`
+   * ("TypeError: …").
+   */
+  aiSdk?: 6 | 7;
 }
 
 /** The history ends in tool calls nobody knows the outcome of. */
@@ -284,14 +290,21 @@ function errorMessage(value: unknown): string | undefined {
   return isRecordedToolError(value) ? value[TOOL_ERROR_KEY].message : undefined;
 }
 
+/** A recorded tool error as `String(error)` reads it: "name: message", or the one that is not empty. */
+function errorString(value: unknown): string | undefined {
+  if (!isRecordedToolError(value)) return undefined;
+  const { name, message } = value[TOOL_ERROR_KEY];
+  return name && message ? `${name}: ${message}` : name || message;
+}
+
 function openAIContent(value: unknown): string {
   const error = errorMessage(value);
   if (error !== undefined) return JSON.stringify({ error });
   return typeof value === "string" ? value : JSON.stringify(value ?? null);
 }
 
-function modelOutput(value: unknown): ToolResultOutput {
-  const error = errorMessage(value);
+function modelOutput(value: unknown, aiSdk: 6 | 7): ToolResultOutput {
+  const error = aiSdk >= 7 ? errorString(value) : errorMessage(value);
   if (error !== undefined) return { type: "error-text", value: error };
   return typeof value === "string" ? { type: "text", value } : { type: "json", value: value === undefined ? null : value };
 }
@@ -305,7 +318,8 @@ function modelOutput(value: unknown): ToolResultOutput {
  *   result as JSON text (a string result as it is), or `{"error":"<message>"}` for a tool that threw.
  * - "ai-sdk": `{ role: "assistant", content: [text, reasoning, tool-call parts] }`, then one
  *   `{ role: "tool", content: [tool-result parts] }` with output `{ type: "json" | "text" |
- *   "error-text", value }`, as the AI SDK's generateText puts in response.messages.
+ *   "error-text", value }`, as the AI SDK's generateText puts in `response.messages` (6) or
+ *   `responseMessages` (7; pass `aiSdk: 7` for its tool error text).
  *
  * Reads steps named `model` / `model:<label>` and `tool:<name>:<call id>`; other steps are left out.
  * A model turn without an outcome ends the history (a continue asks it again). A tool call without
@@ -320,6 +334,10 @@ export function messagesFromSteps(
   const format = options.format ?? "openai";
   if (format !== "openai" && format !== "ai-sdk") throw new TypeError(`messagesFromSteps: format must be "openai" or "ai-sdk", got ${JSON.stringify(format)}.`);
   const pendingMode = options.pending ?? "throw";
+  const aiSdk = options.aiSdk ?? 6;
+  if (aiSdk !== 6 && aiSdk !== 7) {
+    throw new InvalidOptionError(`messagesFromSteps: options.aiSdk must be 6 or 7 (the major of your "ai" package), got ${JSON.stringify(aiSdk)}.`);
+  }
   const history = readHistory(source, options);
   const openai: OpenAIMessage[] = [];
   const sdk: ModelMessage[] = [];
@@ -347,7 +365,7 @@ export function messagesFromSteps(
       if (done.length > 0) {
         sdk.push({
           role: "tool",
-          content: done.map((r) => ({ type: "tool-result", toolCallId: r.call.id, toolName: r.call.name, output: modelOutput(r.row!.value) })),
+          content: done.map((r) => ({ type: "tool-result", toolCallId: r.call.id, toolName: r.call.name, output: modelOutput(r.row!.value, aiSdk) })),
         });
       }
     }

@@ -55,7 +55,8 @@ const countOf = (value: unknown): number | undefined =>
 
 /**
  * Token counts from a model's answer, whatever the API: `usage` with `inputTokens`/`outputTokens`
- * (AI SDK; numbers or `{ total }`), `prompt_tokens`/`completion_tokens` (OpenAI chat) or
+ * (AI SDK; numbers or `{ total }`; reasoning and cached counts also from ai 7's
+ * `outputTokenDetails`/`inputTokenDetails`), `prompt_tokens`/`completion_tokens` (OpenAI chat) or
  * `input_tokens`/`output_tokens` (OpenAI responses, Anthropic). Undefined when there is none.
  */
 export function usageOf(value: unknown): TurnUsage | undefined {
@@ -73,6 +74,7 @@ export function usageOf(value: unknown): TurnUsage | undefined {
     "reasoningTokens",
     num(usage.reasoningTokens) ??
       num(usage.outputTokens?.reasoning) ??
+      num(usage.outputTokenDetails?.reasoningTokens) ??
       num(usage.completion_tokens_details?.reasoning_tokens) ??
       num(usage.output_tokens_details?.reasoning_tokens),
   );
@@ -80,6 +82,7 @@ export function usageOf(value: unknown): TurnUsage | undefined {
     "cachedInputTokens",
     num(usage.cachedInputTokens) ??
       num(usage.inputTokens?.cacheRead) ??
+      num(usage.inputTokenDetails?.cacheReadTokens) ??
       num(usage.prompt_tokens_details?.cached_tokens) ??
       num(usage.input_tokens_details?.cached_tokens) ??
       num(usage.cache_read_input_tokens),

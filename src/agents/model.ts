@@ -4,7 +4,8 @@
  * the model and the tools, and each turn and each tool call of the loop is a step.
  *
  * Structural: any object with `doGenerate(options)` and/or `doStream(options)` in the shape of
- * the AI SDK's LanguageModelV3 (or V2). Every other member is passed through untouched.
+ * the AI SDK's LanguageModelV4 (ai 7), V3 (ai 6) or V2. Every other member is passed through
+ * untouched.
  */
 
 import type { RetryOptions, WorkflowContext } from "../workflow/context.js";
@@ -33,6 +34,8 @@ export interface DurableModelOptions {
 /** What a generate turn records: the model's answer without the raw request and response bodies. */
 export interface RecordedGenerate {
   content: unknown[];
+  /** V4: the text a structured output is parsed from, when it is not all the text parts. */
+  structuredOutputText?: string;
   finishReason: unknown;
   usage: unknown;
   warnings?: unknown[];
@@ -59,12 +62,31 @@ function combineSignals(...signals: Array<AbortSignal | undefined>): AbortSignal
   return present.length === 1 ? present[0]! : AbortSignal.any(present);
 }
 
-/** A file part's bytes as base64 (a recorded value must be JSON-like; the AI SDK accepts either). */
+/** The parts that carry a file: V3 `data` is bytes or base64; V4 `data` is `{ type: "data" | "url", … }`. */
+const FILE_PARTS = new Set(["file", "reasoning-file"]);
+
+function fileData(part: unknown): unknown {
+  if (typeof part !== "object" || part === null || !FILE_PARTS.has(String((part as { type?: unknown }).type))) return undefined;
+  return (part as { data?: unknown }).data;
+}
+
+/**
+ * A part as it can be recorded: a V3 file's bytes as base64 (the AI SDK accepts either), a V4
+ * file's URL as its text (a recorded value must be JSON-like; restoredPart makes it a URL again).
+ */
 function recordablePart<P>(part: P): P {
-  if (typeof part === "object" && part !== null && (part as { type?: unknown }).type === "file") {
-    const data = (part as { data?: unknown }).data;
-    if (data instanceof Uint8Array) return { ...part, data: Buffer.from(data).toString("base64") };
+  const data = fileData(part);
+  if (data instanceof Uint8Array) return { ...part, data: Buffer.from(data).toString("base64") };
+  if (typeof data === "object" && data !== null && (data as { url?: unknown }).url instanceof URL) {
+    return { ...part, data: { ...data, url: (data as { url: URL }).url.href } };
   }
+  return part;
+}
+
+/** A recorded part as the model gave it: a V4 file's URL is a URL again (the AI SDK reads `url.href`…). */
+function restoredPart<P>(part: P): P {
+  const data = fileData(part) as { type?: unknown; url?: unknown } | undefined;
+  if (data?.type === "url" && typeof data.url === "string") return { ...part, data: { ...data, url: new URL(data.url) } };
   return part;
 }
 
@@ -75,6 +97,7 @@ function recordGenerate(result: any): RecordedGenerate {
     usage: result?.usage,
     warnings: Array.isArray(result?.warnings) ? result.warnings : [],
   };
+  if (typeof result?.structuredOutputText === "string") recorded.structuredOutputText = result.structuredOutputText;
   if (result?.providerMetadata !== undefined) recorded.providerMetadata = result.providerMetadata;
   const response = result?.response;
   if (response && typeof response === "object") {
@@ -110,7 +133,7 @@ export function durableModel<M extends object>(ctx: WorkflowContext, model: M, o
 
   const doGenerate = async (callOptions: Record<string, unknown>) => {
     throwIfFatal(ctx);
-    return modelTurn(
+    const recorded = await modelTurn(
       ctx,
       async (info) => {
         const result = await target.doGenerate!({
@@ -121,6 +144,7 @@ export function durableModel<M extends object>(ctx: WorkflowContext, model: M, o
       },
       { ...turnOptions, usage: (recorded: RecordedGenerate) => usageOf(recorded) },
     );
+    return { ...recorded, content: recorded.content.map(restoredPart) };
   };
 
   const doStream = async (callOptions: Record<string, unknown>) => {
@@ -175,7 +199,7 @@ export function durableModel<M extends object>(ctx: WorkflowContext, model: M, o
     );
     turn.then(
       (recorded) => {
-        for (const part of recorded.parts) if (!live || HELD.has(String(part.type))) controller.enqueue(part);
+        for (const part of recorded.parts) if (!live || HELD.has(String(part.type))) controller.enqueue(restoredPart(part));
         controller.close();
       },
       (error: unknown) => controller.error(error),

@@ -2,12 +2,25 @@
 // support agent (the Vercel AI SDK one, or the plain OpenAI-style loop) in a child process against
 // dist/, and SIGKILLs itself inside sendEmail (the email left, its outcome not recorded) or right
 // after sendEmail's outcome is durable. A new process continues. The world's ledgers count, across
-// processes, every time the model was asked and every time a tool ran.
+// processes, every time the model was asked and every time a tool ran. The AI SDK agent runs on
+// each major of the SDK (ai 7 through the resolve hook of ai-sdks.ts).
 import { describe, expect, it } from "vitest";
 import { tmpDir } from "../helpers/tmp.js";
-import { attempt, BEFORE_SEND, inspect, ledgers, output, shape } from "./attempt-helpers.js";
+import { aiSdkEnv } from "./ai-sdks.js";
+import { attempt as attemptOf, BEFORE_SEND, inspect, ledgers, output, shape, type Outcome } from "./attempt-helpers.js";
 
-describe.each(["ai-sdk", "plain"])("the %s agent, SIGKILLed around sendEmail", (agent) => {
+describe.each([
+  ["ai-sdk", "ai"],
+  ["ai-sdk", "ai7"],
+  ["plain", "ai"],
+])("the %s agent (on %s), SIGKILLed around sendEmail", (agent, sdk) => {
+  /** One attempt in a child process, on the SDK this block is about (checked: an ai 7 child says it loaded ai7). */
+  async function attempt(dir: string, name: string, runId: string, mode: "start" | "continue", env: Record<string, string> = {}): Promise<Outcome> {
+    const outcome = await attemptOf(dir, name, runId, mode, { ...env, ...aiSdkEnv(sdk) });
+    if (sdk === "ai7" && agent === "ai-sdk") expect(outcome.stderr, output(outcome)).toContain("resolve-ai7: ai -> ai7");
+    return outcome;
+  }
+
   it("killed after the email left, before its outcome; no query: escalated, never sent twice, no recorded turn asked again", async () => {
     const dir = tmpDir("steplog-agent-crash-");
     const first = await attempt(dir, agent, "r", "start", { STEPLOG_AGENT_CRASH: "in-effect" });

@@ -1,5 +1,6 @@
 // `npm run example:agent`: examples/agent/main.mjs end to end against dist/ (built by `pretest`),
-// with its store and the agent's world in a temp dir so the repo's own .steplog is left alone.
+// with its store and the agent's world in a temp dir so the repo's own .steplog is left alone;
+// the AI SDK examples on each major of the SDK (ai 7 through the resolve hook of ai-sdks.ts).
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +9,7 @@ import { createEngine } from "../../src/entries/index.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { tmpDir } from "../helpers/tmp.js";
 import { spawnNode } from "../helpers/child.js";
+import { aiSdkEnv } from "./ai-sdks.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -15,12 +17,19 @@ function runExample(env: Record<string, string>) {
   return spawnNode("examples/agent/main.mjs", [], { cwd: repoRoot, env }).done;
 }
 
-describe("npm run example:agent", () => {
+/** An ai 7 child says (on stderr) that it loaded ai7 where the example imports "ai": the check that it ran on 7. */
+function expectSdk(sdk: string, stderr: string, output: string) {
+  if (sdk === "ai7") expect(stderr, output).toContain("resolve-ai7: ai -> ai7");
+  else expect(stderr, output).not.toContain("resolve-ai7");
+}
+
+describe.each(["ai", "ai7"])("npm run example:agent (AI SDK from %s)", (sdk) => {
   it("runs the three crash stories to the end and passes its own checks", async () => {
     const dir = tmpDir("steplog-agent-example-");
-    const { code, signal, stdout, stderr } = await runExample({ STEPLOG_AGENT_DIR: dir, NO_COLOR: "1" });
+    const { code, signal, stdout, stderr } = await runExample({ STEPLOG_AGENT_DIR: dir, NO_COLOR: "1", ...aiSdkEnv(sdk) });
     const output = `--- stdout\n${stdout}\n--- stderr\n${stderr}`;
     expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+    expectSdk(sdk, stderr, output);
     expect(stdout, output).not.toContain("\x1b[");
     expect(stdout, output).toContain(`store ${path.join(dir, "steplog.db")}`);
     expect(stdout.match(/killed by SIGKILL/g), output).toHaveLength(3);
@@ -57,6 +66,22 @@ describe("npm run example:agent", () => {
         .split("\n");
       expect(outbox, `world-${n}`).toHaveLength(1);
     }
+  });
+});
+
+describe.each(["ai", "ai7"])("node examples/agent/minimal/ai-sdk.mjs (AI SDK from %s)", (sdk) => {
+  it("runs offline against the SDK's mock model; a second run attaches to the finished run", async () => {
+    const dir = tmpDir("steplog-minimal-ai-sdk-");
+    const answer = "completed Emailed ada@example.com: order o-17 arrives tomorrow.\n";
+    const run = () => spawnNode(path.join(repoRoot, "examples/agent/minimal/ai-sdk.mjs"), [], { cwd: dir, env: { NO_COLOR: "1", ...aiSdkEnv(sdk) } }).done;
+    const first = await run();
+    const output = `--- stdout\n${first.stdout}\n--- stderr\n${first.stderr}`;
+    expect(first.code, output).toBe(0);
+    expectSdk(sdk, first.stderr, output);
+    expect(first.stdout, output).toMatch(/^email to ada@example\.com: Order o-17 arrives tomorrow\. \(key ticket-212:tool:sendEmail:call_2\)\n/);
+    expect(first.stdout.endsWith(answer), output).toBe(true);
+    const second = await run();
+    expect({ code: second.code, stdout: second.stdout }).toEqual({ code: 0, stdout: answer });
   });
 });
 

@@ -78,6 +78,33 @@ describe("messagesFromSteps", () => {
     expect(messages.map((m) => m.role)).toEqual(["assistant", "tool", "assistant", "tool", "assistant"]);
   });
 
+  it("ai-sdk with aiSdk: 7: a tool error's text is String(error), as AI SDK 7 gives it to the model; another value is refused", () => {
+    const rows = [
+      row(
+        "model",
+        "succeeded",
+        openaiTurn(null, [
+          ["c1", "t", {}],
+          ["c2", "t", {}],
+        ]),
+      ),
+      row("tool:t:c1", "succeeded", { "steplog.toolError": { name: "TypeError", message: "bad input" } }),
+      row("tool:t:c2", "succeeded", { "steplog.toolError": { name: "Error", message: "" } }),
+    ];
+    const outputs = (aiSdk?: 6 | 7) =>
+      (messagesFromSteps(rows, { format: "ai-sdk", ...(aiSdk ? { aiSdk } : {}) })[1]!.content as Array<{ output: unknown }>).map((c) => c.output);
+    expect(outputs(7)).toEqual([
+      { type: "error-text", value: String(new TypeError("bad input")) },
+      { type: "error-text", value: String(new Error("")) },
+    ]);
+    expect(outputs()).toEqual(outputs(6));
+    expect(outputs(6)).toEqual([
+      { type: "error-text", value: "bad input" },
+      { type: "error-text", value: "" },
+    ]);
+    expect(() => messagesFromSteps(rows, { format: "ai-sdk", aiSdk: 8 as never })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
+  });
+
   it("takes each key's latest row, in the order keys first appeared (a redone step keeps its place)", () => {
     const rows = complete();
     rows.splice(6, 0, row("tool:send:c3", "succeeded", "sent again, redone"));

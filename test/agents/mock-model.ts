@@ -1,8 +1,9 @@
 /**
  * A scripted AI SDK mock model for the agents tests: the answer depends only on the prompt (how
  * many assistant turns it holds), so a re-asked turn would answer the same; the calls are counted.
+ * It is the SDK's own mock of its newest model interface: LanguageModelV3 on ai 6, V4 on ai 7.
  */
-import { MockLanguageModelV3 } from "ai/test";
+import type { AiSdk } from "./ai-sdks.js";
 
 export const usage = (input: number, output: number) => ({
   inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
@@ -53,15 +54,16 @@ export function streamParts(turn: ScriptedTurn, n: number) {
   return parts;
 }
 
-/** A mock model that answers turn n of the script (n = assistant turns in the prompt). */
-export function scriptedModel(script: ScriptedTurn[]) {
+/** A mock model of `sdk` that answers turn n of the script (n = assistant turns in the prompt). */
+export function scriptedModel(sdk: AiSdk, script: ScriptedTurn[]) {
   const pick = (prompt: Prompt) => {
     const n = turnIndex(prompt);
     const turn = script[n];
     if (!turn) throw new Error(`scripted model: no turn ${n}`);
     return [turn, n] as const;
   };
-  return new MockLanguageModelV3({
+  const MockLanguageModel = sdk.test.MockLanguageModelV4 ?? sdk.test.MockLanguageModelV3;
+  return new MockLanguageModel({
     provider: "scripted",
     modelId: "scripted",
     doGenerate: async (options) => {

@@ -15,8 +15,18 @@ const config = ts.parseJsonConfigFileContent(JSON.parse(fs.readFileSync(path.joi
 /** The packages' declaration files, parsed once for every case. */
 const parsed = new Map<string, ts.SourceFile | undefined>();
 
-/** The diagnostics of one virtual file in test/agents/, compiled with the repo's compiler options. */
-function compile(source: string): string[] {
+/**
+ * Compiler options that make `import "ai"` load the declarations of the devDependency alias `ai7`
+ * (AI SDK 7), as it does in an app that has ai 7 installed; none for "ai" (AI SDK 6).
+ */
+function aiSdkOptions(name: string): ts.CompilerOptions {
+  if (name === "ai") return {};
+  const types = path.join(repoRoot, "node_modules", name, "dist");
+  return { paths: { ai: [path.join(types, "index.d.ts")], "ai/test": [path.join(types, "test", "index.d.ts")] } };
+}
+
+/** The diagnostics of one virtual file in test/agents/, compiled with the repo's compiler options (and `extra`). */
+function compile(source: string, extra: ts.CompilerOptions = {}): string[] {
   const file = path.join(repoRoot, "test", "agents", `__types_case_${Math.random().toString(36).slice(2)}.ts`);
   const host = ts.createCompilerHost(config.options);
   const { fileExists, readFile, getSourceFile } = host;
@@ -27,7 +37,7 @@ function compile(source: string): string[] {
     if (!parsed.has(name)) parsed.set(name, getSourceFile.call(host, name, language, ...rest));
     return parsed.get(name);
   };
-  const program = ts.createProgram({ rootNames: [file], options: { ...config.options, noEmit: true }, host });
+  const program = ts.createProgram({ rootNames: [file], options: { ...config.options, ...extra, noEmit: true }, host });
   return ts
     .getPreEmitDiagnostics(program, program.getSourceFile(file))
     .map(
@@ -46,21 +56,52 @@ declare const model: LanguageModel;
 `;
 
 describe("reading idempotencyKey in a tool, typed", { timeout: 120_000 }, () => {
-  it("the AI SDK's own options type has no idempotencyKey: without steplog's type, reading it is an error (the check checks)", () => {
-    const errors = compile(`${AI_SDK_TOOLS}
+  describe.each(["ai", "ai7"])("AI SDK (%s)", (name) => {
+    const options = aiSdkOptions(name);
+    // ai 7's ToolExecutionOptions has a type parameter (the tool's context): a declaration must repeat it, an annotation give it.
+    const declared = name === "ai7" ? "ToolExecutionOptions<CONTEXT>" : "ToolExecutionOptions";
+    const annotated = name === "ai7" ? "ToolExecutionOptions<unknown>" : "ToolExecutionOptions";
+
+    it("the check compiles against the major it names: isStepCount exists in ai 7 only", () => {
+      const errors = compile(`import { isStepCount } from "ai";\nexport const stop = isStepCount(3);\n`, options);
+      if (name === "ai7") expect(errors).toEqual([]);
+      else expect(errors.join("\n")).toMatch(/no exported member named 'isStepCount'/);
+    });
+
+    it("durableModel gives back the model's own type: generateText and streamText take it", () => {
+      const errors = compile(
+        `${AI_SDK_TOOLS}
+import { streamText } from "ai";
+import { durableModel } from "../../src/entries/agents.js";
+declare const providerModel: Exclude<LanguageModel, string>;
+const wrapped: typeof providerModel = durableModel(ctx, providerModel, { label: "main" });
+export const generated = generateText({ model: wrapped, prompt: "go" });
+export const streamed = streamText({ model: durableModel(ctx, providerModel), prompt: "go" });
+`,
+        options,
+      );
+      expect(errors).toEqual([]);
+    });
+
+    it("the AI SDK's own options type has no idempotencyKey: without steplog's type, reading it is an error (the check checks)", () => {
+      const errors = compile(
+        `${AI_SDK_TOOLS}
 export const sendEmail = tool({
   inputSchema: z.object({ to: z.string() }),
   execute: async ({ to }, options) => ({ to, key: options.idempotencyKey }),
 });
-`);
-    expect(errors.join("\n")).toMatch(/Property 'idempotencyKey' does not exist on type 'ToolExecutionOptions'/);
-  });
+  `,
+        options,
+      );
+      expect(errors.join("\n")).toMatch(/Property 'idempotencyKey' does not exist on type 'ToolExecutionOptions[<' ]/);
+    });
 
-  it("AI SDK: with ToolExecutionOptions declared to extend DurableToolCallFields (docs/agents.md), execute(input, options) reads options.idempotencyKey", () => {
-    const errors = compile(`${AI_SDK_TOOLS}
+    it("AI SDK: with ToolExecutionOptions declared to extend DurableToolCallFields (docs/agents.md), execute(input, options) reads options.idempotencyKey", () => {
+      const errors = compile(
+        `${AI_SDK_TOOLS}
 import type { DurableToolCallFields } from "../../src/entries/agents.js";
 declare module "ai" {
-  interface ToolExecutionOptions extends DurableToolCallFields {}
+  interface ${declared} extends DurableToolCallFields {}
 }
 export const tools = {
   sendEmail: tool({
@@ -74,23 +115,29 @@ export const tools = {
   }),
 };
 export const text = generateText({ model, tools: durableTools(ctx, tools, { effects: { sendEmail: "irreversible" } }), prompt: "go" });
-`);
-    expect(errors).toEqual([]);
-  });
+  `,
+        options,
+      );
+      expect(errors).toEqual([]);
+    });
 
-  it("AI SDK: without a declaration, annotating options as ToolExecutionOptions & DurableToolCallFields works in tool()", () => {
-    const errors = compile(`${AI_SDK_TOOLS}
+    it("AI SDK: without a declaration, annotating options as ToolExecutionOptions & DurableToolCallFields works in tool()", () => {
+      const errors = compile(
+        `${AI_SDK_TOOLS}
 import type { ToolExecutionOptions } from "ai";
 import type { DurableToolCallFields } from "../../src/entries/agents.js";
 export const tools = {
   sendEmail: tool({
     inputSchema: z.object({ to: z.string() }),
-    execute: async ({ to }, options: ToolExecutionOptions & DurableToolCallFields) => ({ to, key: options.idempotencyKey, id: options.toolCallId }),
+    execute: async ({ to }, options: ${annotated} & DurableToolCallFields) => ({ to, key: options.idempotencyKey, id: options.toolCallId }),
   }),
 };
 export const text = generateText({ model, tools: durableTools(ctx, tools), prompt: "go" });
-`);
-    expect(errors).toEqual([]);
+  `,
+        options,
+      );
+      expect(errors).toEqual([]);
+    });
   });
 
   it("OpenAI Agents SDK: a function tool's details typed DurableAgentToolDetails", () => {
