@@ -33,6 +33,7 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  WorkflowCount,
 } from "../types.js";
 import { canonicalPath } from "../canonical-path.js";
 import { claimVerdict } from "../state-machine.js";
@@ -44,7 +45,7 @@ const OP_OUTCOME = 2;
 import { NEW_RUN, reading, writeFailed } from "./errors.js";
 import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
-import { flowFacts, listRuns, loadRun } from "./reads.js";
+import { countRuns, flowFacts, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
 import { SqliteWrites, intentDescription } from "./writes.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
@@ -294,6 +295,32 @@ class SqliteStoreImpl implements SqliteStore {
       if (!db) return [];
       this.#queue!.flush();
       return listRuns(db, this.#stmts!, filter);
+    });
+  }
+
+  async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
+    return reading(this.location, () => {
+      const db = this.#open(false);
+      if (!db) return [];
+      this.#queue!.flush();
+      return countRuns(db, filter);
+    });
+  }
+
+  /**
+   * data_version changes when another connection commits to the file; total_changes counts this
+   * connection's own writes (data_version leaves those out). No file yet: "none".
+   */
+  async changeMarker(): Promise<string> {
+    return reading(this.location, () => {
+      const db = this.#open(false);
+      if (!db) return "none";
+      this.#queue!.flush();
+      const { version, changes } = db.prepare("SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version").get() as {
+        version: number;
+        changes: number;
+      };
+      return `${version}:${changes}`;
     });
   }
 
