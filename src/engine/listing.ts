@@ -32,6 +32,7 @@ export async function listRuns(store: RuntimeStore, judge: Judge, filter: ListFi
     const listings = await store.listRuns(limit === undefined ? stored : { ...stored, limit });
     return listings.map((listing) => summarize(listing, judge)).filter(matches);
   }
+  if (limit === 0) return [];
   // Some running rows are left out once judged: read on, a page at a time, until the limit is reached.
   const found: RunSummary[] = [];
   let page = stored;

@@ -107,6 +107,44 @@ describe.each(EVERY_STORE)("engine.list pages and engine.count (%s)", (_name, ma
       expect((await engine.count({ status: ["interrupted", "completed"] })).runs).toBe(13);
       expect((await engine.count({ status: "interrupted", after: "gone-3" })).runs).toBe(3);
       expect((await engine.count()).runs).toBe(19);
+      expect(await engine.list({ status: "interrupted", limit: 0 })).toEqual([]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("on a store without countRuns (an adapter older than it): the engine pages and counts by listing every run", async () => {
+    const inner = makeStore();
+    // Only the members every adapter has: no countRuns, no changeMarker, and a listRuns that ignores `after`.
+    const older: Store = {
+      kind: "older",
+      location: "an older adapter",
+      durable: inner.durable,
+      createRun: (...a) => inner.createRun(...a),
+      claimRun: (...a) => inner.claimRun(...a),
+      updateRun: (...a) => inner.updateRun(...a),
+      loadRun: (...a) => inner.loadRun(...a),
+      listRuns: ({ after: _after, ...filter }) => inner.listRuns(filter),
+      writeIntent: (...a) => inner.writeIntent(...a),
+      writeOutcome: (...a) => inner.writeOutcome(...a),
+      renewLease: (...a) => inner.renewLease(...a),
+      endAttempt: (...a) => inner.endAttempt(...a),
+      close: () => inner.close(),
+    };
+    for (let i = 0; i < 9; i++) await put(inner, `r-${i}`, i % 2 ? "odd" : "even", i % 3 ? "completed" : "failed", T + Math.floor(i / 2), me);
+    const engine = createEngine({ store: older, workflows: [noop] });
+    try {
+      const newestFirst = (await engine.list()).map((r) => r.id);
+      expect(newestFirst).toEqual(["r-8", "r-6", "r-7", "r-4", "r-5", "r-2", "r-3", "r-0", "r-1"]);
+      expect((await pages(engine, {}, 2)).flat()).toEqual(newestFirst);
+      expect((await pages(engine, { status: "failed" }, 2)).flat()).toEqual(["r-6", "r-3", "r-0"]);
+      expect(await engine.count({ status: "failed", after: "r-6" })).toEqual({
+        runs: 2,
+        workflows: [
+          { workflow: "even", runs: 1 },
+          { workflow: "odd", runs: 1 },
+        ],
+      });
     } finally {
       await engine.close();
     }
