@@ -3,7 +3,7 @@
  * engine meets one shape whatever wrote the store. The wrapper
  *
  * - fills in the optional members (`loadRunRow` from `loadRun`, `storageId` from `location`,
- *   `countRuns` and a listing `after` a cursor from a listing of every run) and the capability
+ *   `countRuns`, and a listing `after` a cursor or by text in the id, from a listing of every run) and the capability
  *   flags' defaults (STORE_DEFAULTS);
  * - guards every call after `close()` with one error, STORE_CLOSED, and closes the store once;
  * - turns a rejection that is not an Error (a custom store's `throw "busy"`) into one that names
@@ -149,17 +149,17 @@ export class RuntimeStore implements Store {
     return this.#call("changeMarker", async () => (inner.changeMarker ? String(await inner.changeMarker()) : `unknown:${++this.#markers}`));
   }
 
-  /** A store with countRuns lists after a cursor itself (the contract): for another, the cursor and the limit are applied here, over all it lists. */
+  /** A store with countRuns lists after a cursor and by text in the id itself (the contract): for another, both and the limit are applied here, over all it lists. */
   get #pages(): boolean {
     return typeof this.#inner.countRuns === "function";
   }
 
   async #listAfter(filter: RunFilter): Promise<RunListing[]> {
-    if (filter.after === undefined) return this.#inner.listRuns(filter);
-    const { after, limit: _limit, ...rest } = filter;
-    const later = (await this.#inner.listRuns(rest)).filter((l) => listed(l.run, { after }));
+    const { after, idContains, limit: _limit, ...rest } = filter;
+    if (after === undefined && idContains === undefined) return this.#inner.listRuns(filter);
+    const wanted = (await this.#inner.listRuns(rest)).filter((l) => listed(l.run, { after, idContains }));
     const limit = listLimit(filter.limit);
-    return limit === undefined ? later : later.slice(0, limit);
+    return limit === undefined ? wanted : wanted.slice(0, limit);
   }
 
   // The two writes of every step: for a store whose promises reject only with Errors, called

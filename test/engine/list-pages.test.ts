@@ -115,7 +115,7 @@ describe.each(EVERY_STORE)("engine.list pages and engine.count (%s)", (_name, ma
 
   it("on a store without countRuns (an adapter older than it): the engine pages and counts by listing every run", async () => {
     const inner = makeStore();
-    // Only the members every adapter has: no countRuns, no changeMarker, and a listRuns that ignores `after`.
+    // Only the members every adapter has: no countRuns, no changeMarker, and a listRuns that knows neither `after` nor `idContains`.
     const older: Store = {
       kind: "older",
       location: "an older adapter",
@@ -124,7 +124,7 @@ describe.each(EVERY_STORE)("engine.list pages and engine.count (%s)", (_name, ma
       claimRun: (...a) => inner.claimRun(...a),
       updateRun: (...a) => inner.updateRun(...a),
       loadRun: (...a) => inner.loadRun(...a),
-      listRuns: ({ after: _after, ...filter }) => inner.listRuns(filter),
+      listRuns: ({ after: _after, idContains: _idContains, ...filter }) => inner.listRuns(filter),
       writeIntent: (...a) => inner.writeIntent(...a),
       writeOutcome: (...a) => inner.writeOutcome(...a),
       renewLease: (...a) => inner.renewLease(...a),
@@ -138,6 +138,8 @@ describe.each(EVERY_STORE)("engine.list pages and engine.count (%s)", (_name, ma
       expect(newestFirst).toEqual(["r-8", "r-6", "r-7", "r-4", "r-5", "r-2", "r-3", "r-0", "r-1"]);
       expect((await pages(engine, {}, 2)).flat()).toEqual(newestFirst);
       expect((await pages(engine, { status: "failed" }, 2)).flat()).toEqual(["r-6", "r-3", "r-0"]);
+      expect((await engine.list({ idContains: "-3" })).map((r) => r.id)).toEqual(["r-3"]);
+      expect((await engine.count({ idContains: "-3" })).runs).toBe(1);
       expect(await engine.count({ status: "failed", after: "r-6" })).toEqual({
         runs: 2,
         workflows: [
