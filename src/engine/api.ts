@@ -59,7 +59,7 @@ export const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
 export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
 export const CANCEL_KEYS: KnownKeys<CancelOptions> = { reason: true, children: true };
 export const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
-export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, parent: true, limit: true };
+export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, parent: true, idContains: true, after: true, limit: true };
 export const WORK_KEYS: KnownKeys<WorkOptions> = { concurrency: true, pollMs: true, signal: true, sources: true };
 export const RESOLUTION_KEYS: KnownKeys<{ value?: unknown; redo?: true; by?: string }> = { value: true, redo: true, by: true };
 
@@ -172,7 +172,20 @@ export interface ListFilter {
   workflow?: string;
   /** Only the child runs of this run. */
   parent?: string;
+  /** Only runs whose id contains this text (case-sensitive). */
+  idContains?: string;
+  /**
+   * The id of a run: list only the runs after it, newest first (older, or as old with a greater
+   * id). Pass the last run of a page to get the next one; INVALID_OPTION if there is no such run.
+   */
+  after?: string;
   limit?: number;
+}
+
+/** How many runs a filter matches, in all and per workflow (by name). */
+export interface RunCount {
+  runs: number;
+  workflows: Array<{ workflow: string; runs: number }>;
 }
 
 export interface CancelOptions {
@@ -190,7 +203,10 @@ export interface Engine {
    * none. With { redact: true }, values matching the engine's `redact` rules read "[redacted]".
    */
   get(id: string, options?: { redact?: boolean }): Promise<RunView>;
+  /** Runs newest first (ties by id), filtered; a page at a time with `limit` and `after`. */
   list(filter?: ListFilter): Promise<RunSummary[]>;
+  /** How many runs `list(filter)` would list without its limit, in all and per workflow. */
+  count(filter?: ListFilter): Promise<RunCount>;
   /**
    * Find runs whose attempt has no ending and whose owner is gone; mark them interrupted with
    * an explanation and fence the dead owner out. Re-runs nothing. A continue does not need it.

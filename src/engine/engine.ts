@@ -37,10 +37,11 @@ import type { RedactRule } from "../payloads/redact.js";
 import { checkName } from "../workflow/names.js";
 import { checkKnownKeys } from "../base/options.js";
 import type { RuntimeStore } from "../store/runtime.js";
-import type { RunFilter, RunStatus, Store, StoredRun } from "../store/types.js";
+import type { RunStatus, Store, StoredRun } from "../store/types.js";
 import { holderGone, redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "../commands/views.js";
 import { APPROVE_KEYS, CANCEL_KEYS, GET_KEYS, LIST_KEYS, REJECT_KEYS, RESOLUTION_KEYS, SEND_KEYS, START_KEYS, WORK_KEYS } from "./api.js";
-import type { CancelOptions, ContinueOptions, Engine, EngineOptions, ListFilter, StartOptions } from "./api.js";
+import type { CancelOptions, ContinueOptions, Engine, EngineOptions, ListFilter, RunCount, StartOptions } from "./api.js";
+import { countRuns, listRuns } from "./listing.js";
 import { engineSetup } from "./settings.js";
 import { checkContinueOptions } from "./continue-options.js";
 import { checkArgs } from "./run-checks.js";
@@ -53,7 +54,7 @@ import { attemptLabels } from "./tracing.js";
 import { ENDED_STATUSES } from "../store/types.js";
 
 export { TEST_HOOKS } from "./api.js";
-export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, CancelOptions, TracerLike } from "./api.js";
+export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunCount, CancelOptions, TracerLike } from "./api.js";
 
 export function createEngine(options: EngineOptions = {}): Engine {
   return new SteplogEngine(options);
@@ -544,16 +545,13 @@ class SteplogEngine implements Engine {
   async list(filter: ListFilter = {}): Promise<RunSummary[]> {
     this.#open();
     checkKnownKeys("list", filter, LIST_KEYS);
-    const wanted = filter.status === undefined ? undefined : Array.isArray(filter.status) ? filter.status : [filter.status];
-    // `interrupted` is derived from `running` rows whose owner is gone.
-    const stored: RunFilter = {};
-    if (wanted) stored.status = wanted.includes("interrupted") && !wanted.includes("running") ? [...wanted, "running"] : wanted;
-    if (filter.workflow !== undefined) stored.workflow = filter.workflow;
-    if (filter.parent !== undefined) stored.parent = checkName("run id", filter.parent);
-    const judge = this.#judge(await this.#where());
-    const summaries = (await this.#store.listRuns(stored)).map((listing) => summarize(listing, judge));
-    const matching = wanted ? summaries.filter((s) => wanted.includes(s.status)) : summaries;
-    return filter.limit === undefined ? matching : matching.slice(0, filter.limit);
+    return listRuns(this.#store, this.#judge(await this.#where()), filter);
+  }
+
+  async count(filter: ListFilter = {}): Promise<RunCount> {
+    this.#open();
+    checkKnownKeys("count", filter, LIST_KEYS);
+    return countRuns(this.#store, this.#judge(await this.#where()), filter);
   }
 
   async recover(): Promise<RecoveredRun[]> {

@@ -13,6 +13,7 @@ export type {
   StartOptions,
   ContinueOptions,
   ListFilter,
+  RunCount,
   CancelOptions,
   TracerLike,
   RunResult,
@@ -69,7 +70,9 @@ export type {
   StepOutcome,
   AttemptEnd,
   RunFilter,
+  RunCursor,
   RunListing,
+  WorkflowCount,
 } from "../store/types.js";
 export type { StandardSchemaV1 } from "../workflow/schema.js";
 export * from "../base/errors.js";

@@ -21,6 +21,7 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  WorkflowCount,
 } from "./types.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { claimVerdict, RunStates } from "./state-machine.js";
@@ -45,6 +46,8 @@ class MemoryStore implements Store {
   readonly durable = false;
   readonly multiProcess = false;
   readonly #states = new RunStates();
+  /** Writes asked for so far: the change marker (a refused one counts too, which the contract allows). */
+  #writes = 0;
 
   /** Each memory store is its own storage, whatever its name (random: the ESM and CJS builds count apart). */
   readonly #id = `memory:${randomUUID()}`;
@@ -56,6 +59,7 @@ class MemoryStore implements Store {
   }
 
   async createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
+    this.#writes++;
     const existing = this.#states.taken(run);
     if (existing) return { exists: structuredClone(existing) };
     must(this.#states.create(run, attempt, lease));
@@ -63,6 +67,7 @@ class MemoryStore implements Store {
   }
 
   async enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
+    this.#writes++;
     const existing = this.#states.taken(run);
     if (existing) return { exists: structuredClone(existing) };
     must(this.#states.enqueue(run, now));
@@ -70,6 +75,7 @@ class MemoryStore implements Store {
   }
 
   async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
+    this.#writes++;
     const current = this.#states.get(runId);
     if (!current) return { kind: "missing" };
     const decision = claimVerdict(decide, { ...structuredClone(current), ...(flow ? { flow: this.#states.flowFacts(runId, flow) } : {}) });
@@ -83,6 +89,7 @@ class MemoryStore implements Store {
   }
 
   async updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
+    this.#writes++;
     const current = this.#states.get(runId);
     if (!current) return undefined;
     const update = decide(structuredClone(current));
@@ -106,19 +113,31 @@ class MemoryStore implements Store {
     return this.#states.list(filter);
   }
 
+  async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
+    return this.#states.count(filter);
+  }
+
+  async changeMarker(): Promise<string> {
+    return String(this.#writes);
+  }
+
   async writeIntent(fence: Fence, step: StepRow): Promise<void> {
+    this.#writes++;
     must(this.#states.intent(fence.runId, fence.epoch, step));
   }
 
   async writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
+    this.#writes++;
     must(this.#states.outcome(fence.runId, fence.epoch, outcome));
   }
 
   async renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
+    this.#writes++;
     must(this.#states.renew(fence.runId, fence.epoch, expiresAt, now));
   }
 
   async endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
+    this.#writes++;
     must(this.#states.end(fence.runId, fence.epoch, end));
   }
 

@@ -2,8 +2,9 @@
  * The store as the engine uses it: every store an engine is given is wrapped here once, so the
  * engine meets one shape whatever wrote the store. The wrapper
  *
- * - fills in the optional members (`loadRunRow` from `loadRun`, `storageId` from `location`)
- *   and the capability flags' defaults (STORE_DEFAULTS);
+ * - fills in the optional members (`loadRunRow` from `loadRun`, `storageId` from `location`,
+ *   `countRuns`, and a listing `after` a cursor or by text in the id, from a listing of every run) and the capability
+ *   flags' defaults (STORE_DEFAULTS);
  * - guards every call after `close()` with one error, STORE_CLOSED, and closes the store once;
  * - turns a rejection that is not an Error (a custom store's `throw "busy"`) into one that names
  *   the store and the call, so every message can say where it came from.
@@ -31,7 +32,9 @@ import type {
   Store,
   StoreCapabilities,
   StoredRun,
+  WorkflowCount,
 } from "./types.js";
+import { countByWorkflow, listed, listLimit } from "./state-machine.js";
 
 /**
  * Set by steplog's own stores, which reject only with Errors: their calls go straight through
@@ -61,6 +64,8 @@ export class RuntimeStore implements Store {
   readonly #inner: Store;
   readonly #direct: boolean;
   #closing: Promise<void> | undefined;
+  /** Markers handed out for a store without changeMarker. */
+  #markers = 0;
 
   constructor(inner: Store) {
     this.#inner = inner;
@@ -132,9 +137,34 @@ export class RuntimeStore implements Store {
 
   listRuns(filter: RunFilter): Promise<RunListing[]> {
     return this.#call("listRuns", async () => {
-      const listings = await this.#inner.listRuns(filter);
+      const listings = this.#pages ? await this.#inner.listRuns(filter) : await this.#listAfter(filter);
       return this.leaseAge ? listings : listings.map((l) => (l.lease && "ageMs" in l.lease ? { ...l, lease: withoutAge(l.lease) } : l));
     });
+  }
+
+  countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
+    return this.#call("countRuns", async () =>
+      this.#pages ? this.#inner.countRuns!(filter) : countByWorkflow((await this.#listAfter({ ...filter, limit: undefined })).map((l) => l.run)),
+    );
+  }
+
+  /** The store's change marker; for a store without one, a new marker every time (so its reader always reads again). */
+  changeMarker(): Promise<string> {
+    const inner = this.#inner;
+    return this.#call("changeMarker", async () => (inner.changeMarker ? String(await inner.changeMarker()) : `unknown:${++this.#markers}`));
+  }
+
+  /** A store with countRuns lists after a cursor and by text in the id itself (the contract): for another, both and the limit are applied here, over all it lists. */
+  get #pages(): boolean {
+    return typeof this.#inner.countRuns === "function";
+  }
+
+  async #listAfter(filter: RunFilter): Promise<RunListing[]> {
+    const { after, idContains, limit: _limit, ...rest } = filter;
+    if (after === undefined && idContains === undefined) return this.#inner.listRuns(filter);
+    const wanted = (await this.#inner.listRuns(rest)).filter((l) => listed(l.run, { after, idContains }));
+    const limit = listLimit(filter.limit);
+    return limit === undefined ? wanted : wanted.slice(0, limit);
   }
 
   // The two writes of every step: for a store whose promises reject only with Errors, called

@@ -17,6 +17,7 @@ import type {
   EventRow,
   FlowFacts,
   FlowQuery,
+  RunCursor,
   RunFilter,
   RunListing,
   RunPatch,
@@ -24,6 +25,7 @@ import type {
   StepOutcome,
   StepRow,
   StoredRun,
+  WorkflowCount,
 } from "./types.js";
 
 export type StepPatch = Partial<Omit<StepRow, "runId" | "seq">>;
@@ -54,7 +56,21 @@ export function listed(run: RunRow, filter: RunFilter): boolean {
   if (filter.dueBy !== undefined && (run.wakeAt === null || run.wakeAt > filter.dueBy)) return false;
   if (filter.parent !== undefined && run.parent !== filter.parent) return false;
   if (filter.waitingKind !== undefined && waitingKindOf(run.waitingFor) !== filter.waitingKind) return false;
+  if (filter.idContains !== undefined && !run.id.includes(filter.idContains)) return false;
+  if (filter.after !== undefined && !listedAfter(run, filter.after)) return false;
   return true;
+}
+
+/** Whether a run comes after the cursor in the newest-first order (older, or as old with a greater id). */
+export function listedAfter(run: RunRow, cursor: RunCursor): boolean {
+  return run.createdAt < cursor.createdAt || (run.createdAt === cursor.createdAt && run.id > cursor.id);
+}
+
+/** countRuns from listings: how many per workflow. */
+export function countByWorkflow(runs: Iterable<RunRow>): WorkflowCount[] {
+  const counts = new Map<string, number>();
+  for (const run of runs) counts.set(run.workflow, (counts.get(run.workflow) ?? 0) + 1);
+  return [...counts].map(([workflow, runs]) => ({ workflow, runs }));
 }
 
 /** The `kind` of a run's waitingFor text, or undefined (none, or not JSON). */
@@ -247,6 +263,13 @@ export class RunStates {
     out.sort(byListingOrder(filter));
     const limit = listLimit(filter.limit);
     return limit === undefined ? out : out.slice(0, limit);
+  }
+
+  /** How many runs a filter lists (its limit aside), per workflow. */
+  count(filter: RunFilter): WorkflowCount[] {
+    const runs: RunRow[] = [];
+    for (const { run } of this.runs.values()) if (listed(run, filter)) runs.push(run);
+    return countByWorkflow(runs);
   }
 }
 

@@ -308,7 +308,26 @@ export interface RunFilter {
   parent?: string;
   /** Only runs whose `waitingFor` is of this kind ("child": parked on a child run). */
   waitingKind?: string;
+  /** Only runs whose id contains this text (case-sensitive). */
+  idContains?: string;
+  /**
+   * A keyset cursor for the newest-first order (not with `dueBy`): only the runs listed after
+   * this position, that is created before `createdAt`, or at it with an id after `id`.
+   */
+  after?: RunCursor;
   limit?: number;
+}
+
+/** A run's place in the newest-first listing: its createdAt and id (ties are ordered by id). */
+export interface RunCursor {
+  createdAt: number;
+  id: string;
+}
+
+/** How many runs a filter lists, for one workflow. */
+export interface WorkflowCount {
+  workflow: string;
+  runs: number;
 }
 
 export interface RunListing {
@@ -373,6 +392,18 @@ export interface Store {
   /** Optional: the run row alone (no steps), for the checks before a claim. The engine falls back to loadRun. */
   loadRunRow?(runId: string): Promise<RunRow | undefined>;
   listRuns(filter: RunFilter): Promise<RunListing[]>;
+  /**
+   * Optional: how many runs `listRuns(filter)` would list without its limit (`after` counts),
+   * per workflow (in any order; a workflow with none left out). A store that has it also
+   * honours `after` in listRuns; for one without, the engine counts and pages by listing all.
+   */
+  countRuns?(filter: RunFilter): Promise<WorkflowCount[]>;
+  /**
+   * Optional: a short text that changes whenever a record changes, by this process or any other
+   * (it may change when nothing did). Cheap: `steplog ui` reads it every poll and reads the runs
+   * again only when it changed. Without it, every poll reads them again.
+   */
+  changeMarker?(): Promise<string>;
 
   writeIntent(fence: Fence, step: StepRow): Promise<void>;
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void>;

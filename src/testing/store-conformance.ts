@@ -16,6 +16,7 @@ import { updateAndListCases, writeAndClaimCases } from "./conformance-basic.js";
 import { fencingCases } from "./conformance-fencing.js";
 import { durabilityCases } from "./conformance-durability.js";
 import { flowCases } from "./conformance-flow.js";
+import { listingCases } from "./conformance-listing.js";
 
 export { attemptRow, runRow, stepRow } from "./conformance-rows.js";
 export type { AdditionalTests, StoreConformanceOptions, TestFunctions } from "./conformance-types.js";
@@ -58,6 +59,7 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
     writeAndClaimCases(suite);
     fencingCases(suite);
     updateAndListCases(suite);
+    listingCases(suite);
     durabilityCases(suite);
     flowCases(suite);
 

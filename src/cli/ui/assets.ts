@@ -1,5 +1,5 @@
 /**
- * The UI's two static files: its stylesheet and its one small script. Served from the UI's own
+ * The UI's static files: its stylesheet, its one small script and its icon. Served from the UI's own
  * origin (the Content-Security-Policy allows scripts and styles from 'self' only, nothing inline).
  *
  * The script does one thing: it keeps the page's <main> live. It listens to the server's event
@@ -73,6 +73,12 @@ details.inspect summary{cursor:pointer;font-size:12px;color:#2f5fc4}
 .legend{display:flex;gap:14px;flex-wrap:wrap;font-size:12px;color:var(--muted);margin:6px 0 12px}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px}
 .empty{color:var(--muted);padding:14px 0}
+nav.pages{display:flex;gap:18px;margin:12px 0}
+nav.pages a.older{margin-left:auto}
+`;
+
+/** The tab's icon (browsers ask for /favicon.ico on every page): a step log's three rows, in the header's colours. */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1d2330"/><rect x="7" y="8" width="18" height="4" rx="2" fill="#2f9e5e"/><rect x="7" y="14" width="14" height="4" rx="2" fill="#8fb1ff"/><rect x="7" y="20" width="10" height="4" rx="2" fill="#d9980f"/></svg>
 `;
 
 export const UI_JS = `

@@ -46,6 +46,7 @@ export function page(ctx: UiContext, rendered: Rendered): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${h(rendered.title)} · steplog</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/ui.css">
 <script src="/ui.js" defer></script>
 </head>

@@ -2,8 +2,10 @@
  * `steplog ui`'s HTTP server: server-rendered pages over the store, kept live by a stream of
  * server-sent events per page, and POSTed actions. Node's own http module; no framework.
  *
- * The store is the source of truth: each live page's server side renders its <main> again every
- * `pollMs` and sends it when it changed, so runs moved on by other processes show up too.
+ * The store is the source of truth: each live page's server side looks at the store's change
+ * marker every `pollMs`, renders its <main> again when the marker moved (and at least every
+ * REFRESH_MS), and sends it when it changed, so runs moved on by other processes show up too
+ * while an idle page costs one cheap read a poll.
  *
  * What protects the buttons (they change runs): the server listens on 127.0.0.1 unless told
  * otherwise; a request must name this server in its Host header (no DNS rebinding); a POST
@@ -16,7 +18,7 @@ import crypto from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { ACTIONS, runAction, type Action } from "./actions.js";
-import { UI_CSS, UI_JS } from "./assets.js";
+import { FAVICON_SVG, UI_CSS, UI_JS } from "./assets.js";
 import { h, page, type Rendered, type UiContext } from "./layout.js";
 import { queuePage } from "./queue-page.js";
 import { runPage } from "./run-page.js";
@@ -42,6 +44,12 @@ const SECURITY_HEADERS = {
   "Referrer-Policy": "same-origin",
   "Cache-Control": "no-store",
 };
+
+/**
+ * A live page is rendered again at least this often, the store's marker unmoved: what a page
+ * derives without a write (an owner that died is `interrupted`) shows within it.
+ */
+const REFRESH_MS = 15_000;
 
 /** A per-process secret for the forms: a POST without it is refused. */
 export function newToken(): string {
@@ -77,6 +85,7 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
     const url = new URL(req.url ?? "/", origin);
     if (req.method === "GET" && url.pathname === "/ui.css") return send(res, 200, "text/css; charset=utf-8", UI_CSS);
     if (req.method === "GET" && url.pathname === "/ui.js") return send(res, 200, "text/javascript; charset=utf-8", UI_JS);
+    if (req.method === "GET" && url.pathname === "/favicon.ico") return send(res, 200, "image/svg+xml", FAVICON_SVG);
     if (req.method === "GET" && url.pathname === "/events") return stream(req, res, url);
     if (req.method === "POST") return post(req, res, url);
     if (req.method !== "GET") return send(res, 405, "text/plain; charset=utf-8", "Method not allowed.\n");
@@ -122,11 +131,17 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
     res.write(": steplog ui\n\n");
     streams.add(res);
     let last: string | undefined;
+    let marker: string | undefined;
+    let renderedAt = 0;
     let busy = false;
     const look = async () => {
       if (busy) return;
       busy = true;
       try {
+        // Nothing written since the last rendering: no need to read the runs again.
+        const seen = await ctx.engine.store.changeMarker?.();
+        if (seen !== undefined && seen === marker && Date.now() - renderedAt < REFRESH_MS) return;
+        const startedAt = Date.now();
         const rendered = await render(ctx, target);
         const main = rendered?.main ?? "";
         if (last !== undefined && main !== last)
@@ -137,6 +152,9 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
               .join("\n")}\n\n`,
           );
         last = main;
+        // Kept once rendered: a failed look leaves it, so the next one tries again.
+        marker = seen;
+        renderedAt = startedAt;
       } catch {
         // The store may be restarting: the next look tries again.
       } finally {
@@ -181,7 +199,7 @@ function send(res: http.ServerResponse, status: number, type: string, body: stri
 }
 
 function errorPage(message: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>steplog ui</title><link rel="stylesheet" href="/ui.css"></head><body><main><h1>Something went wrong</h1><p>${h(message)}</p></main></body></html>`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>steplog ui</title><link rel="icon" href="/favicon.ico" type="image/svg+xml"><link rel="stylesheet" href="/ui.css"></head><body><main><h1>Something went wrong</h1><p>${h(message)}</p></main></body></html>`;
 }
 
 /** The request's body as text, or undefined past `limit` bytes. */

@@ -10,6 +10,7 @@
  */
 
 import fs from "node:fs";
+import { StoreUnreadableError } from "../../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -26,6 +27,7 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  WorkflowCount,
 } from "../types.js";
 import { Journal } from "./journal.js";
 import { FileLock } from "./lock.js";
@@ -229,6 +231,23 @@ class JsonlStoreImpl implements JsonlStore {
     return this.#reader.read((state) => {
       return new RunStates(state).list(filter);
     }, []);
+  }
+
+  async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
+    await this.#queue.writesDone();
+    return this.#reader.read((state) => new RunStates(state).count(filter), []);
+  }
+
+  /** The journal file's identity, size and time: every write appends to it (a rewritten file is another inode). */
+  async changeMarker(): Promise<string> {
+    await this.#queue.writesDone();
+    try {
+      const stat = await fs.promises.stat(this.#file);
+      return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return "none";
+      throw new StoreUnreadableError(this.location, (error as Error).message, error);
+    }
   }
 
   close(): Promise<void> {

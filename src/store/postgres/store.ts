@@ -25,6 +25,7 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  WorkflowCount,
 } from "../types.js";
 import { describeTarget } from "./connection.js";
 import * as claims from "./claims.js";
@@ -112,31 +113,33 @@ class PostgresStoreImpl implements PostgresStore {
 
   async listRuns(filter: RunFilter): Promise<RunListing[]> {
     return this.#db.read([] as RunListing[], async (client) => {
-      const where: string[] = [];
-      const values: unknown[] = [];
-      if (filter.status) {
-        values.push(filter.status);
-        where.push(`status = ANY($${values.length}::text[])`);
-      }
-      if (filter.workflow !== undefined) {
-        values.push(filter.workflow);
-        where.push(`workflow = $${values.length}`);
-      }
-      if (filter.dueBy !== undefined) {
-        values.push(filter.dueBy);
-        where.push(`wake_at IS NOT NULL AND wake_at <= $${values.length}`);
-      }
-      if (filter.parent !== undefined) {
-        values.push(filter.parent);
-        where.push(`parent = $${values.length}`);
-      }
-      if (filter.waitingKind !== undefined) {
-        values.push(filter.waitingKind);
-        // Read as text: a waitingFor that is not JSON (a store written by hand) matches nothing rather than failing the listing.
-        where.push(`substring(waiting_for from '"kind":"([^"]*)"') = $${values.length}`);
-      }
+      const { where, values } = runsWhere(filter);
       const { rows } = await client.query(this.#db.sql.listing(where, listLimit(filter.limit), filter.dueBy !== undefined), values);
       return rows as RunListing[];
+    });
+  }
+
+  async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
+    return this.#db.read([] as WorkflowCount[], async (client) => {
+      const { where, values } = runsWhere(filter);
+      const { rows } = await client.query(
+        `SELECT workflow, count(*)::int AS runs FROM ${this.#db.sql.s}.runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} GROUP BY workflow`,
+        values,
+      );
+      return rows as WorkflowCount[];
+    });
+  }
+
+  /**
+   * The server's WAL insert position: every commit moves it, before it is visible. It is the
+   * whole server's, so writes to other databases move it too (the UI then reads again).
+   */
+  async changeMarker(): Promise<string> {
+    return this.#db.read("none", async (client) => {
+      const { rows } = await client.query(
+        "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text AS lsn",
+      );
+      return String((rows[0] as { lsn: string }).lsn);
     });
   }
 
@@ -169,4 +172,41 @@ class PostgresStoreImpl implements PostgresStore {
   close(): Promise<void> {
     return this.#db.close();
   }
+}
+
+/** The WHERE conditions of a filter (its limit and order aside), with their values ($1, $2, … in order). */
+function runsWhere(filter: RunFilter): { where: string[]; values: unknown[] } {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  if (filter.status) {
+    values.push(filter.status);
+    where.push(`status = ANY($${values.length}::text[])`);
+  }
+  if (filter.workflow !== undefined) {
+    values.push(filter.workflow);
+    where.push(`workflow = $${values.length}`);
+  }
+  if (filter.dueBy !== undefined) {
+    values.push(filter.dueBy);
+    where.push(`wake_at IS NOT NULL AND wake_at <= $${values.length}`);
+  }
+  if (filter.parent !== undefined) {
+    values.push(filter.parent);
+    where.push(`parent = $${values.length}`);
+  }
+  if (filter.waitingKind !== undefined) {
+    values.push(filter.waitingKind);
+    // Read as text: a waitingFor that is not JSON (a store written by hand) matches nothing rather than failing the listing.
+    where.push(`substring(waiting_for from '"kind":"([^"]*)"') = $${values.length}`);
+  }
+  if (filter.idContains !== undefined) {
+    // strpos, not LIKE: the text is matched as it is (no wildcards, case-sensitive).
+    values.push(filter.idContains);
+    where.push(`strpos(id, $${values.length}) > 0`);
+  }
+  if (filter.after !== undefined) {
+    values.push(filter.after.createdAt, filter.after.id);
+    where.push(`(created_at < $${values.length - 1} OR (created_at = $${values.length - 1} AND id > $${values.length}))`);
+  }
+  return { where, values };
 }

@@ -6,7 +6,7 @@
  */
 
 import type Database from "better-sqlite3";
-import type { EventRow, FlowFacts, FlowQuery, LeaseRow, RunFilter, RunListing, RunRow, StoredRun } from "../types.js";
+import type { EventRow, FlowFacts, FlowQuery, LeaseRow, RunFilter, RunListing, RunRow, StoredRun, WorkflowCount } from "../types.js";
 import { listLimit } from "../state-machine.js";
 import { attemptFromDb, keyHolderFromDb, RUN_COLUMNS, stepFromDb, type KeyHolderRow, type Statements, type StoredAttempt } from "./sql.js";
 
@@ -22,6 +22,31 @@ export function loadRun(s: Statements, runId: string, forClaim = false): StoredR
 }
 
 export function listRuns(db: Database.Database, s: Statements, filter: RunFilter): RunListing[] {
+  const { where, params } = runsWhere(filter);
+  const sql =
+    `SELECT ${RUN_COLUMNS} FROM runs${where}` +
+    // Newest first; a listing of due runs goes highest priority first, then oldest due first, so none is starved.
+    (filter.dueBy !== undefined ? ` ORDER BY priority DESC, wake_at, id` : ` ORDER BY created_at DESC, id`) +
+    (listLimit(filter.limit) === undefined ? "" : ` LIMIT ${listLimit(filter.limit)}`);
+  const runs = db.prepare(sql).all(...params) as RunRow[];
+  return runs.map((run) => {
+    const last = s.getLastAttempt.get(run.id) as StoredAttempt | undefined;
+    return {
+      run,
+      lastAttempt: last ? attemptFromDb(last) : null,
+      lease: (s.getLease.get(run.id) as LeaseRow | undefined) ?? null,
+    };
+  });
+}
+
+/** How many runs the filter lists (its limit aside), per workflow. */
+export function countRuns(db: Database.Database, filter: RunFilter): WorkflowCount[] {
+  const { where, params } = runsWhere(filter);
+  return db.prepare(`SELECT workflow, count(*) AS runs FROM runs${where} GROUP BY workflow`).all(...params) as WorkflowCount[];
+}
+
+/** The WHERE clause of a filter (its limit and order aside), with its parameters. */
+function runsWhere(filter: RunFilter): { where: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   if (filter.status) {
@@ -45,21 +70,16 @@ export function listRuns(db: Database.Database, s: Statements, filter: RunFilter
     where.push("(CASE WHEN json_valid(waiting_for) THEN json_extract(waiting_for, '$.kind') END) = ?");
     params.push(filter.waitingKind);
   }
-  const sql =
-    `SELECT ${RUN_COLUMNS} FROM runs` +
-    (where.length ? ` WHERE ${where.join(" AND ")}` : "") +
-    // Newest first; a listing of due runs goes highest priority first, then oldest due first, so none is starved.
-    (filter.dueBy !== undefined ? ` ORDER BY priority DESC, wake_at, id` : ` ORDER BY created_at DESC, id`) +
-    (listLimit(filter.limit) === undefined ? "" : ` LIMIT ${listLimit(filter.limit)}`);
-  const runs = db.prepare(sql).all(...params) as RunRow[];
-  return runs.map((run) => {
-    const last = s.getLastAttempt.get(run.id) as StoredAttempt | undefined;
-    return {
-      run,
-      lastAttempt: last ? attemptFromDb(last) : null,
-      lease: (s.getLease.get(run.id) as LeaseRow | undefined) ?? null,
-    };
-  });
+  if (filter.idContains !== undefined) {
+    // instr, not LIKE: the text is matched as it is (no wildcards, case-sensitive).
+    where.push("instr(id, ?) > 0");
+    params.push(filter.idContains);
+  }
+  if (filter.after !== undefined) {
+    where.push("(created_at < ? OR (created_at = ? AND id > ?))");
+    params.push(filter.after.createdAt, filter.after.createdAt, filter.after.id);
+  }
+  return { where: where.length ? ` WHERE ${where.join(" AND ")}` : "", params };
 }
 
 /** What a claim's FlowQuery asks of the other runs (read in the claim's transaction). */

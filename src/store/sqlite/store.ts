@@ -33,6 +33,7 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  WorkflowCount,
 } from "../types.js";
 import { canonicalPath } from "../canonical-path.js";
 import { claimVerdict } from "../state-machine.js";
@@ -45,7 +46,7 @@ import { NEW_RUN, reading, writeFailed } from "./errors.js";
 import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
 import { dropSnapshot, snapshotStale } from "./snapshot.js";
-import { flowFacts, listRuns, loadRun } from "./reads.js";
+import { countRuns, flowFacts, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
 import { SqliteWrites, intentDescription } from "./writes.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
@@ -76,6 +77,8 @@ class SqliteStoreImpl implements SqliteStore {
   readonly #settings: SqliteSettings;
   #storageId: string | undefined;
   #db: Db | undefined;
+  /** Connections opened so far: a change marker from one connection is not comparable with another's. */
+  #connections = 0;
   #stmts: Statements | undefined;
   /** What the write transactions remember: fences checked in the batch, run numbers, patch statements. */
   #writes: SqliteWrites | undefined;
@@ -119,6 +122,7 @@ class SqliteStoreImpl implements SqliteStore {
     const db = openDatabase(this.#settings, create, this.#opened);
     if (!db) return undefined;
     this.#db = db;
+    this.#connections++;
     recordIdentity(this.#settings, this.#opened);
     this.#stmts = prepare(db);
     this.#writes = new SqliteWrites(db, this.#stmts, this.location);
@@ -320,6 +324,34 @@ class SqliteStoreImpl implements SqliteStore {
       if (!db) return [];
       this.#queue!.flush();
       return listRuns(db, this.#stmts!, filter);
+    });
+  }
+
+  async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
+    return reading(this.location, () => {
+      const db = this.#open(false);
+      if (!db) return [];
+      this.#queue!.flush();
+      return countRuns(db, filter);
+    });
+  }
+
+  /**
+   * data_version changes when another connection commits to the file; total_changes counts this
+   * connection's own writes (data_version leaves those out); both start again with a new
+   * connection (a private copy retaken once the file changed), which the count of connections
+   * tells apart. No file yet: "none".
+   */
+  async changeMarker(): Promise<string> {
+    return reading(this.location, () => {
+      const db = this.#openToRead();
+      if (!db) return "none";
+      this.#queue!.flush();
+      const { version, changes } = db.prepare("SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version").get() as {
+        version: number;
+        changes: number;
+      };
+      return `${this.#connections}:${version}:${changes}`;
     });
   }
 
