@@ -74,6 +74,7 @@ class JsonlStoreImpl implements JsonlStore {
       ),
     );
     const lock = new FileLock(
+      this.location,
       this.#file,
       staleMs,
       (error) => void this.#queue.failClosed(`proper-lockfile: ${error.message}`),
