@@ -3,10 +3,9 @@
  * base 32). Made here rather than by the ulid package, which gave the same characters: drawing
  * its 16 random characters with one crypto call each was most of the cost of starting a short
  * run, and loading it was a tenth of `import "steplog"`; this source hands out bytes from a
- * buffer filled by one call per 16 ids.
+ * buffer filled by one call per 16 ids, from the Web Crypto global (node:crypto, which an import
+ * of steplog would otherwise load for this alone, is loaded by the first id instead).
  */
-
-import { randomFillSync } from "node:crypto";
 
 const BASE32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -16,7 +15,7 @@ let next = pool.length;
 /** A random base-32 digit: a byte from the crypto pool, 256 values over 32 digits, unbiased. */
 function randomDigit(): string {
   if (next === pool.length) {
-    randomFillSync(pool);
+    globalThis.crypto.getRandomValues(pool);
     next = 0;
   }
   return BASE32[pool[next++]! >> 3]!;

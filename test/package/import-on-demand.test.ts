@@ -24,6 +24,7 @@ const ON_DEMAND = ["croner", "proper-lockfile", "graceful-fs", "pg", "ulid"];
 
 interface Report {
   atImport: string[];
+  builtinsAtImport: string[];
   atEntry?: string[];
   afterUse: string[];
   result?: { status: string; value: unknown };
@@ -44,9 +45,13 @@ async function probe(format: "esm" | "cjs", use: string, env: Record<string, str
 const loadedOnDemand = (packages: string[]) => packages.filter((name) => ON_DEMAND.includes(name));
 
 describe.each(["esm", "cjs"] as const)("the %s build", (format) => {
-  it('import "steplog" loads none of croner, proper-lockfile, pg, ulid; a run on the memory store needs none of them either', async () => {
+  it('import "steplog" loads none of croner, proper-lockfile, pg, ulid, node:crypto, node:worker_threads; a run on the memory store needs none of the packages either', async () => {
     const report = await probe(format, "start");
     expect(loadedOnDemand(report.atImport)).toEqual([]);
+    // Node's own modules that only encryptedCodec and an attempt's owner need.
+    expect(report.builtinsAtImport).not.toContain("crypto");
+    expect(report.builtinsAtImport).not.toContain("worker_threads");
+    expect(report.builtinsAtImport).toContain("os"); // the list is read: the owner row needs the host name
     expect(report.result).toEqual({ status: "completed", value: "done" });
     expect(loadedOnDemand(report.afterUse)).toEqual([]);
   });
