@@ -45,12 +45,14 @@ async function probe(format: "esm" | "cjs", use: string, env: Record<string, str
 const loadedOnDemand = (packages: string[]) => packages.filter((name) => ON_DEMAND.includes(name));
 
 describe.each(["esm", "cjs"] as const)("the %s build", (format) => {
-  it('import "steplog" loads none of croner, proper-lockfile, pg, ulid, node:crypto, node:worker_threads; a run on the memory store needs none of the packages either', async () => {
+  it('import "steplog" loads none of croner, proper-lockfile, pg, ulid, node:crypto, node:worker_threads, the ES module node:util; a run on the memory store needs none of the packages either', async () => {
     const report = await probe(format, "start");
     expect(loadedOnDemand(report.atImport)).toEqual([]);
     // Node's own modules that only encryptedCodec and an attempt's owner need.
     expect(report.builtinsAtImport).not.toContain("crypto");
     expect(report.builtinsAtImport).not.toContain("worker_threads");
+    // Nor the ES module form of node:util, whose lazy properties (parseArgs among them) it would read.
+    expect(report.builtinsAtImport).not.toContain("internal/util/parse_args/parse_args");
     expect(report.builtinsAtImport).toContain("os"); // the list is read: the owner row needs the host name
     expect(report.result).toEqual({ status: "completed", value: "done" });
     expect(loadedOnDemand(report.afterUse)).toEqual([]);
