@@ -23,6 +23,7 @@ import { testWorkflowCase } from "./cases/test-workflow.mjs";
 import { concurrentInstructionsCase, instructionsCase } from "./cases/instructions.mjs";
 import { scaleOutCase } from "./cases/scale-out.mjs";
 import { scalingCase } from "./cases/scaling.mjs";
+import { IMPORT_REPS, importCase } from "./cases/import-cost.mjs";
 
 // Sizes: the issue's, except jsonlSteps (see there). The whole bench takes 1-2.5 minutes on 2 cores.
 const SIZES = {
@@ -51,7 +52,7 @@ const SIZES = {
 const args = process.argv.slice(2);
 const strict = args.includes("--strict");
 const save = args.includes("--save");
-const only = new Set(args.filter((a) => /^\d$/.test(a)).map(Number));
+const only = new Set(args.filter((a) => /^\d+$/.test(a)).map(Number));
 const want = (n) => only.size === 0 || only.has(n);
 
 process.on("exit", cleanup);
@@ -384,6 +385,34 @@ await section(7, "testWorkflow", async () => {
     "-",
     "≥ 2,000/s",
     r.steplogPerSec >= 2000,
+  );
+});
+
+await section(10, "import cost", async () => {
+  const r = await importCase();
+  const target = 2;
+  results.cases["10"] = { ...r, target: `esm <= ${target}`, pass: r.esm.ratio <= target };
+  row(
+    `10. import "steplog" in a fresh process (ESM; medians of ${IMPORT_REPS})`,
+    `import "better-sqlite3" ${fix(r.esm.baselineMedianMs, 2)} ms`,
+    `${fix(r.esm.steplogMedianMs, 2)} ms`,
+    times(r.esm.ratio),
+    `≤ ${fix(target, 2)}×`,
+    r.esm.ratio <= target,
+  );
+  row(
+    "    same, CPU time of the import",
+    `${fix(r.esm.cpu.baselineMedianMs, 2)} ms`,
+    `${fix(r.esm.cpu.steplogMedianMs, 2)} ms`,
+    times(r.esm.cpu.ratio),
+    "info",
+  );
+  row(
+    '    same, require("steplog") (CommonJS), wall; CPU',
+    `require("better-sqlite3") ${fix(r.cjs.baselineMedianMs, 2)} ms; ${fix(r.cjs.cpu.baselineMedianMs, 2)} ms`,
+    `${fix(r.cjs.steplogMedianMs, 2)} ms; ${fix(r.cjs.cpu.steplogMedianMs, 2)} ms`,
+    `${times(r.cjs.ratio)}; ${times(r.cjs.cpu.ratio)}`,
+    "info",
   );
 });
 

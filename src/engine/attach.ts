@@ -6,8 +6,8 @@
  * reads it. Attaching only observes: it starts no attempt and continues nothing.
  */
 
-import { isDeepStrictEqual } from "node:util";
 import { InvalidOptionError, RunExistsError } from "../base/errors.js";
+import { onFirstUse } from "../base/on-first-use.js";
 import { derivedStatus, holderGone, type Judge } from "../commands/views.js";
 import type { Payloads } from "../payloads/payloads.js";
 import { decodeValue } from "../payloads/values.js";
@@ -16,6 +16,9 @@ import type { RunRow, StoredRun } from "../store/types.js";
 import type { WaitingFor } from "../steps/waits.js";
 
 export type IfExists = "attach" | "refuse";
+
+/** node:util, required when a start first finds its run: its ES module form costs an import of steplog several ms on Node 24. */
+const nodeUtil = onFirstUse<typeof import("node:util")>("node:util");
 
 /** start's `ifExists`: "refuse" (the default) or "attach"; anything else is INVALID_OPTION. */
 export function checkIfExists(value: unknown, where: string, runId: string): IfExists {
@@ -52,7 +55,7 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 /** The path ("$", "$.order.items[2]") of the first place where the two differ, or undefined when they are deeply equal. */
 export function firstDifference(recorded: unknown, given: unknown, path = "$"): string | undefined {
-  if (isDeepStrictEqual(recorded, given)) return undefined;
+  if (nodeUtil().isDeepStrictEqual(recorded, given)) return undefined;
   if (Array.isArray(recorded) && Array.isArray(given)) {
     for (let i = 0; i < Math.min(recorded.length, given.length); i++) {
       const found = firstDifference(recorded[i], given[i], `${path}[${i}]`);

@@ -19,9 +19,12 @@
 
 import fs from "node:fs";
 import os from "node:os";
-import { threadId } from "node:worker_threads";
+import { onFirstUse } from "../base/on-first-use.js";
 import { leasePeriod, type Watched } from "./lease-watch.js";
 import type { LeaseRow, OwnerRow } from "../store/types.js";
+
+/** node:worker_threads, for this thread's id: loaded when this process first owns an attempt, not at import. */
+const workerThreads = onFirstUse<typeof import("node:worker_threads")>("node:worker_threads");
 
 function readBootId(): string | null {
   try {
@@ -84,7 +87,7 @@ export function currentOwner(): OwnerRow {
     const stat = readProcStat(process.pid);
     self = {
       host: os.hostname(),
-      bootId: scopeOf(readBootId(), readPidNamespace(), threadId),
+      bootId: scopeOf(readBootId(), readPidNamespace(), workerThreads().threadId),
       pid: process.pid,
       processStart: stat && Number.isFinite(stat.startTime) ? stat.startTime : null,
     };

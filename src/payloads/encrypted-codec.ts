@@ -6,8 +6,8 @@
  *   enc:v1:<key id>:<iv, base64>:<auth tag, base64>:<ciphertext, base64>
  */
 
-import crypto from "node:crypto";
 import { CodecKeyMissingError, InvalidOptionError, StoreUnreadableError } from "../base/errors.js";
+import { onFirstUse } from "../base/on-first-use.js";
 import type { Codec } from "./payloads.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 
@@ -17,6 +17,9 @@ export interface EncryptedCodecOptions {
   /** The id of the key new payloads are sealed with. */
   current: string;
 }
+
+/** node:crypto, loaded by the first codec made: an app without one never loads it at import. */
+const nodeCrypto = onFirstUse<typeof import("node:crypto")>("node:crypto");
 
 const PREFIX = "enc:v1:";
 /** What a key id may be. */
@@ -49,6 +52,7 @@ export function encryptedCodec(options: EncryptedCodecOptions): Codec {
     throw new InvalidOptionError(
       `encryptedCodec: current key ${JSON.stringify(options.current)} is not among keys (${[...keys.keys()].join(", ") || "none"}).`,
     );
+  const crypto = nodeCrypto();
   return {
     keyIds: [...keys.keys()],
     encode(plain: string): string {

@@ -15,7 +15,9 @@
  * wrapped), so it decodes as it always did.
  */
 
-import { types } from "node:util";
+// node:util/types, not node:util: the ES module form of node:util reads every one of its lazy
+// properties, which costs an import of steplog several ms on Node 24.
+import { isArrayBuffer, isRegExp } from "node:util/types";
 import { ValueNotSerializableError, ValueTooLargeError, type SteplogErrorDetails } from "../base/errors.js";
 
 const TAG = "$type";
@@ -81,10 +83,10 @@ function builtinToJson(object: object, proto: object): Json | undefined {
     const view = VIEWS.get(proto);
     return view && { [TAG]: view.tag, value: bytesToBase64(object.buffer, object.byteOffset, object.byteLength, view.size) };
   }
-  if (proto === ArrayBuffer.prototype && types.isArrayBuffer(object)) {
+  if (proto === ArrayBuffer.prototype && isArrayBuffer(object)) {
     return { [TAG]: "ArrayBuffer", value: bytesToBase64(object, 0, object.byteLength, 1) };
   }
-  if (proto === RegExp.prototype && types.isRegExp(object)) {
+  if (proto === RegExp.prototype && isRegExp(object)) {
     const { source, flags, lastIndex } = object;
     const value: Json = Number.isSafeInteger(lastIndex) && lastIndex > 0 ? { source, flags, lastIndex } : { source, flags };
     return { [TAG]: "RegExp", value };

@@ -6,8 +6,9 @@
  * on a store names it the same without asking any other (src/engine/schedules.ts starts them).
  */
 
-import { Cron } from "croner";
+import type { Cron } from "croner";
 import { InvalidOptionError } from "../base/errors.js";
+import { onFirstUse } from "../base/on-first-use.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { MAX_NAME_LENGTH } from "./names.js";
 import { issueLines, type StandardSchemaV1 } from "./schema.js";
@@ -60,6 +61,9 @@ const TICK_SUFFIX = { minutes: 18, seconds: 21 };
 
 const TICK_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z$/;
 
+/** croner, loaded by the first schedule defined: an app without schedules never loads it. */
+const croner = onFirstUse<typeof import("croner")>("croner");
+
 /** The tick as it appears in a run id: ISO 8601 UTC, to the minute (or the second). */
 export function tickText(tick: number, seconds: boolean): string {
   const iso = new Date(tick).toISOString();
@@ -89,9 +93,10 @@ export function makeSchedule(name: string, definition: unknown, argsSchema: Stan
   if (given.catchUp !== undefined && !CATCH_UP_MODES.includes(given.catchUp)) {
     throw new InvalidOptionError(`${where}.catchUp must be "latest", "all" or "none", got ${describe(given.catchUp)}.`);
   }
+  const { Cron: CronPattern } = loadCroner(where);
   let pattern: Cron;
   try {
-    pattern = new Cron(cron, { timezone, mode: "5-or-6-parts" });
+    pattern = new CronPattern(cron, { timezone, mode: "5-or-6-parts" });
   } catch (error) {
     throw new InvalidOptionError(
       `${where}.cron ${JSON.stringify(cron)} is not a cron pattern steplog reads: ${(error as Error).message} ` +
@@ -136,6 +141,22 @@ export function makeSchedule(name: string, definition: unknown, argsSchema: Stan
       return Number.isNaN(tick) || (tickText(tick, false) !== text && tickText(tick, true) !== text) ? undefined : tick;
     },
   };
+}
+
+function loadCroner(where: string): typeof import("croner") {
+  try {
+    return croner();
+  } catch (error) {
+    throw new InvalidOptionError(
+      `${where} cannot be read: steplog reads cron patterns with the croner package, which could not be loaded (${firstLine(error)}). ` +
+        `It is one of steplog's dependencies: reinstall (npm install), or, if you bundle your app, leave croner out of the bundle (mark it external) and install it beside it.`,
+      { cause: error },
+    );
+  }
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
 }
 
 function checkTimezone(where: string, timezone: unknown): void {

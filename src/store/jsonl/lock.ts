@@ -10,9 +10,18 @@
  * taken over (proper-lockfile refreshes the mtime of a live holder every staleMs / 2, and
  * sets it up to one second ahead when it takes the lock, so a takeover comes after staleMs
  * and at most a second more).
+ *
+ * proper-lockfile is loaded when a JSONL store opens (the first FileLock), not when steplog is
+ * imported: it brings graceful-fs, which patches the fs module, into every app otherwise.
  */
 
-import lockfile from "proper-lockfile";
+import type lockfile from "proper-lockfile";
+import { StoreDriverFailedError } from "../../base/errors.js";
+import { onFirstUse } from "../../base/on-first-use.js";
+
+type Lockfile = typeof lockfile;
+
+const properLockfile = onFirstUse<Lockfile>("proper-lockfile");
 
 /** proper-lockfile raises any smaller `stale` to this. */
 export const MIN_LOCK_STALE_MS = 2000;
@@ -24,14 +33,20 @@ export class LockBusyError extends Error {
 }
 
 export class FileLock {
+  readonly #lockfile: Lockfile;
+
   constructor(
+    /** The store's description, for an error when proper-lockfile cannot be loaded. */
+    location: string,
     private readonly file: string,
     private readonly staleMs: number,
     /** Called if proper-lockfile finds our lock taken over or gone (it would otherwise throw in a timer). */
     private readonly onCompromised: (error: Error) => void,
     /** Called if letting go fails (the commit itself stands; others take the lock once it is stale). */
     private readonly onReleaseFailed: (error: unknown) => void,
-  ) {}
+  ) {
+    this.#lockfile = loadLockfile(location);
+  }
 
   /** Run `body` under the lock, waiting up to `waitMs` for another process to let go. */
   async run<T>(body: () => T, waitMs: number): Promise<T> {
@@ -57,7 +72,7 @@ export class FileLock {
   /** True when another process holds a live (not stale) lock. */
   heldElsewhere(): boolean {
     try {
-      return lockfile.checkSync(this.file, { stale: this.staleMs });
+      return this.#lockfile.checkSync(this.file, { stale: this.staleMs });
     } catch {
       return false;
     }
@@ -65,7 +80,7 @@ export class FileLock {
 
   #tryTake(): (() => void) | undefined {
     try {
-      return lockfile.lockSync(this.file, { stale: this.staleMs, onCompromised: this.onCompromised });
+      return this.#lockfile.lockSync(this.file, { stale: this.staleMs, onCompromised: this.onCompromised });
     } catch (error) {
       if ((error as { code?: string }).code === "ELOCKED") return undefined;
       throw error;
@@ -79,5 +94,19 @@ export class FileLock {
       // ERELEASED: proper-lockfile marked it compromised meanwhile; onCompromised was told.
       if ((error as { code?: string }).code !== "ERELEASED") this.onReleaseFailed(error);
     }
+  }
+}
+
+function loadLockfile(location: string): Lockfile {
+  try {
+    return properLockfile();
+  } catch (error) {
+    throw new StoreDriverFailedError(
+      location,
+      "the proper-lockfile package",
+      (error instanceof Error ? error.message : String(error)).split("\n")[0]!,
+      "It is one of steplog's dependencies and takes the JSONL store's file lock: reinstall (npm install), or, if you bundle your app, leave proper-lockfile out of the bundle (mark it external) and install it beside it; then open the store again.",
+      error,
+    );
   }
 }

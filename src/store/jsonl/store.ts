@@ -76,6 +76,7 @@ class JsonlStoreImpl implements JsonlStore {
       ),
     );
     const lock = new FileLock(
+      this.location,
       this.#file,
       staleMs,
       (error) => void this.#queue.failClosed(`proper-lockfile: ${error.message}`),
