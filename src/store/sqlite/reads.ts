@@ -5,7 +5,7 @@
  * read sees every write issued before it.
  */
 
-import type Database from "better-sqlite3";
+import type { SqliteConnection } from "./drivers/connection.js";
 import type { EventRow, FlowFacts, FlowQuery, LeaseRow, RunFilter, RunListing, RunRow, StoredRun } from "../types.js";
 import { listLimit } from "../state-machine.js";
 import { attemptFromDb, keyHolderFromDb, RUN_COLUMNS, stepFromDb, type KeyHolderRow, type Statements, type StoredAttempt } from "./sql.js";
@@ -21,7 +21,7 @@ export function loadRun(s: Statements, runId: string, forClaim = false): StoredR
   return { run, attempts, steps, lease, events };
 }
 
-export function listRuns(db: Database.Database, s: Statements, filter: RunFilter): RunListing[] {
+export function listRuns(db: SqliteConnection, s: Statements, filter: RunFilter): RunListing[] {
   const where: string[] = [];
   const params: unknown[] = [];
   if (filter.status) {
