@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { createEngine, defineWorkflow, isSteplogError } from "../../src/entries/index.js";
-import { Database, sourceOf, sqliteStore, statementPrototype, TEST_SQLITE_DRIVER } from "../helpers/sqlite-driver.js";
+import { canLoad, Database, LOADABLE_DRIVERS, sourceOf, sqliteStore, statementPrototype, TEST_SQLITE_DRIVER } from "../helpers/sqlite-driver.js";
 import { LeaseLostError } from "../../src/base/errors.js";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { WriteQueue } from "../../src/store/sqlite/write-queue.js";
@@ -317,6 +317,55 @@ describe("sqlite store", () => {
     const second = createEngine({ store: sqliteStore({ path: file }), workflows: [w] });
     expect(await second.continue("r")).toMatchObject({ status: "completed", value: new Date(5) });
     await second.close();
+  });
+});
+
+describe("sqlite store: its driver", () => {
+  it("an unknown driver is refused when the store is made (INVALID_OPTION), naming the ones there are", () => {
+    expect(() => sqliteStore({ path: tmpDb(), driver: "sqlite3" as "auto" })).toThrow(
+      expect.objectContaining({
+        code: "INVALID_OPTION",
+        message: expect.stringContaining(`driver "sqlite3" is not one steplog has; use "auto" (the default), "better-sqlite3", "node:sqlite", "bun:sqlite"`),
+      }),
+    );
+  });
+
+  it("bun:sqlite outside Bun: STORE_DRIVER_FAILED on the first call that opens it, naming the driver and why; no file is made", async () => {
+    const file = tmpDb();
+    const store = sqliteStore({ path: file, driver: "bun:sqlite" });
+    const error = await store.createRun(runRow("r"), attemptRow("r", 1), { expiresAt: NOW + 60_000, now: NOW }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({
+      code: "STORE_DRIVER_FAILED",
+      tried: [{ driver: "bun:sqlite", reason: `it is Bun's own, and this is Node.js ${process.version}` }],
+    });
+    expect((error as Error).message).toContain(`Use driver "auto" here (bun:sqlite is for Bun). (sqliteStore was asked for driver "bun:sqlite" only.)`);
+    expect(fs.existsSync(file)).toBe(false);
+    await store.close();
+  });
+
+  it.skipIf(canLoad("node:sqlite"))("node:sqlite on a Node.js without it (20): STORE_DRIVER_FAILED saying which Node.js has it", async () => {
+    const store = sqliteStore({ path: tmpDb(), driver: "node:sqlite" });
+    await expect(store.createRun(runRow("r"), attemptRow("r", 1), { expiresAt: NOW + 60_000, now: NOW })).rejects.toMatchObject({
+      code: "STORE_DRIVER_FAILED",
+      message: expect.stringContaining(
+        `node:sqlite failed to load (Node.js ${process.version} has none; it came with Node.js 22.5). The store was not touched`,
+      ),
+    });
+    await store.close();
+  });
+
+  it("the driver that opened the store is told by pragmas(), and a store on it reads what another driver wrote", async () => {
+    const file = tmpDb();
+    for (const driver of LOADABLE_DRIVERS) {
+      const store = sqliteStore({ path: file, driver });
+      await store.createRun(runRow(driver), attemptRow(driver, 1), { expiresAt: NOW + 60_000, now: NOW });
+      expect(store.pragmas()?.driver).toBe(driver);
+      expect((await store.listRuns({})).map((r) => r.run.id).sort()).toEqual(LOADABLE_DRIVERS.slice(0, LOADABLE_DRIVERS.indexOf(driver) + 1).sort());
+      await store.close();
+    }
   });
 });
 

@@ -42,6 +42,8 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
   const exists = fs.existsSync(file);
   if (!exists && !create) return undefined;
   if (!exists && settings.readonly) throw new StoreReadOnlyError(location, "opened with readonly: true, and the file does not exist yet");
+  // Before the file is made: a store whose driver does not load leaves nothing behind.
+  const driver = loadDriver(settings.driver, location);
   if (!exists) {
     try {
       createOwnerOnlyFile(file);
@@ -55,7 +57,7 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
   } else warnIfShared(file, location, settings.warn);
   let db: Db;
   try {
-    db = connect(settings, opened, loadDriver(settings.driver, location));
+    db = connect(settings, opened, driver);
   } catch (error) {
     if (error instanceof SteplogError) throw error;
     throw unreadableByThisUser(location, file, error) ?? unreadable(location, error);

@@ -55,7 +55,8 @@ export function loadDriver(choice: SqliteDriverChoice, location: string): Sqlite
   throw new StoreDriverFailedError(location, tried, fixFor(choice, failures, on), failures[0]?.error);
 }
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+/** The loader's message on one line (a native module's spans several: which version it was built for is on the second). */
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error)).trim().replace(/\s*\n\s*/g, " ");
 
 const notFound = (error: unknown): boolean => {
   const code = (error as { code?: string }).code;
@@ -74,7 +75,7 @@ function describe(name: SqliteDriverName, error: unknown): string {
 function reasonOf(name: SqliteDriverName, error: unknown, on: Runtime): string {
   const runtimeName = on === "bun" ? "Bun" : on === "deno" ? "Deno" : `Node.js ${process.version}`;
   if (name === "bun:sqlite" && on !== "bun") return `it is Bun's own, and this is ${runtimeName}`;
-  if (name === "node:sqlite" && notFound(error)) return `${runtimeName} has none: it came with Node.js 22.5 (22.13 without a flag)`;
+  if (name === "node:sqlite" && notFound(error)) return `${runtimeName} has none; it came with Node.js 22.5`;
   if (name === "better-sqlite3" && notFound(error)) return "it is not installed (an optional dependency, skipped where it could not be built)";
   return messageOf(error);
 }
@@ -99,11 +100,12 @@ function fixFor(choice: SqliteDriverChoice, failures: Array<{ name: SqliteDriver
           : `run on Node.js 22.16 or later (24 is the active LTS), whose built-in node:sqlite needs nothing installed`,
       );
     } else {
-      fixes.push(on === "bun" ? `upgrade Bun` : `use driver "auto"${on === "node" ? ` or "node:sqlite"` : ""} outside Bun`);
+      fixes.push(on === "bun" ? `upgrade Bun` : `use driver "auto" here (bun:sqlite is for Bun)`);
     }
   }
   const text = fixes.join("; or ");
   const sentence = text.charAt(0).toUpperCase() + text.slice(1) + ".";
   if (choice === "auto") return sentence;
+  if (choice !== "better-sqlite3") return `${sentence} (sqliteStore was asked for driver "${choice}" only.)`;
   return `${sentence} (sqliteStore was asked for driver "${choice}" only; with driver "auto" it uses the runtime's built-in SQLite where better-sqlite3 does not load.)`;
 }
