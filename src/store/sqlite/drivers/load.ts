@@ -19,6 +19,8 @@ const LOADERS: Record<SqliteDriverName, () => SqliteDriver> = {
 
 /** Drivers that loaded, kept for the process (a failure is not kept: a rebuild need not mean a restart of every store). */
 const loaded = new Map<SqliteDriverName, SqliteDriver>();
+/** The driver "auto" settled on: a store opened later does not try again the ones that failed before it. */
+let auto: SqliteDriver | undefined;
 
 type Runtime = "node" | "bun" | "deno";
 
@@ -36,16 +38,16 @@ function autoOrder(on: Runtime): SqliteDriverName[] {
 
 /** The driver for a store: the first of `choice` that loads, or STORE_DRIVER_FAILED. */
 export function loadDriver(choice: SqliteDriverChoice, location: string): SqliteDriver {
+  if (choice === "auto" && auto) return auto;
   const on = runtime();
   const order = choice === "auto" ? autoOrder(on) : [choice];
   const tried: DriverTried[] = [];
   const failures: Array<{ name: SqliteDriverName; error: unknown }> = [];
   for (const name of order) {
-    const known = loaded.get(name);
-    if (known) return known;
     try {
-      const driver = LOADERS[name]();
+      const driver = loaded.get(name) ?? LOADERS[name]();
       loaded.set(name, driver);
+      if (choice === "auto") auto = driver;
       return driver;
     } catch (error) {
       failures.push({ name, error });
