@@ -1,8 +1,9 @@
 // The SQLite driver the tests run on, and what they open the file with besides the store. The
 // SQLite suites run on the driver this runtime loads ("auto": better-sqlite3 on the machine's
 // Node.js 20, node:sqlite under Node.js 24 where better-sqlite3 is built for another ABI), or on
-// the one STEPLOG_TEST_SQLITE_DRIVER names. See test/helpers/runtime.ts to run them under
-// another runtime.
+// the one STEPLOG_TEST_SQLITE_DRIVER names (SQLITE_DRIVER does the same for the crash suite's
+// worker processes: test/crash/fixtures/worker.mjs). See test/helpers/runtimes.ts to run them
+// under another runtime.
 import fs from "node:fs";
 import { sqliteStore as makeSqliteStore, type SqliteStore, type SqliteStoreOptions } from "../../src/entries/sqlite.js";
 import { SQLITE_DRIVERS, type SqliteConnection, type SqliteDriverChoice, type SqliteDriverName } from "../../src/store/sqlite/drivers/connection.js";
