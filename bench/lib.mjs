@@ -1,5 +1,6 @@
 // Shared helpers for `npm run bench`: temp files, timing, medians, the steplog schema as
-// steplog itself creates it, and the raw better-sqlite3 baselines.
+// steplog itself creates it, and the raw baselines on better-sqlite3 (and on node:sqlite, for
+// the driver cases: the same hand-written log on that driver).
 
 import fs from "node:fs";
 import os from "node:os";
@@ -7,6 +8,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { randomFillSync } from "node:crypto";
+import { createRequire } from "node:module";
 import { ulid } from "ulid";
 import { createEngine, defineWorkflow } from "steplog";
 import { sqliteStore } from "steplog/sqlite";
@@ -75,7 +77,7 @@ export function gcIfAvailable() {
 
 export function machineInfo() {
   let sqliteVersion;
-  const db = new Database(":memory:");
+  const db = openRawOn(":memory:", rawDriverHere());
   try {
     sqliteVersion = db.prepare("SELECT sqlite_version() AS v").get().v;
   } finally {
@@ -124,7 +126,7 @@ export async function steplogSchema() {
   const wf = defineWorkflow({ name: "bench-schema", run: async (ctx) => ctx.step("one", async () => 1) });
   await engine.start(wf, undefined);
   await engine.close();
-  const db = new Database(file);
+  const db = openRawOn(file, rawDriverHere());
   const ddl = db
     .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, rowid")
     .all()
@@ -150,7 +152,7 @@ export async function createSchemaFile(file) {
  * copied into the work they are measured against. Its meta says steplog's current schema
  * version: only raw code may open it.
  */
-export async function createRawSchemaFile(file) {
+export async function createRawSchemaFile(file, driver = "better-sqlite3") {
   await writeSchemaFile(
     file,
     `DROP INDEX steps_unchunked; DROP INDEX steps_by_chunk; DROP TABLE step_chunks; ALTER TABLE steps DROP COLUMN chunk;
@@ -159,14 +161,15 @@ export async function createRawSchemaFile(file) {
      BEGIN
        UPDATE steps SET run_num = (SELECT num FROM runs WHERE id = NEW.run_id) WHERE rowid = NEW.rowid;
      END;`,
+    driver,
   );
 }
 
-async function writeSchemaFile(file, change) {
+async function writeSchemaFile(file, change, driver = "better-sqlite3") {
   const { ddl, meta } = await steplogSchema();
   // 0600 as steplog makes its own files (it warns about a store others can read).
   fs.closeSync(fs.openSync(file, "wx", 0o600));
-  const db = new Database(file);
+  const db = openRawOn(file, driver);
   db.pragma("journal_mode = WAL");
   db.transaction(() => {
     for (const sql of ddl) db.exec(sql);
@@ -178,8 +181,8 @@ async function writeSchemaFile(file, change) {
 }
 
 /** Open a raw connection the way steplog does: WAL, busy_timeout, synchronous set explicitly, a 2 MB page cache. */
-export function openRaw(file, synchronous) {
-  const db = new Database(file);
+export function openRaw(file, synchronous, driver = "better-sqlite3") {
+  const db = openRawOn(file, driver);
   db.pragma("busy_timeout = 5000");
   db.pragma("journal_mode = WAL");
   db.pragma(`synchronous = ${synchronous}`);
@@ -188,6 +191,87 @@ export function openRaw(file, synchronous) {
 }
 
 export const syncFor = (durability) => (durability === "power" ? "FULL" : "NORMAL");
+
+// ---------------------------------------------------------------- raw drivers
+
+/** The drivers a raw baseline can run on here (the driver cases run once on each). */
+export function rawDriversHere() {
+  return ["better-sqlite3", "node:sqlite"].filter((driver) => {
+    try {
+      openRawOn(":memory:", driver).close();
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+const rawDriverHere = () => rawDriversHere()[0];
+
+/** A raw connection on `driver`, with the part of better-sqlite3's API the baselines use. */
+export function openRawOn(file, driver) {
+  if (driver === "better-sqlite3") return new Database(file);
+  if (driver === "node:sqlite") return new NodeSqliteRaw(file);
+  throw new Error(`no raw baseline on ${driver}`);
+}
+
+/**
+ * Raw node:sqlite as a hand-written log would use it: prepared statements, and BEGIN IMMEDIATE
+ * … COMMIT (a savepoint when nested) prepared once, in better-sqlite3's `transaction` shape so
+ * the same baseline code runs on it.
+ */
+class NodeSqliteRaw {
+  constructor(file) {
+    const { DatabaseSync } = createRequire(import.meta.url)("node:sqlite");
+    this.db = new DatabaseSync(file);
+    const p = (sql) => this.db.prepare(sql);
+    this.control = {
+      begin: p("BEGIN"),
+      immediate: p("BEGIN IMMEDIATE"),
+      commit: p("COMMIT"),
+      rollback: p("ROLLBACK"),
+      savepoint: p('SAVEPOINT "raw nested"'),
+      release: p('RELEASE "raw nested"'),
+      undo: p('ROLLBACK TO "raw nested"'),
+    };
+  }
+  prepare(sql) {
+    return this.db.prepare(sql);
+  }
+  exec(sql) {
+    this.db.exec(sql);
+    return this;
+  }
+  pragma(text) {
+    const statement = this.db.prepare(`PRAGMA ${text}`);
+    statement.setReturnArrays(true);
+    return statement.get()?.[0];
+  }
+  transaction(fn) {
+    const { db, control: c } = this;
+    const wrap = (begin) =>
+      function (...args) {
+        const nested = db.isTransaction;
+        (nested ? c.savepoint : begin).run();
+        try {
+          const result = fn.apply(this, args);
+          (nested ? c.release : c.commit).run();
+          return result;
+        } catch (error) {
+          if (db.isTransaction) {
+            if (nested) {
+              c.undo.run();
+              c.release.run();
+            } else c.rollback.run();
+          }
+          throw error;
+        }
+      };
+    return Object.assign(wrap(c.begin), { immediate: wrap(c.immediate) });
+  }
+  close() {
+    this.db.close();
+  }
+}
 
 // ---------------------------------------------------------------- raw step log
 

@@ -1,5 +1,6 @@
 // Cases 1 and 2: sequential steps against the raw one-transaction-per-step log, and many
-// concurrent runs against the sequential rate.
+// concurrent runs against the sequential rate; on each SQLite driver, against the same raw log
+// on that driver.
 
 import {
   RawStepLog,
@@ -26,15 +27,15 @@ import {
  */
 const SEQUENTIAL_REPS = Math.max(REPS, 15);
 
-/** Case 1: `n` sequential no-op steps in one run, steplog vs raw, at one durability. */
-export async function sequentialCase(durability, n) {
+/** Case 1: `n` sequential no-op steps in one run, steplog vs raw, at one durability, both on one SQLite driver. */
+export async function sequentialCase(durability, n, driver = "better-sqlite3") {
   const sync = syncFor(durability);
   const rawFile = tmpFile(`c1-raw-${durability}`);
-  await createRawSchemaFile(rawFile);
-  const raw = openRaw(rawFile, sync);
+  await createRawSchemaFile(rawFile, driver);
+  const raw = openRaw(rawFile, sync, driver);
   const log = new RawStepLog(raw);
 
-  const store = sqliteStore({ path: tmpFile(`c1-lib-${durability}`), durability });
+  const store = sqliteStore({ path: tmpFile(`c1-lib-${durability}`), durability, driver });
   const engine = createEngine({ store, workflows: [seqWorkflow] });
 
   // Warm-up: JIT, page cache, the files' first pages.
@@ -79,12 +80,12 @@ export async function sequentialCase(durability, n) {
  * own sequential rate (a `seqSteps`-step run, interleaved in the same loop). Raw group commit
  * (all runs' writes of one round in one transaction) is timed alongside, as the ceiling.
  */
-export async function concurrentCase(runs, steps, seqSteps) {
-  const store = sqliteStore({ path: tmpFile("c2-lib"), durability: "power" });
+export async function concurrentCase(runs, steps, seqSteps, driver = "better-sqlite3") {
+  const store = sqliteStore({ path: tmpFile("c2-lib"), durability: "power", driver });
   const engine = createEngine({ store, workflows: [seqWorkflow] });
   const rawFile = tmpFile("c2-raw");
-  await createRawSchemaFile(rawFile);
-  const raw = openRaw(rawFile, "FULL");
+  await createRawSchemaFile(rawFile, driver);
+  const raw = openRaw(rawFile, "FULL", driver);
 
   const sequential = async () => {
     const t = now();

@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import Database from "better-sqlite3";
+import { Database } from "../helpers/sqlite-driver.js";
 import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { BIN, childEnv } from "../cli/helpers.js";

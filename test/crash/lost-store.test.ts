@@ -4,7 +4,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../helpers/sqlite-driver.js";
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";

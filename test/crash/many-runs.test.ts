@@ -3,7 +3,7 @@
 // intent; no step recorded succeeded may run again; a continue finishes every run.
 import fs from "node:fs";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import { Database } from "../helpers/sqlite-driver.js";
 import { describe, expect, it } from "vitest";
 import { spawnNode } from "../helpers/child.js";
 import { tmpDb } from "../helpers/tmp.js";

@@ -4,7 +4,7 @@
 // run cut off inside its second step among many finished runs.
 import crypto from "node:crypto";
 import os from "node:os";
-import Database from "better-sqlite3";
+import { Database } from "../helpers/sqlite-driver.js";
 import { describe, expect, it } from "vitest";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { tmpDb } from "../helpers/tmp.js";
@@ -15,7 +15,7 @@ const FILLER_RUNS = 300;
 const FILLER_STEPS = 40;
 
 /** FILLER_RUNS completed runs, and run "r" of the crash worker's workflow cut off inside "two". */
-function fillVersion3Store(db: Database.Database): void {
+function fillVersion3Store(db: Database): void {
   const run = db.prepare(
     `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, ?, NULL, '{"$type":"undefined"}', ?, 1, 1, ?, ?)`,
   );

@@ -39,11 +39,13 @@ export interface ChildOptions {
   onStdout?: (stdout: string, child: ChildProcess) => void;
   /** A command to run Node under, e.g. ["unshare", "--pid", "--fork"]. */
   under?: string[];
+  /** The runtime to run the script with, instead of this Node.js (see runtimes.ts: another Node.js, Bun, Deno). */
+  runtime?: string[];
 }
 
 export function spawnNode(script: string, args: string[] = [], options: ChildOptions = {}): ChildRun {
   const started = Date.now();
-  const [command, ...commandArgs] = [...(options.under ?? []), process.execPath, script, ...args];
+  const [command, ...commandArgs] = [...(options.under ?? []), ...(options.runtime ?? [process.execPath]), script, ...args];
   const child = spawn(command!, commandArgs, {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },

@@ -1,4 +1,4 @@
-import Database from "better-sqlite3";
+import { Database } from "./sqlite-driver.js";
 
 /** What a store file holds, read with a plain connection as a person with the sqlite3 shell would. */
 export function inspectDb(file: string) {

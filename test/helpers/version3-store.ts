@@ -2,11 +2,11 @@
 // for the tests of the upgrade to version 4. Migrations never change once released, so the
 // first three are exactly what that version ran.
 import fs from "node:fs";
-import Database from "better-sqlite3";
+import { Database } from "./sqlite-driver.js";
 import { MIGRATIONS } from "../../src/store/sqlite/schema.js";
 
 /** Create `file` at schema version 3; `fill` writes rows into it (with version 3's columns). */
-export function createVersion3Store(file: string, fill: (db: Database.Database) => void = () => {}): void {
+export function createVersion3Store(file: string, fill: (db: Database) => void = () => {}): void {
   fs.closeSync(fs.openSync(file, "wx", 0o600));
   const db = new Database(file);
   try {

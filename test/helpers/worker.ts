@@ -15,14 +15,14 @@ export interface WorkerRun extends ChildRun {
 }
 
 /** Run the crash-suite worker as a real child process. */
-/** `child.under`: a command to run the worker under (faketime, unshare). */
+/** `child.under`: a command to run the worker under (faketime, unshare); `child.runtime`: another runtime to run it with (runtimes.ts). */
 export function spawnWorker(
   file: string,
   runId: string,
   mode: "start" | "continue" | "compensate",
   env: Record<string, string> = {},
   options?: object,
-  child: Pick<ChildOptions, "under"> = {},
+  child: Pick<ChildOptions, "under" | "runtime"> = {},
 ): WorkerRun {
   const args = [file, runId, mode];
   if (options) args.push(JSON.stringify(options));
@@ -35,7 +35,7 @@ export function runWorker(
   mode: "start" | "continue" | "compensate",
   env: Record<string, string> = {},
   options?: object,
-  child: Pick<ChildOptions, "under"> = {},
+  child: Pick<ChildOptions, "under" | "runtime"> = {},
 ) {
   return spawnWorker(file, runId, mode, env, options, child).done;
 }

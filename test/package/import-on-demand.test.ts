@@ -20,7 +20,7 @@ const WITHOUT_PACKAGES = fileURLToPath(new URL("./fixtures/without-packages.mjs"
 const RECORDER = pathToFileURL(fileURLToPath(new URL("./fixtures/record-imports.mjs", import.meta.url))).href;
 
 /** Loaded on first use, never by an import of steplog or of a store's entry. */
-const ON_DEMAND = ["croner", "proper-lockfile", "graceful-fs", "pg", "ulid"];
+const ON_DEMAND = ["better-sqlite3", "croner", "proper-lockfile", "graceful-fs", "pg", "ulid"];
 
 interface Report {
   atImport: string[];
@@ -45,12 +45,14 @@ async function probe(format: "esm" | "cjs", use: string, env: Record<string, str
 const loadedOnDemand = (packages: string[]) => packages.filter((name) => ON_DEMAND.includes(name));
 
 describe.each(["esm", "cjs"] as const)("the %s build", (format) => {
-  it('import "steplog" loads none of croner, proper-lockfile, pg, ulid, node:crypto, node:worker_threads, the ES module node:util; a run on the memory store needs none of the packages either', async () => {
+  it('import "steplog" loads none of better-sqlite3, croner, proper-lockfile, pg, ulid, node:sqlite, node:crypto, node:worker_threads, the ES module node:util; a run on the memory store needs none of the packages either', async () => {
     const report = await probe(format, "start");
     expect(loadedOnDemand(report.atImport)).toEqual([]);
     // Node's own modules that only encryptedCodec and an attempt's owner need.
     expect(report.builtinsAtImport).not.toContain("crypto");
     expect(report.builtinsAtImport).not.toContain("worker_threads");
+    // No SQLite driver: the store loads one when it first opens its file.
+    expect(report.builtinsAtImport).not.toContain("sqlite");
     // Nor the ES module form of node:util, whose lazy properties (parseArgs among them) it would read.
     expect(report.builtinsAtImport).not.toContain("internal/util/parse_args/parse_args");
     expect(report.builtinsAtImport).toContain("os"); // the list is read: the owner row needs the host name

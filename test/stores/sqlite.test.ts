@@ -4,10 +4,9 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { describe, expect, it, vi } from "vitest";
 import { createEngine, defineWorkflow, isSteplogError } from "../../src/entries/index.js";
-import { sqliteStore } from "../../src/entries/sqlite.js";
+import { canLoad, Database, LOADABLE_DRIVERS, sourceOf, sqliteStore, statementPrototype, TEST_SQLITE_DRIVER } from "../helpers/sqlite-driver.js";
 import { LeaseLostError } from "../../src/base/errors.js";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { WriteQueue } from "../../src/store/sqlite/write-queue.js";
@@ -82,7 +81,7 @@ describe("sqlite store", () => {
       const store = sqliteStore(durability ? { path: file, durability } : { path: file });
       const engine = createEngine({ store, workflows: [hello] });
       await engine.start(hello, undefined);
-      expect(store.pragmas()).toEqual({ journalMode: "wal", synchronous, busyTimeoutMs: 5000, cacheSize: -2000 });
+      expect(store.pragmas()).toEqual({ driver: TEST_SQLITE_DRIVER, journalMode: "wal", synchronous, busyTimeoutMs: 5000, cacheSize: -2000 });
       await engine.close();
     }
   });
@@ -160,7 +159,7 @@ describe("sqlite store", () => {
       process.execPath,
       [
         "-e",
-        `const db = new (require("better-sqlite3"))(process.argv[1]); db.exec("BEGIN IMMEDIATE"); console.log("locked");
+        `const db = ${TEST_SQLITE_DRIVER === "node:sqlite" ? `new (require("node:sqlite").DatabaseSync)` : `new (require("better-sqlite3"))`}(process.argv[1]); db.exec("BEGIN IMMEDIATE"); console.log("locked");
          process.stdin.once("data", () => setTimeout(() => { db.exec("COMMIT"); db.close(); }, 400));`,
         file,
       ],
@@ -321,6 +320,55 @@ describe("sqlite store", () => {
   });
 });
 
+describe("sqlite store: its driver", () => {
+  it("an unknown driver is refused when the store is made (INVALID_OPTION), naming the ones there are", () => {
+    expect(() => sqliteStore({ path: tmpDb(), driver: "sqlite3" as "auto" })).toThrow(
+      expect.objectContaining({
+        code: "INVALID_OPTION",
+        message: expect.stringContaining(`driver "sqlite3" is not one steplog has; use "auto" (the default), "better-sqlite3", "node:sqlite", "bun:sqlite"`),
+      }),
+    );
+  });
+
+  it("bun:sqlite outside Bun: STORE_DRIVER_FAILED on the first call that opens it, naming the driver and why; no file is made", async () => {
+    const file = tmpDb();
+    const store = sqliteStore({ path: file, driver: "bun:sqlite" });
+    const error = await store.createRun(runRow("r"), attemptRow("r", 1), { expiresAt: NOW + 60_000, now: NOW }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({
+      code: "STORE_DRIVER_FAILED",
+      tried: [{ driver: "bun:sqlite", reason: `it is Bun's own, and this is Node.js ${process.version}` }],
+    });
+    expect((error as Error).message).toContain(`Use driver "auto" here (bun:sqlite is for Bun). (sqliteStore was asked for driver "bun:sqlite" only.)`);
+    expect(fs.existsSync(file)).toBe(false);
+    await store.close();
+  });
+
+  it.skipIf(canLoad("node:sqlite"))("node:sqlite on a Node.js without it (20): STORE_DRIVER_FAILED saying which Node.js has it", async () => {
+    const store = sqliteStore({ path: tmpDb(), driver: "node:sqlite" });
+    await expect(store.createRun(runRow("r"), attemptRow("r", 1), { expiresAt: NOW + 60_000, now: NOW })).rejects.toMatchObject({
+      code: "STORE_DRIVER_FAILED",
+      message: expect.stringContaining(
+        `node:sqlite failed to load (Node.js ${process.version} has none; it came with Node.js 22.5). The store was not touched`,
+      ),
+    });
+    await store.close();
+  });
+
+  it("the driver that opened the store is told by pragmas(), and a store on it reads what another driver wrote", async () => {
+    const file = tmpDb();
+    for (const driver of LOADABLE_DRIVERS) {
+      const store = sqliteStore({ path: file, driver });
+      await store.createRun(runRow(driver), attemptRow(driver, 1), { expiresAt: NOW + 60_000, now: NOW });
+      expect(store.pragmas()?.driver).toBe(driver);
+      expect((await store.listRuns({})).map((r) => r.run.id).sort()).toEqual(LOADABLE_DRIVERS.slice(0, LOADABLE_DRIVERS.indexOf(driver) + 1).sort());
+      await store.close();
+    }
+  });
+});
+
 describe("sqlite store files are owner-only", () => {
   it("the folder is 0700 and the database, WAL and shared-memory files 0600; opening a store others can read warns once", async () => {
     const dir = path.join(tmpDir(), "nested", "store");
@@ -441,13 +489,11 @@ describe("sqlite store: group commit", () => {
 
   it("a new run's first intent looks up neither the run's number nor its lease (its creation knows both); a taken id writes nothing", async () => {
     const store = sqliteStore({ path: tmpDb(), durability: "process" });
-    const probe = new Database(":memory:");
-    const Statement = Object.getPrototypeOf(probe.prepare("SELECT 1"));
-    probe.close();
+    const Statement = await statementPrototype();
     const original = Statement.get;
     const reads: string[] = [];
-    Statement.get = function (this: { source: string }, ...args: unknown[]) {
-      reads.push(this.source);
+    Statement.get = function (this: object, ...args: unknown[]) {
+      reads.push(sourceOf(this));
       return original.apply(this, args);
     };
     try {
@@ -466,15 +512,13 @@ describe("sqlite store: group commit", () => {
     await store.close();
   });
 
-  /** Counts commits: better-sqlite3 runs each transaction's COMMIT as a statement. */
-  function countCommits() {
-    const probe = new Database(":memory:");
-    const Statement = Object.getPrototypeOf(probe.prepare("SELECT 1"));
-    probe.close();
+  /** Counts commits: every driver runs each transaction's COMMIT as a prepared statement. */
+  async function countCommits() {
+    const Statement = await statementPrototype();
     const original = Statement.run;
     const counter = { commits: 0, restore: () => void (Statement.run = original) };
-    Statement.run = function (this: { source: string }, ...args: unknown[]) {
-      if (this.source === "COMMIT") counter.commits++;
+    Statement.run = function (this: object, ...args: unknown[]) {
+      if (sourceOf(this) === "COMMIT") counter.commits++;
       return original.apply(this, args);
     };
     return counter;
@@ -490,7 +534,7 @@ describe("sqlite store: group commit", () => {
     });
 
   it("a sequential run commits once per step: each intent with the previous step's outcome", async () => {
-    const counter = countCommits();
+    const counter = await countCommits();
     try {
       const wf = steps(200);
       const engine = createEngine({ store: sqliteStore({ path: tmpDb(), durability: "process" }), workflows: [wf] });
@@ -506,7 +550,7 @@ describe("sqlite store: group commit", () => {
   });
 
   it("parallel steps' intents share one commit; so do 20 runs started together", async () => {
-    const counter = countCommits();
+    const counter = await countCommits();
     try {
       const fanOut = defineWorkflow({
         name: "fan-out",
@@ -535,7 +579,7 @@ describe("sqlite store: group commit", () => {
 
   it("an outcome whose intent's row was renumbered meanwhile (as VACUUM may) lands on its own row, and the row now at the old number is untouched", async () => {
     const file = tmpDb();
-    let other: Database.Database | undefined;
+    let other: Database | undefined;
     const moved: { from: number; to: number }[] = [];
     const wf = defineWorkflow({
       name: "renumbered",
@@ -935,13 +979,13 @@ describe("sqlite store: a run's steps are found through its chunks", () => {
 
 describe("sqlite store: upgrading from schema version 3", () => {
   const version3 = createVersion3Store;
-  const v3Run = (db: Database.Database, id: string, createdAt: number) =>
+  const v3Run = (db: Database, id: string, createdAt: number) =>
     db
       .prepare(
         `INSERT INTO runs (id, workflow, version, args, status, attempts, budget_used, created_at, updated_at) VALUES (?, 'hello', NULL, 'null', 'completed', 1, 0, ?, ?)`,
       )
       .run(id, createdAt, createdAt);
-  const v3Step = (db: Database.Database, runId: string, seq: number) =>
+  const v3Step = (db: Database, runId: string, seq: number) =>
     db
       .prepare(
         `INSERT INTO steps (run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage)

@@ -35,15 +35,24 @@ export class StoreFileGoneError extends SteplogError {
   }
 }
 
-/** The store's driver (better-sqlite3's native module, say) could not be loaded: the records themselves were not looked at. */
+/** A driver tried for a store, and why it did not load. */
+export interface DriverTried {
+  readonly driver: string;
+  readonly reason: string;
+}
+
+/** No driver of the store could be loaded (better-sqlite3's native module, node:sqlite, pg): the records themselves were not looked at. */
 export class StoreDriverFailedError extends SteplogError {
   override name = "StoreDriverFailedError";
-  constructor(location: string, driver: string, reason: string, fix: string, cause?: unknown) {
+  /** Each driver tried, in the order tried, with why it did not load. */
+  readonly tried: readonly DriverTried[];
+  constructor(location: string, tried: readonly DriverTried[], fix: string, cause?: unknown) {
     super(
       "STORE_DRIVER_FAILED",
-      `The ${location} could not be opened: ${driver} failed to load (${reason}). The store was not touched, and nothing is wrong with it. ${fix}`,
+      `The ${location} could not be opened: ${tried.map((t) => `${t.driver} failed to load (${t.reason})`).join("; ")}. The store was not touched, and nothing is wrong with it. ${fix}`,
       { cause },
     );
+    this.tried = tried;
   }
 }
 

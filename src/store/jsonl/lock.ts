@@ -103,8 +103,7 @@ function loadLockfile(location: string): Lockfile {
   } catch (error) {
     throw new StoreDriverFailedError(
       location,
-      "the proper-lockfile package",
-      (error instanceof Error ? error.message : String(error)).split("\n")[0]!,
+      [{ driver: "the proper-lockfile package", reason: (error instanceof Error ? error.message : String(error)).split("\n")[0]! }],
       "It is one of steplog's dependencies and takes the JSONL store's file lock: reinstall (npm install), or, if you bundle your app, leave proper-lockfile out of the bundle (mark it external) and install it beside it; then open the store again.",
       error,
     );

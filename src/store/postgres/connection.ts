@@ -59,8 +59,7 @@ export function loadPg(): Promise<PgModule> {
       if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
         throw new StoreDriverFailedError(
           "Postgres store",
-          "the pg package",
-          "it is not installed",
+          [{ driver: "the pg package", reason: "it is not installed" }],
           "postgresStore needs it: type npm install pg (steplog lists it as an optional peer dependency), then start again.",
           error,
         );

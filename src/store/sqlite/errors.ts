@@ -1,15 +1,15 @@
 /**
- * What a failure of better-sqlite3 or of the file system means for the SQLite store, as
- * steplog's own errors. Kept in one place so every path maps the same code the same way: a
- * broken or foreign file is STORE_UNREADABLE (restore from a backup), a folder or file this
- * user may not write is STORE_READ_ONLY, a native module that will not load is
- * STORE_DRIVER_FAILED (rebuild it), and any other failed write is STORE_WRITE_FAILED, saying
- * whether the command may have been recorded.
+ * What a failure of SQLite (through any driver) or of the file system means for the SQLite
+ * store, as steplog's own errors. Kept in one place so every path maps the same code the same
+ * way: a broken or foreign file is STORE_UNREADABLE (restore from a backup), a folder or file
+ * this user may not write is STORE_READ_ONLY, and any other failed write is STORE_WRITE_FAILED,
+ * saying whether the command may have been recorded. (A driver that does not load is
+ * STORE_DRIVER_FAILED: drivers/load.ts.)
  */
 
 import fs from "node:fs";
 import path from "node:path";
-import { StoreDriverFailedError, StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError, SteplogError } from "../../base/errors.js";
+import { StoreReadOnlyError, StoreUnreadableError, StoreWriteFailedError, SteplogError } from "../../base/errors.js";
 
 export const UNREADABLE_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CANTOPEN"]);
 /** What creating a file or folder answers where this process may not write. */
@@ -18,23 +18,69 @@ const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
 /** What a new run's write is called in errors (and how writeFailed knows one). */
 export const NEW_RUN = "the new run";
 
+/** SQLite's primary result codes by number (node:sqlite reports the number; better-sqlite3 and bun:sqlite the name). */
+const PRIMARY_CODES = [
+  "OK",
+  "ERROR",
+  "INTERNAL",
+  "PERM",
+  "ABORT",
+  "BUSY",
+  "LOCKED",
+  "NOMEM",
+  "READONLY",
+  "INTERRUPT",
+  "IOERR",
+  "CORRUPT",
+  "NOTFOUND",
+  "FULL",
+  "CANTOPEN",
+  "PROTOCOL",
+  "EMPTY",
+  "SCHEMA",
+  "TOOBIG",
+  "CONSTRAINT",
+  "MISMATCH",
+  "MISUSE",
+  "NOLFS",
+  "AUTH",
+  "FORMAT",
+  "RANGE",
+  "NOTADB",
+];
+/** The extended codes this store tells apart (the rest are named by their primary code). */
+const EXTENDED_CODES: Record<number, string> = {
+  261: "BUSY_RECOVERY",
+  517: "BUSY_SNAPSHOT",
+  773: "BUSY_TIMEOUT",
+  264: "READONLY_RECOVERY",
+  520: "READONLY_CANTLOCK",
+  776: "READONLY_ROLLBACK",
+  1032: "READONLY_DBMOVED",
+  1288: "READONLY_CANTINIT",
+  1544: "READONLY_DIRECTORY",
+  270: "CANTOPEN_NOTEMPDIR",
+  526: "CANTOPEN_ISDIR",
+  782: "CANTOPEN_FULLPATH",
+  1038: "CANTOPEN_CONVPATH",
+  1294: "CANTOPEN_DIRTYWAL",
+  1550: "CANTOPEN_SYMLINK",
+  2067: "CONSTRAINT_UNIQUE",
+  1555: "CONSTRAINT_PRIMARYKEY",
+  1299: "CONSTRAINT_NOTNULL",
+  275: "CONSTRAINT_CHECK",
+};
+
 /**
- * better-sqlite3's native module failing to load (not built, built for another Node.js, another
- * platform's binary): its own code, with the fix, never "restore the store from a backup".
+ * SQLite's code for a failure (`SQLITE_BUSY`, `SQLITE_READONLY_DIRECTORY`), whichever driver
+ * threw it, or "" when it is not SQLite's.
  */
-export function driverFailed(error: unknown, location: string): StoreDriverFailedError | undefined {
-  const message = error instanceof Error ? error.message : String(error);
-  const code = (error as { code?: string }).code;
-  const native = code === "ERR_DLOPEN_FAILED" || /bindings file|NODE_MODULE_VERSION|better_sqlite3\.node|invalid ELF header|wrong ELF class/i.test(message);
-  if (!native) return undefined;
-  const needs = `Node.js ${process.version} (NODE_MODULE_VERSION ${process.versions.modules}) on ${process.platform}-${process.arch}`;
-  return new StoreDriverFailedError(
-    location,
-    "better-sqlite3's native module",
-    message.split("\n")[0]!,
-    `Build it for ${needs}: type npm rebuild better-sqlite3 (it needs python3, make and a C++ compiler), or npm ci again after switching Node.js versions.`,
-    error,
-  );
+export function sqliteCode(error: unknown): string {
+  const { code, errcode } = (error ?? {}) as { code?: unknown; errcode?: unknown };
+  if (typeof code === "string" && code.startsWith("SQLITE_")) return code;
+  if (typeof errcode !== "number") return "";
+  const name = EXTENDED_CODES[errcode] ?? PRIMARY_CODES[errcode & 0xff];
+  return name === undefined ? "" : `SQLITE_${name}`;
 }
 
 /** The not-writable code behind a failure to create `dir` (or a file in it), if that is what it was. */
@@ -101,7 +147,7 @@ export function unreadableByThisUser(location: string, file: string, cause: unkn
 }
 
 export function unreadable(location: string, error: unknown): SteplogError {
-  const code = (error as { code?: string }).code ?? "";
+  const code = sqliteCode(error);
   const reason = error instanceof Error ? error.message : String(error);
   return new StoreUnreadableError(location, UNREADABLE_CODES.has(code) ? `${code}: ${reason}` : reason, error);
 }
@@ -110,7 +156,7 @@ export function writeFailed(location: string, error: unknown, what: string, runI
   // A new run that could not be inserted: rolled back with its batch or its savepoint.
   if (what === NEW_RUN) command = { maybeRecorded: false };
   if (error instanceof SteplogError) return error;
-  const code = (error as { code?: string }).code ?? "";
+  const code = sqliteCode(error);
   if (UNREADABLE_CODES.has(code)) return unreadable(location, error);
   if (code.startsWith("SQLITE_READONLY")) {
     return new StoreReadOnlyError(location, `${code}: the file or its folder is not writable by this user`, runId);
@@ -124,7 +170,7 @@ export function reading<T>(location: string, fn: () => T): T {
     return fn();
   } catch (error) {
     if (error instanceof SteplogError) throw error;
-    const code = (error as { code?: string }).code ?? "";
+    const code = sqliteCode(error);
     if (UNREADABLE_CODES.has(code)) throw unreadable(location, error);
     throw error;
   }

@@ -1,5 +1,5 @@
 /**
- * Opening the SQLite file: creating it owner-only, connecting (read-only where this user cannot
+ * Opening the SQLite file: creating it owner-only, loading the driver (drivers/load.ts), connecting (read-only where this user cannot
  * write it, through a private snapshot when SQLite cannot read it in place), refusing a
  * foreign, broken or newer file before anything writes to it, the pragmas set on every open,
  * and the schema's migrations. Also what the store keeps of the opened file and checks later:
@@ -8,16 +8,17 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { StoreFileGoneError, StoreReadOnlyError, StoreTooNewError, StoreUnreadableError, SteplogError } from "../../base/errors.js";
 import { fault } from "../../base/faults.js";
 import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
-import { driverFailed, notWritable, readOnlyCause, UNREADABLE_CODES, unreadable, unreadableByThisUser, writeFailed } from "./errors.js";
+import { notWritable, readOnlyCause, sqliteCode, UNREADABLE_CODES, unreadable, unreadableByThisUser, writeFailed } from "./errors.js";
 import type { SqliteSettings } from "./options.js";
 import { dropSnapshot, takeSnapshot, type Snapshot } from "./snapshot.js";
+import type { SqliteConnection, SqliteDriver } from "./drivers/connection.js";
+import { loadDriver } from "./drivers/load.js";
 
-type Db = Database.Database;
+type Db = SqliteConnection;
 
 /** SQLite's page cache per connection, in SQLite's units: negative means KiB. */
 const DEFAULT_CACHE_SIZE = -2000;
@@ -41,6 +42,8 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
   const exists = fs.existsSync(file);
   if (!exists && !create) return undefined;
   if (!exists && settings.readonly) throw new StoreReadOnlyError(location, "opened with readonly: true, and the file does not exist yet");
+  // Before the file is made: a store whose driver does not load leaves nothing behind.
+  const driver = loadDriver(settings.driver, location);
   if (!exists) {
     try {
       createOwnerOnlyFile(file);
@@ -54,13 +57,14 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
   } else warnIfShared(file, location, settings.warn);
   let db: Db;
   try {
-    db = connect(settings, opened);
+    db = connect(settings, opened, driver);
   } catch (error) {
     if (error instanceof SteplogError) throw error;
-    throw driverFailed(error, location) ?? unreadableByThisUser(location, file, error) ?? unreadable(location, error);
+    throw unreadableByThisUser(location, file, error) ?? unreadable(location, error);
   }
   try {
     checkReadable(db, location);
+    // The same pragmas on every open, whichever driver opened it (each builds SQLite with its own defaults).
     db.pragma(`busy_timeout = ${settings.busyTimeoutMs}`);
     if (!db.readonly) {
       switchToWal(db, settings.busyTimeoutMs);
@@ -78,7 +82,7 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
     db.close();
     if (opened.snapshot) dropSnapshot(opened.snapshot);
     opened.snapshot = undefined;
-    const code = (error as { code?: string }).code ?? "";
+    const code = sqliteCode(error);
     if (error instanceof SteplogError || UNREADABLE_CODES.has(code)) throw error instanceof SteplogError ? error : unreadable(location, error);
     throw writeFailed(location, error, "the store's schema", undefined, { maybeRecorded: false });
   }
@@ -125,20 +129,20 @@ export function checkWritable(settings: SqliteSettings, opened: OpenedFile, db: 
  * store is read from a private snapshot copy instead (see snapshot.ts). Even a file this user
  * may write is not written there: SQLite could not make its -wal.
  */
-function connect(settings: SqliteSettings, opened: OpenedFile): Db {
+function connect(settings: SqliteSettings, opened: OpenedFile, driver: SqliteDriver): Db {
   const cause = readOnlyCause(settings.file);
   opened.readOnlyWhy = cause?.why;
-  const direct = new Database(settings.file, { fileMustExist: true, readonly: settings.readonly || cause !== undefined });
+  const direct = driver.open(settings.file, settings.readonly || cause !== undefined);
   try {
     direct.prepare("SELECT 1 FROM sqlite_master LIMIT 1").get();
     return direct;
   } catch (error) {
     direct.close();
-    const code = (error as { code?: string }).code ?? "";
+    const code = sqliteCode(error);
     // What SQLite answers when it cannot make the -wal or -shm (SQLITE_CANTOPEN, SQLITE_READONLY_DIRECTORY, …).
     if (!cause?.folder || !(code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_READONLY"))) throw error;
     opened.snapshot = takeSnapshot(settings.file, settings.location);
-    return new Database(opened.snapshot.copy, { fileMustExist: true, readonly: true });
+    return driver.open(opened.snapshot.copy, true);
   }
 }
 
@@ -167,7 +171,7 @@ function switchToWal(db: Db, busyTimeoutMs: number): void {
       db.pragma("journal_mode = WAL");
       return;
     } catch (error) {
-      if (!String((error as { code?: string }).code).startsWith("SQLITE_BUSY") || Date.now() >= deadline) throw error;
+      if (!sqliteCode(error).startsWith("SQLITE_BUSY") || Date.now() >= deadline) throw error;
       Atomics.wait(napping, 0, 0, 10); // a synchronous nap: opening the store is synchronous
     }
   }

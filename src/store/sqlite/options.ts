@@ -8,11 +8,18 @@
 import path from "node:path";
 import { InvalidOptionError } from "../../base/errors.js";
 import { checkKnownKeys, type KnownKeys } from "../../base/options.js";
+import { SQLITE_DRIVERS, type SqliteDriverChoice } from "./drivers/connection.js";
 
 /** What `sqliteStore()` takes; every option is checked when the store is made. */
 export interface SqliteStoreOptions {
   /** The database file. Default `.steplog/steplog.db` under the working directory. */
   path?: string;
+  /**
+   * Which SQLite library opens it: "auto" (default) is better-sqlite3 where it loads, else the
+   * runtime's built-in (node:sqlite on Node.js 22.16+ and Deno, bun:sqlite on Bun). Every driver
+   * reads and writes the same file format.
+   */
+  driver?: SqliteDriverChoice;
   /**
    * "power" (default): synchronous=FULL, a committed step survives a power loss.
    * "process": synchronous=NORMAL, survives a process crash but may lose the last
@@ -35,7 +42,15 @@ export interface SqliteStoreOptions {
 
 export const DEFAULT_SQLITE_PATH = path.join(".steplog", "steplog.db");
 
-const SQLITE_KEYS: KnownKeys<SqliteStoreOptions> = { path: true, durability: true, busyTimeoutMs: true, readonly: true, pragmas: true, onWarning: true };
+const SQLITE_KEYS: KnownKeys<SqliteStoreOptions> = {
+  path: true,
+  driver: true,
+  durability: true,
+  busyTimeoutMs: true,
+  readonly: true,
+  pragmas: true,
+  onWarning: true,
+};
 
 const RESERVED_PRAGMAS = new Set(["journal_mode", "synchronous", "busy_timeout", "locking_mode"]);
 
@@ -45,6 +60,7 @@ export interface SqliteSettings {
   readonly file: string;
   /** `sqlite store at <file>`, for error messages. */
   readonly location: string;
+  readonly driver: SqliteDriverChoice;
   readonly durability: "power" | "process";
   readonly busyTimeoutMs: number;
   readonly readonly: boolean;
@@ -58,12 +74,18 @@ export function sqliteSettings(options: SqliteStoreOptions): SqliteSettings {
   const settings: SqliteSettings = {
     file,
     location: `sqlite store at ${file}`,
+    driver: options.driver ?? "auto",
     durability: options.durability ?? "power",
     busyTimeoutMs: options.busyTimeoutMs ?? 5000,
     readonly: options.readonly === true,
     extraPragmas: Object.entries(options.pragmas ?? {}),
     warn: options.onWarning ?? ((message) => process.emitWarning(message, { code: "STEPLOG_STORE_PERMISSIONS" })),
   };
+  if (settings.driver !== "auto" && !SQLITE_DRIVERS.includes(settings.driver)) {
+    throw new InvalidOptionError(
+      `sqliteStore: driver ${JSON.stringify(settings.driver)} is not one steplog has; use "auto" (the default), ${SQLITE_DRIVERS.map((d) => JSON.stringify(d)).join(", ")}.`,
+    );
+  }
   for (const [name, value] of settings.extraPragmas) {
     if (RESERVED_PRAGMAS.has(name.toLowerCase()) || !/^[a-z_]+$/i.test(name) || !/^[\w.-]+$/.test(String(value))) {
       throw new InvalidOptionError(

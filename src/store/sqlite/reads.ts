@@ -5,7 +5,7 @@
  * read sees every write issued before it.
  */
 
-import type Database from "better-sqlite3";
+import type { SqliteConnection } from "./drivers/connection.js";
 import type { EventRow, FlowFacts, FlowQuery, LeaseRow, RunFilter, RunListing, RunRow, StoredRun, WorkflowCount } from "../types.js";
 import { listLimit } from "../state-machine.js";
 import { attemptFromDb, keyHolderFromDb, RUN_COLUMNS, stepFromDb, type KeyHolderRow, type Statements, type StoredAttempt } from "./sql.js";
@@ -21,7 +21,7 @@ export function loadRun(s: Statements, runId: string, forClaim = false): StoredR
   return { run, attempts, steps, lease, events };
 }
 
-export function listRuns(db: Database.Database, s: Statements, filter: RunFilter): RunListing[] {
+export function listRuns(db: SqliteConnection, s: Statements, filter: RunFilter): RunListing[] {
   const { where, params } = runsWhere(filter);
   const sql =
     `SELECT ${RUN_COLUMNS} FROM runs${where}` +
@@ -40,7 +40,7 @@ export function listRuns(db: Database.Database, s: Statements, filter: RunFilter
 }
 
 /** How many runs the filter lists (its limit aside), per workflow. */
-export function countRuns(db: Database.Database, filter: RunFilter): WorkflowCount[] {
+export function countRuns(db: SqliteConnection, filter: RunFilter): WorkflowCount[] {
   const { where, params } = runsWhere(filter);
   return db.prepare(`SELECT workflow, count(*) AS runs FROM runs${where} GROUP BY workflow`).all(...params) as WorkflowCount[];
 }

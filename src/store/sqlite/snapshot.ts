@@ -6,7 +6,7 @@
  * read, and a -wal this user may not read is refused rather than skipped. The copy is taken
  * again whenever the file or its -wal changes, so a reader that stays open is never answered
  * from a stale one. (better-sqlite3 is built without URI file names, so SQLite's `immutable=1`,
- * which would read the file in place, cannot be asked for.)
+ * which would read the file in place, cannot be asked for; every driver reads the copy alike.)
  */
 
 import fs from "node:fs";

@@ -4,7 +4,7 @@
  * most rows need no conversion; attempts do (SQLite keeps booleans as 0/1 and lists as JSON).
  */
 
-import type Database from "better-sqlite3";
+import type { SqliteConnection, SqliteStatement } from "./drivers/connection.js";
 import { RUN_INSERT_COLUMNS } from "../run-values.js";
 import { ENDED_STATUSES, type AttemptRow, type Consent, type Effect, type LeaseRow, type StepRow } from "../types.js";
 
@@ -48,7 +48,7 @@ export function stepFromDb(r: unknown[]): StepRow {
   };
 }
 
-type Stmt = Database.Statement;
+type Stmt = SqliteStatement;
 
 /**
  * Where a run's step rows are (schema 10): in the chunks listed for its number, checked against
@@ -69,7 +69,7 @@ export const unchunkedOf = (runId: string, num: string): string => `chunk IS NUL
 const OUTCOME_SET = `status = ?, value = ?, error = ?, ended_at = ?, calls = ?, resolution = ?, usage = ?`;
 const SUCCEEDED_SET = `status = 'succeeded', value = ?, ended_at = ?, calls = ?`;
 
-/** The prepared statements by name (spelt out: a declaration file cannot name the type better-sqlite3's prepare infers). */
+/** The prepared statements by name. */
 export interface Statements {
   getRun: Stmt;
   getAttempts: Stmt;
@@ -145,23 +145,21 @@ export interface Statements {
   endAttempt: Stmt;
 }
 
-export function prepare(db: Database.Database): Statements {
+export function prepare(db: SqliteConnection): Statements {
   return {
     getRun: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
     getAttemptsLean: db.prepare(`SELECT ${ATTEMPT_COLUMNS_LEAN} FROM attempts WHERE run_id = ? ORDER BY number`),
     getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
-    getSteps: db
-      .prepare(
-        `WITH run AS (SELECT id, num FROM runs WHERE id = ?)
+    getSteps: db.prepareRaw(
+      `WITH run AS (SELECT id, num FROM runs WHERE id = ?)
        SELECT ${STEP_COLUMNS} FROM steps, run WHERE ${inRunChunks("run.num")}
        UNION ALL SELECT ${STEP_COLUMNS} FROM steps, run WHERE ${unchunkedOf("run.id", "run.num")}
        ORDER BY seq`,
-      )
-      .raw(true),
+    ),
     getLease: db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE run_id = ?`),
     getFence: db.prepare(`SELECT epoch, attempt FROM leases WHERE run_id = ?`),
-    dataVersion: db.prepare(`PRAGMA data_version`).pluck(),
+    dataVersion: db.preparePluck(`PRAGMA data_version`),
     getEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq`),
     insertEvent: db.prepare(
       `INSERT INTO events (run_id, seq, name, payload, sent_at, consumed_by, key) VALUES (@runId, @seq, @name, @payload, @sentAt, @consumedBy, @key)`,
@@ -203,10 +201,10 @@ export function prepare(db: Database.Database): Statements {
     ),
     listSideChunk: db.prepare(`INSERT OR IGNORE INTO step_chunks (run_num, chunk) SELECT num, -num FROM runs WHERE id = ? AND num IS NOT NULL`),
     getRunNum: db.prepare(`SELECT num FROM runs WHERE id = ?`),
-    topChunk: db.prepare(`SELECT chunk FROM steps ORDER BY chunk DESC LIMIT 1`).pluck(),
-    latestChunkOf: db.prepare(`SELECT max(chunk) FROM step_chunks WHERE run_num = ?`).pluck(),
-    topSeqIn: db.prepare(`SELECT max(seq) FROM steps WHERE chunk = ?`).pluck(),
-    topSeqUnchunked: db.prepare(`SELECT max(seq) FROM steps WHERE ${unchunkedOf("?", "?")}`).pluck(),
+    topChunk: db.preparePluck(`SELECT chunk FROM steps ORDER BY chunk DESC LIMIT 1`),
+    latestChunkOf: db.preparePluck(`SELECT max(chunk) FROM step_chunks WHERE run_num = ?`),
+    topSeqIn: db.preparePluck(`SELECT max(seq) FROM steps WHERE chunk = ?`),
+    topSeqUnchunked: db.preparePluck(`SELECT max(seq) FROM steps WHERE ${unchunkedOf("?", "?")}`),
     insertChunk: db.prepare(`INSERT INTO step_chunks (run_num, chunk) VALUES (?, ?)`),
     // The hot path's two statements; the caller has checked the run's fence in this transaction.
     insertStepAt: db.prepare(
@@ -250,7 +248,7 @@ export function keyHolderFromDb(row: KeyHolderRow): { lease: LeaseRow; attempt: 
 }
 
 /** The common intent's INSERT for one effect, written in it as a literal (an Effect: one of four fixed words). */
-function insertIntent(db: Database.Database, effect: Effect): Stmt {
+function insertIntent(db: SqliteConnection, effect: Effect): Stmt {
   return db.prepare(
     `INSERT INTO steps (run_num, chunk, run_id, seq, attempt, key, name, status, effect, idempotency_key, value, error, version, intended_at, ended_at, calls, resolution, usage, position)
      VALUES (?, ?, ?, ?, ?, ?, ?, 'intended', '${effect}', ?, NULL, NULL, ?, ?, NULL, 0, NULL, NULL, ?)`,

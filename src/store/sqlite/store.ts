@@ -1,5 +1,5 @@
 /**
- * The SQLite store (better-sqlite3): the embedded default. WAL, busy_timeout, every write
+ * The SQLite store: the embedded default, on better-sqlite3 or the runtime's built-in SQLite (see drivers/). WAL, busy_timeout, every write
  * transaction BEGIN IMMEDIATE, and `synchronous` set explicitly on every open (an existing
  * WAL database would otherwise drop to NORMAL). Attempt writes issued in the same turn of the
  * event loop share one transaction (group commit, see write-queue.ts).
@@ -12,7 +12,6 @@
  */
 
 import fs from "node:fs";
-import type Database from "better-sqlite3";
 import { StoreClosedError } from "../../base/errors.js";
 import { taken } from "../claim-result.js";
 import type {
@@ -38,6 +37,7 @@ import type {
 import { canonicalPath } from "../canonical-path.js";
 import { claimVerdict } from "../state-machine.js";
 import { WriteQueue } from "./write-queue.js";
+import type { SqliteConnection, SqliteDriverName, SqliteStatement } from "./drivers/connection.js";
 
 /** The store's own queued writes (write-queue.ts applies them through applyOp). */
 const OP_INTENT = 1;
@@ -58,15 +58,15 @@ export interface SqliteStore extends Store {
   readonly path: string;
   /** `sqlite:` and the file's path with symlinks resolved. */
   storageId(): Promise<string>;
-  /** The live connection's settings (opening the file if it exists): to check what durability you run with. */
-  pragmas(): { journalMode: string; synchronous: number; busyTimeoutMs: number; cacheSize: number } | undefined;
+  /** The live connection's settings (opening the file if it exists): to check what durability you run with, and which driver opened it. */
+  pragmas(): { driver: SqliteDriverName; journalMode: string; synchronous: number; busyTimeoutMs: number; cacheSize: number } | undefined;
 }
 
 export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
   return new SqliteStoreImpl(options);
 }
 
-type Db = Database.Database;
+type Db = SqliteConnection;
 
 class SqliteStoreImpl implements SqliteStore {
   readonly kind = "sqlite";
@@ -108,10 +108,11 @@ class SqliteStoreImpl implements SqliteStore {
     const db = this.#open(false);
     if (!db) return undefined;
     return {
-      journalMode: String(db.pragma("journal_mode", { simple: true })),
-      synchronous: Number(db.pragma("synchronous", { simple: true })),
-      busyTimeoutMs: Number(db.pragma("busy_timeout", { simple: true })),
-      cacheSize: Number(db.pragma("cache_size", { simple: true })),
+      driver: db.driver,
+      journalMode: String(db.pragma("journal_mode")),
+      synchronous: Number(db.pragma("synchronous")),
+      busyTimeoutMs: Number(db.pragma("busy_timeout")),
+      cacheSize: Number(db.pragma("cache_size")),
     };
   }
 
@@ -479,7 +480,7 @@ class SqliteStoreImpl implements SqliteStore {
 }
 
 /** The common intent's statement for an effect (a switch: most steps are idempotent, and a literal compares fastest). */
-function intentStatement(stmts: Statements, effect: Effect): Database.Statement | undefined {
+function intentStatement(stmts: Statements, effect: Effect): SqliteStatement | undefined {
   switch (effect) {
     case "idempotent":
       return stmts.insertIntentIdempotent;

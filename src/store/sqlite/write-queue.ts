@@ -19,7 +19,7 @@
  * full, I/O error) rejects every write in it: none was committed.
  */
 
-import type Database from "better-sqlite3";
+import type { SqliteConnection } from "./drivers/connection.js";
 import { SteplogError } from "../../base/errors.js";
 
 /**
@@ -85,7 +85,7 @@ export class WriteQueue {
   #immediateScheduled = false;
   #microtaskScheduled = false;
   #streak = 0;
-  /** Built once: better-sqlite3 wraps the function in BEGIN IMMEDIATE … COMMIT. */
+  /** Built once: the driver wraps the function in BEGIN IMMEDIATE … COMMIT. */
   readonly #commit: (batch: PendingWrite[]) => void;
   readonly #flushOnTurn = () => {
     this.#immediateScheduled = false;
@@ -100,7 +100,7 @@ export class WriteQueue {
   readonly #describeOp: OpDescriber;
   readonly #batchFailed: () => void;
 
-  constructor(db: Database.Database, toError: (error: unknown, what: string, runId: string) => Error, hooks: WriteQueueHooks = {}) {
+  constructor(db: SqliteConnection, toError: (error: unknown, what: string, runId: string) => Error, hooks: WriteQueueHooks = {}) {
     this.toError = toError;
     const applyOp = hooks.applyOp ?? noOps;
     const beginBatch = hooks.beginBatch ?? (() => {});

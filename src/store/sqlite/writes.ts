@@ -6,15 +6,15 @@
  * (a run's slot), and is dropped when a transaction fails.
  */
 
-import type Database from "better-sqlite3";
+import type { SqliteConnection, SqliteStatement } from "./drivers/connection.js";
 import { LeaseLostError, StoreWriteFailedError } from "../../base/errors.js";
 import type { AttemptRow, Fence, Lease, RunPatch, RunRow, StepRow } from "../types.js";
 import { inRunChunks, unchunkedOf, type Statements } from "./sql.js";
 import { runInsertValues } from "../run-values.js";
 import { CHUNK_STEPS } from "./schema.js";
 
-type Db = Database.Database;
-type Stmt = Database.Statement;
+type Db = SqliteConnection;
+type Stmt = SqliteStatement;
 
 /** What a step's intent records, for an error message (built only when one is thrown). */
 export const intentDescription = (key: string): string => "the intent of step " + JSON.stringify(key);
@@ -40,7 +40,7 @@ export class SqliteWrites {
   #fenceGeneration = 0;
   /** data_version when the current generation began, or -1: start a new one at the next batch. */
   #dataVersion = -1;
-  /** Built once per connection: nested in the batch's transaction, better-sqlite3 makes it a savepoint. */
+  /** Built once per connection: nested in the batch's transaction, it is a savepoint. */
   readonly insertNewRun: (run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }) => Lease | { exists: RunRow };
   /** A run queued for its turn (flow control): the run row and a free lease row (epoch 0), no attempt. */
   readonly insertQueuedRun: (run: RunRow, now: number) => { queued: true } | { exists: RunRow };
@@ -85,7 +85,7 @@ export class SqliteWrites {
       if (holder) return { exists: holder };
     }
     // ON CONFLICT (id) DO NOTHING: a taken id inserts nothing and returns no row.
-    const inserted = this.#s.insertRun.get(runInsertValues(run)) as { num: number } | undefined;
+    const inserted = this.#s.insertRun.get(...runInsertValues(run)) as { num: number } | undefined;
     if (inserted) return inserted.num;
     const same = this.#s.getRun.get(run.id) as RunRow | undefined;
     if (!same) throw new Error(`steplog internal: run ${JSON.stringify(run.id)} was neither inserted nor found`);
@@ -114,7 +114,7 @@ export class SqliteWrites {
       this.#patchStmts.set(signature, stmt);
     }
     values.push(runId);
-    stmt.run(values);
+    stmt.run(...values);
   }
 
   /** A step row's fields, changed: looked for through the run's chunks, then among its rows without one. */
