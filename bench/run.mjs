@@ -26,7 +26,8 @@ import { scalingCase } from "./cases/scaling.mjs";
 import { IMPORT_REPS, importCase } from "./cases/import-cost.mjs";
 import { FIRST_RUN_TARGET_S, firstRunCase } from "./cases/first-run.mjs";
 
-// Sizes: the issue's, except jsonlSteps (see there). The whole bench takes 1-2.5 minutes on 2 cores.
+// Sizes: the issue's, except jsonlSteps (see there). The whole bench takes 1-2.5 minutes on 2 cores, and case 11
+// (npm installs, one compiling better-sqlite3) 1-2 more.
 const SIZES = {
   sequentialSteps: 2000,
   concurrentRuns: 100,
