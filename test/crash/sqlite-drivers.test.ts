@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { spawnNode } from "../helpers/child.js";
 import { inspectDb } from "../helpers/inspect.js";
 import { canLoad, TEST_SQLITE_DRIVER } from "../helpers/sqlite-driver.js";
-import { RUNTIMES_CACHE, runtimeCommand, type RuntimeName } from "../helpers/runtimes.js";
+import { needRuntime, RUNTIMES_CACHE, runtimeCommand, skipWithout, type RuntimeName } from "../helpers/runtimes.js";
 import { tmpDb } from "../helpers/tmp.js";
 import { readLedger, runWorker } from "../helpers/worker.js";
 
@@ -21,7 +21,7 @@ const effects = (file: string) => readLedger(file).map((e) => `${e.step}:${e.att
 
 /** SIGKILL inside step two's effect, then a continue: one and three ran once, two twice under one key (it is idempotent). */
 async function crashAndContinue(file: string, env: Record<string, string>, runtime?: RuntimeName) {
-  const under = runtime ? { runtime: runtimeCommand(runtime)! } : {};
+  const under = runtime ? { runtime: needRuntime(runtime) } : {};
   const cut = await runWorker(file, "r", "start", { ...env, CRASH_IN_EFFECT: "two" }, undefined, under);
   expect(cut.signal, cut.stdout + cut.stderr).toBe("SIGKILL");
   const done = await runWorker(file, "r", "continue", env, undefined, under);
@@ -36,8 +36,8 @@ async function crashAndContinue(file: string, env: Record<string, string>, runti
   ).toBe(1);
 }
 
-const missing = (name: RuntimeName) => !runtimeCommand(name);
-const skipNote = (name: RuntimeName) => (missing(name) ? ` (skipped: ${name} is not in ${RUNTIMES_CACHE})` : "");
+const missing = (name: RuntimeName) => skipWithout(name);
+const skipNote = (name: RuntimeName) => (runtimeCommand(name) ? "" : ` (${name} is not in ${RUNTIMES_CACHE}; .ci/runtimes.sh fetch fetches it)`);
 
 describe("SQLite drivers in real processes", () => {
   it("import of steplog loads no SQLite driver; the first open of a store loads one", async () => {
@@ -52,7 +52,7 @@ describe("SQLite drivers in real processes", () => {
       async () => {
         const file = tmpDb();
         const env = { NODE_OPTIONS: `--require ${NO_NATIVE}` };
-        const done = await spawnNode(LOADS, [tmpDb()], { runtime: runtimeCommand(runtime)!, env }).done;
+        const done = await spawnNode(LOADS, [tmpDb()], { runtime: needRuntime(runtime), env }).done;
         expect(done.report, done.stdout + done.stderr).toMatchObject({ driver: "node:sqlite", status: "completed" });
         await crashAndContinue(file, env, runtime);
       },
@@ -65,7 +65,7 @@ describe("SQLite drivers in real processes", () => {
       const file = tmpDb();
       const cut = await runWorker(file, "r", "start", { SQLITE_DRIVER: "better-sqlite3", CRASH_IN_EFFECT: "two" });
       expect(cut.signal, cut.stdout + cut.stderr).toBe("SIGKILL");
-      const done = await runWorker(file, "r", "continue", { SQLITE_DRIVER: "node:sqlite" }, undefined, { runtime: runtimeCommand("node24")! });
+      const done = await runWorker(file, "r", "continue", { SQLITE_DRIVER: "node:sqlite" }, undefined, { runtime: needRuntime("node24") });
       expect(done.report?.result, done.stdout + done.stderr).toMatchObject({ status: "completed", attempt: 2 });
       expect(effects(file)).toEqual(["one:1", "two:1", "two:2", "three:2"]);
       const again = await runWorker(file, "s", "start", { SQLITE_DRIVER: "better-sqlite3" });
@@ -85,13 +85,13 @@ describe("SQLite drivers in real processes", () => {
   );
 
   it.skipIf(missing("bun"))(`Bun: bun:sqlite (asked for, and by "auto"); a run SIGKILLed mid-step continues${skipNote("bun")}`, async () => {
-    const done = await spawnNode(LOADS, [tmpDb()], { runtime: runtimeCommand("bun")! }).done;
+    const done = await spawnNode(LOADS, [tmpDb()], { runtime: needRuntime("bun") }).done;
     expect(done.report, done.stdout + done.stderr).toMatchObject({ driver: "bun:sqlite", status: "completed" });
     await crashAndContinue(tmpDb(), { SQLITE_DRIVER: "bun:sqlite" }, "bun");
   });
 
   it.skipIf(missing("deno"))(`Deno: "auto" is node:sqlite; a run SIGKILLed mid-step continues${skipNote("deno")}`, async () => {
-    const done = await spawnNode(LOADS, [tmpDb()], { runtime: runtimeCommand("deno")! }).done;
+    const done = await spawnNode(LOADS, [tmpDb()], { runtime: needRuntime("deno") }).done;
     expect(done.report, done.stdout + done.stderr).toMatchObject({ driver: "node:sqlite", status: "completed" });
     await crashAndContinue(tmpDb(), {}, "deno");
   });

