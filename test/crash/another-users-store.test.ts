@@ -5,12 +5,13 @@
 // users (CI has it); elsewhere the suite says it is skipped.
 import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { Database } from "../helpers/sqlite-driver.js";
 import { createEngine, defineWorkflow } from "../../src/entries/index.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
-import { BIN, childEnv } from "../cli/helpers.js";
+import { childEnv } from "../cli/helpers.js";
 import { spawnNode } from "../helpers/child.js";
 import { tmpDir } from "../helpers/tmp.js";
 
@@ -18,7 +19,32 @@ const isRoot = process.getuid?.() === 0;
 if (!isRoot && !process.env.CI) console.warn("another user's store tests skipped: they switch users (run as root, as CI does)");
 const rootIt = isRoot || process.env.CI ? it : it.skip;
 
-const READER = path.join(import.meta.dirname, "fixtures", "store-reader.mjs");
+/**
+ * The built package, the reader and the SQLite driver copied to a folder `nobody` may enter: a
+ * checkout in a folder closed to other users (a CI clone under a 0700 temp folder, root's home)
+ * cannot be run as nobody in place.
+ */
+function copyForOthers(): string {
+  const root = path.resolve(import.meta.dirname, "..", "..");
+  const to = tmpDir("steplog-as-nobody-");
+  fs.cpSync(path.join(root, "dist"), path.join(to, "dist"), { recursive: true });
+  for (const dependency of ["better-sqlite3", "bindings", "file-uri-to-path"]) {
+    const from = path.join(root, "node_modules", dependency);
+    if (!fs.existsSync(from)) continue;
+    // Not its sources: package.json, lib/ and the built module are what loading it reads.
+    fs.cpSync(from, path.join(to, "node_modules", dependency), {
+      recursive: true,
+      filter: (file) => !/[/\\](deps|src|build[/\\](?!Release(?:$|[/\\]better_sqlite3\.node$)))/.test(path.relative(root, file)),
+    });
+  }
+  fs.mkdirSync(path.join(to, "test", "crash", "fixtures"), { recursive: true });
+  fs.copyFileSync(path.join(import.meta.dirname, "fixtures", "store-reader.mjs"), path.join(to, "test", "crash", "fixtures", "store-reader.mjs"));
+  for (let dir = to; dir !== path.dirname(to); dir = path.dirname(dir)) if (dir.startsWith(os.tmpdir()) && dir !== os.tmpdir()) fs.chmodSync(dir, 0o755);
+  return to;
+}
+const AS_OTHERS = copyForOthers();
+const READER = path.join(AS_OTHERS, "test", "crash", "fixtures", "store-reader.mjs");
+const CLI = path.join(AS_OTHERS, "dist", "cli.js");
 const AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"];
 const nobody = () => Number(execFileSync("id", ["-u", "nobody"], { encoding: "utf8" }));
 
@@ -50,7 +76,7 @@ async function lookAsNobody(file: string): Promise<any> {
 }
 
 function cliAsNobody(args: string[], cwd: string) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd, uid: nobody(), gid: nobody(), encoding: "utf8", env: childEnv({ NO_COLOR: "1" }) });
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, uid: nobody(), gid: nobody(), encoding: "utf8", env: childEnv({ NO_COLOR: "1" }) });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
