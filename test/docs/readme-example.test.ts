@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { afterAll, describe, expect, it } from "vitest";
 import { spawnNode } from "../helpers/child.js";
+import { needRuntime, skipWithout } from "../helpers/runtimes.js";
 import { distBuilt } from "../helpers/worker.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -40,30 +41,37 @@ function steplogFolder(): string {
 }
 
 describe.runIf(distBuilt())("README's first example", () => {
-  it("runs as pasted, and a second run attaches to run 212 instead of refusing it (RUN_EXISTS), and says it attached", async () => {
-    expect(firstExample).toContain(`ifExists: "attach"`);
-    const dir = fs.mkdtempSync(path.join(steplogFolder(), "readme-example-"));
-    dirs.push(dir);
-    const file = path.join(dir, "example.mjs");
-    fs.writeFileSync(file, stripTypes(firstExample!));
+  // Also under Bun and Deno, on their built-in SQLite drivers.
+  for (const runtime of [undefined, "bun", "deno"] as const) {
+    const under = () => (runtime ? { runtime: needRuntime(runtime) } : {});
+    it.skipIf(runtime !== undefined && skipWithout(runtime))(
+      `runs as pasted, and a second run attaches to run 212 instead of refusing it (RUN_EXISTS), and says it attached${runtime ? ` (on ${runtime})` : ""}`,
+      async () => {
+        expect(firstExample).toContain(`ifExists: "attach"`);
+        const dir = fs.mkdtempSync(path.join(steplogFolder(), "readme-example-"));
+        dirs.push(dir);
+        const file = path.join(dir, "example.mjs");
+        fs.writeFileSync(file, stripTypes(firstExample!));
 
-    const first = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
-    expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" });
-    expect(first.stdout).toBe("ran: completed https://github.com/acme/app/pull/fix-212\n");
+        const first = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" }, ...under() }).done;
+        expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" });
+        expect(first.stdout).toBe("ran: completed https://github.com/acme/app/pull/fix-212\n");
 
-    const second = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
-    expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" });
-    // The same result, and the sign that this start found the run rather than ran it.
-    expect(second.stdout).toBe("attached: completed https://github.com/acme/app/pull/fix-212\n");
-    expect(fs.existsSync(path.join(dir, ".steplog", "steplog.db"))).toBe(true);
+        const second = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" }, ...under() }).done;
+        expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" });
+        // The same result, and the sign that this start found the run rather than ran it.
+        expect(second.stdout).toBe("attached: completed https://github.com/acme/app/pull/fix-212\n");
+        expect(fs.existsSync(path.join(dir, ".steplog", "steplog.db"))).toBe(true);
 
-    // As the README says: the log is .steplog/ under the working directory, and with that folder
-    // gone, the same start finds no run 212 and starts it over.
-    fs.rmSync(path.join(dir, ".steplog"), { recursive: true });
-    const third = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
-    expect({ code: third.code, stderr: third.stderr }).toEqual({ code: 0, stderr: "" });
-    expect(third.stdout).toBe("ran: completed https://github.com/acme/app/pull/fix-212\n");
-  });
+        // As the README says: the log is .steplog/ under the working directory, and with that folder
+        // gone, the same start finds no run 212 and starts it over.
+        fs.rmSync(path.join(dir, ".steplog"), { recursive: true });
+        const third = await spawnNode(file, [], { cwd: dir, env: { NO_COLOR: "1" }, ...under() }).done;
+        expect({ code: third.code, stderr: third.stderr }).toEqual({ code: 0, stderr: "" });
+        expect(third.stdout).toBe("ran: completed https://github.com/acme/app/pull/fix-212\n");
+      },
+    );
+  }
 
   it('runs from CommonJS as main.cjs, require("steplog") and all, twice on one log', async () => {
     expect(commonJsSnippet).toMatch(/^\/\/ main\.cjs\n/);
