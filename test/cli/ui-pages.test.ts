@@ -6,26 +6,23 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { ChildProcess } from "node:child_process";
-import { chromium, type Browser, type Locator, type Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium } from "./browser.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
+import { attemptRow, runRow } from "../../src/entries/testing.js";
 import type { RunStatus, Store } from "../../src/store/types.js";
 import { spawnNode, type ChildRun } from "../helpers/child.js";
 import { assertBuilt, BIN, childEnv, TempDirs } from "./helpers.js";
 
 const dirs = new TempDirs();
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
 let browser: Browser;
 const children: ChildProcess[] = [];
 const T = Date.UTC(2031, 0, 1);
 
 beforeAll(async () => {
   assertBuilt();
-  if (!CHROMIUM) throw new Error("Chromium is not installed: apt-get install -y chromium (the UI's browser tests need it)");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -41,24 +38,8 @@ const storeIn = (cwd: string): Store => sqliteStore({ path: path.join(cwd, ".ste
 /** A run that ended with `status`, created at `createdAt`. */
 async function put(store: Store, id: string, status: RunStatus, createdAt: number): Promise<void> {
   const lease = await store.createRun(
-    {
-      ...{ id, workflow: id.startsWith("a") ? "alpha" : "beta", version: null, args: "null", status: "running", attempts: 1, budgetUsed: 1 },
-      ...{ source: null, deadline: null, value: null, error: null, waitingFor: null, wakeAt: null, parent: null, createdAt, updatedAt: createdAt },
-    },
-    {
-      runId: id,
-      number: 1,
-      host: "h",
-      bootId: null,
-      pid: 1,
-      processStart: null,
-      startedAt: createdAt,
-      endedAt: null,
-      ending: null,
-      fromStep: null,
-      forced: false,
-      error: null,
-    },
+    runRow(id, { workflow: id.startsWith("a") ? "alpha" : "beta", version: null, args: "null", createdAt, updatedAt: createdAt }),
+    attemptRow(id, 1, { host: "h", bootId: null, pid: 1, processStart: null, startedAt: createdAt }),
     { expiresAt: createdAt + 1000, now: createdAt },
   );
   if ("exists" in lease) throw new Error(`run ${id} exists`);

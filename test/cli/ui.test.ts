@@ -8,24 +8,20 @@ import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import type { ChildProcess } from "node:child_process";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium } from "./browser.js";
 import { spawnNode } from "../helpers/child.js";
 import { assertBuilt, BIN, childEnv, cli, example, ROOT, TempDirs, writeWorkflow } from "./helpers.js";
 import { decodePng, distinctColours } from "./png.js";
 
 const dirs = new TempDirs();
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
 let browser: Browser;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   assertBuilt();
-  if (!CHROMIUM) throw new Error("Chromium is not installed: apt-get install -y chromium (the UI's browser tests need it)");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

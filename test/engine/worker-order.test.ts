@@ -4,44 +4,14 @@
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, type Engine } from "../../src/entries/index.js";
 import { memoryStore } from "../../src/entries/memory.js";
-import { fakeClock } from "../../src/entries/testing.js";
+import { attemptRow, fakeClock, runRow } from "../../src/entries/testing.js";
 import type { Store } from "../../src/store/types.js";
 import { EVERY_STORE, withOverrides } from "../helpers/stores.js";
 
 /** Leave a run of `workflow` interrupted: an attempt with no ending, on a host that is gone, its lease expired; its owner last heard from at `heardAt`. */
 async function orphan(store: Store, id: string, workflow: string, heardAt: number): Promise<void> {
-  const run = {
-    id,
-    workflow,
-    version: null,
-    args: '{"$type":"undefined"}',
-    status: "running" as const,
-    attempts: 1,
-    budgetUsed: 1,
-    source: null,
-    deadline: null,
-    value: null,
-    error: null,
-    waitingFor: null,
-    wakeAt: null,
-    parent: null,
-    createdAt: heardAt,
-    updatedAt: heardAt,
-  };
-  const attempt = {
-    runId: id,
-    number: 1,
-    host: "gone-host",
-    bootId: null,
-    pid: 1,
-    processStart: null,
-    startedAt: heardAt,
-    endedAt: null,
-    ending: null,
-    fromStep: null,
-    forced: false,
-    error: null,
-  };
+  const run = runRow(id, { workflow, version: null, args: '{"$type":"undefined"}', createdAt: heardAt, updatedAt: heardAt });
+  const attempt = attemptRow(id, 1, { host: "gone-host", bootId: null, pid: 1, processStart: null, startedAt: heardAt });
   await store.createRun(run, attempt, { expiresAt: 0, now: heardAt });
 }
 
