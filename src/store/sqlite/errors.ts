@@ -90,13 +90,7 @@ export function notWritable(error: unknown, dir: string): string | undefined {
   if (code !== "ENOENT") return undefined;
   let existing = dir;
   while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
-  try {
-    fs.accessSync(existing, fs.constants.W_OK);
-    return undefined;
-  } catch (denied) {
-    const found = (denied as NodeJS.ErrnoException).code ?? "";
-    return NOT_WRITABLE_CODES.has(found) ? found : undefined;
-  }
+  return deniedWrite(existing);
 }
 
 /** Why this user cannot write the store where it lies (its folder first, then the file), if it cannot: what a refused write names. */
