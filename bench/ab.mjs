@@ -10,13 +10,13 @@
 // `git worktree` of the commit before a change, and this checkout. Prints each side's median
 // µs a step, the ratio of the medians (B ÷ A) and the median of the pairs' ratios. Run it with
 // both directories the same to see the noise: the ratio then is 1 give or take what this
-// machine's disk does (1.014, pairs 0.99–1.04, over 15 pairs at FULL on the fourteenth
-// sitting's machine, where steplog against raw in case 1 spread 1.00–1.20 a pair).
+// machine's disk does (1.014, pairs 0.99–1.04, over 15 pairs at FULL on 2026-12-03,
+// where steplog against raw in case 1 spread 1.00–1.20 a pair).
 //
 //   STEPLOG_PG_URL=postgres://postgres@127.0.0.1:5432/test node bench/ab.mjs <dirA> <dirB> postgres [pairs]
 //
 // does the same on the Postgres store (case 6's shape: runs of 1,000 steps), each build in a
-// schema of its own, dropped afterwards (docs/performance.md, item 27).
+// schema of its own, dropped afterwards (docs/performance.md, "Measuring a change").
 
 import path from "node:path";
 import { pathToFileURL } from "node:url";

@@ -12,7 +12,8 @@
 //   node bench/layout.mjs [FULL|NORMAL] [CHUNK=16]
 //
 // Every variant finds an outcome's row by the rowid its intent was inserted at, as steplog's
-// SQLite store does. docs/performance.md (item 22) says what the figures meant.
+// SQLite store does. docs/performance.md ("The SQLite steps
+// table: chunks, no triggers") says what the layout bought.
 
 import { cleanup, createRawSchemaFile, median, openRaw, rawRunId, tmpFile } from "./lib.mjs";
 

@@ -2,7 +2,7 @@
 // timed, as its round trip (the call to its answer) and the client's gap before it (the last
 // answer to this call). Steplog's store and case 6's raw baseline, after WARM warm-up steps
 // each, in 8 alternating blocks of 500 steps; medians and 90th percentiles. Not part of
-// `npm run bench`; see docs/performance.md, item 26.
+// `npm run bench`; see docs/performance.md, "Postgres: one round trip and one statement a step".
 //
 //   STEPLOG_PG_URL=postgres://postgres@127.0.0.1:5432/test node bench/pg-gaps.mjs [steplog checkout]
 //

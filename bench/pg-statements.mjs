@@ -4,7 +4,7 @@
 // every other round), medians of every round trip; and, when the server runs on this machine
 // (its backend's /proc/<pid>/schedstat readable), the backend's CPU time a step, the median of
 // the blocks, which the server's wall-clock noise does not blur. Not part of `npm run bench`;
-// see docs/performance.md, items 26 and 27.
+// see docs/performance.md, "Postgres: one round trip and one statement a step".
 //
 //   STEPLOG_PG_URL=postgres://postgres@127.0.0.1:5432/test node bench/pg-statements.mjs
 //   B=300 ROUNDS=10 ONLY=raw,steplog node bench/pg-statements.mjs
@@ -14,7 +14,7 @@
 //              of its own (steplog's columns without its audit trail)
 //   raw26      raw's shape on steplog's steps table with all 26 of steplog's parameters and
 //              ON CONFLICT DO NOTHING
-//   ctes       the store's statement before item 27: the lease row locked, both writes as
+//   ctes       the store's statement until e958f29: the lease row locked, both writes as
 //              data-modifying CTEs (the intent with ON CONFLICT DO NOTHING) under a SELECT of
 //              their two counts
 //   noFence    ctes without the lease row (no lock, no join), still answering its two counts
@@ -52,7 +52,7 @@ const OUTCOME = `status = $20::text, value = $21::text, error = $22::text, ended
   resolution = $25::text, usage = $26::text, written_epoch = $2::bigint, written_at = clock_timestamp()`;
 const COUNTS = `SELECT (SELECT count(*) FROM ins)::integer AS i, (SELECT count(*) FROM upd)::integer AS u`;
 
-/** The store's statement before item 27, with its fence (the lease row locked and joined) and its answer or without. */
+/** The store's statement until e958f29, with its fence (the lease row locked and joined) and its answer or without. */
 function ctes({ fence = true, answer = true } = {}) {
   const from = fence ? "FROM locked l" : "";
   const live = fence ? "AND l.epoch = $2::bigint AND l.attempt IS NOT NULL" : "";
