@@ -2,7 +2,7 @@
  * createEngine: the app's handle on runs. start and continue resolve with how the attempt
  * ended; they reject only when the attempt is refused and never began. The engine holds what
  * is this process's (workflows, running attempts, workers, signal handlers); the Engine
- * interface and option types are in api.ts, their checks in settings.ts and
+ * interface and option types are in api.ts, their checks in engine-setup.ts and
  * continue-options.ts, the claim behind continue, compensate and a worker's pick in
  * claim-and-run.ts.
  */
@@ -26,31 +26,31 @@ import {
   WorkflowNotRegisteredError,
 } from "../base/errors.js";
 import { isLiveHere, markDone, markLive } from "../ownership/live-attempts.js";
-import { recoverInterrupted, type RecoveredRun } from "../commands/recover.js";
-import { answerApproval, sendEvent, type Delivery, type SendOptions } from "../commands/events.js";
-import { cancelStoredRun } from "../commands/cancel.js";
+import { recoverInterrupted, type RecoveredRun } from "../operations/recover.js";
+import { answerApproval, sendEvent, type Delivery, type SendOptions } from "../operations/events.js";
+import { cancelStoredRun } from "../operations/cancel.js";
 import { validateWorkOptions, wakeWorkers, work, type WorkOptions, type WorkSummary } from "./worker.js";
 import { listSchedules, SCHEDULES_KEYS, startTick, type SchedulesOptions, type ScheduleView } from "./schedules.js";
-import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "../commands/escalations.js";
+import { listEscalations, resolveEscalation, type Escalation, type Resolution } from "../operations/escalations.js";
 import { SignalHandlers } from "./signal-handlers.js";
 import type { RedactRule } from "../payloads/redact.js";
 import { checkName } from "../workflow/names.js";
 import { checkKnownKeys } from "../base/options.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { RunStatus, Store, StoredRun } from "../store/types.js";
-import { holderGone, redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "../commands/views.js";
+import { holderGone, redactView, summarize, viewRun, type Judge, type RunSummary, type RunView } from "../operations/views.js";
 import { APPROVE_KEYS, CANCEL_KEYS, GET_KEYS, LIST_KEYS, REJECT_KEYS, RESOLUTION_KEYS, SEND_KEYS, START_KEYS, WORK_KEYS } from "./api.js";
 import type { CancelOptions, ContinueOptions, Engine, EngineOptions, ListFilter, RunCount, StartOptions } from "./api.js";
 import { countRuns, listRuns } from "./listing.js";
-import { engineSetup } from "./settings.js";
+import { engineSetup } from "./engine-setup.js";
 import { checkContinueOptions } from "./continue-options.js";
 import { checkArgs } from "./run-checks.js";
 import { claimAndRun, type ClaimContext } from "./claim-and-run.js";
 import { queuedRow, startRows } from "./start-rows.js";
 import { checkIfExists, checkSameRun, markAttached, storedResult } from "./attach.js";
 import { flowColumns, queues } from "../workflow/flow-control.js";
-import { ChildRuns } from "./children.js";
-import { attemptLabels } from "./tracing.js";
+import { ChildRuns } from "./child-runs.js";
+import { attemptLabels } from "./load-tracing.js";
 import { ENDED_STATUSES } from "../store/types.js";
 
 export { TEST_HOOKS } from "./api.js";

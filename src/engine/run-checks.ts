@@ -8,7 +8,7 @@ import { CodecKeyMissingError, StoreUnreadableError } from "../base/errors.js";
 import type { Payloads } from "../payloads/payloads.js";
 import type { StoredRun } from "../store/types.js";
 import type { Workflow } from "../workflow/define-workflow.js";
-import { validate, type Validation } from "../workflow/schema.js";
+import { validate, type Validation } from "../workflow/value-schemas.js";
 
 /** The args checked by the workflow's args schema, if it has one; without one, no promise (a start awaits nothing it need not). */
 export function checkArgs(workflow: Workflow, args: unknown): Validation<unknown> | Promise<Validation<unknown>> {

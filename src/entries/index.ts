@@ -45,7 +45,7 @@ export type {
   ChildHandle,
 } from "../workflow/context.js";
 export type { Clock, ProgressEvent } from "../steps/settings.js";
-export type { RunView, RunSummary, StepView, AttemptView } from "../commands/views.js";
+export type { RunView, RunSummary, StepView, AttemptView } from "../operations/views.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -74,7 +74,7 @@ export type {
   RunListing,
   WorkflowCount,
 } from "../store/types.js";
-export type { StandardSchemaV1 } from "../workflow/schema.js";
+export type { StandardSchemaV1 } from "../workflow/value-schemas.js";
 export * from "../base/errors.js";
 export { encryptedCodec } from "../payloads/encrypted-codec.js";
 export type { EncryptedCodecOptions } from "../payloads/encrypted-codec.js";

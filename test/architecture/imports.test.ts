@@ -15,7 +15,7 @@ const LAYERS: string[][] = [
   ["workflow"], // defineWorkflow, the context's types, schemas, names, versions, retry policy
   ["ownership"], // leases: claims, owners, the live-attempt registry, the lease keeper
   ["steps"], // one attempt and the step protocol
-  ["commands"], // what the engine does outside attempts: events, cancel, recover, escalations, views
+  ["operations"], // the engine's operations on runs outside an attempt: events, cancel, recover, escalations, views
   ["engine"], // createEngine, the worker
   ["testing", "agents"], // built on the engine, independent of each other
   ["cli"],
