@@ -19,6 +19,7 @@ const LAYERS: string[][] = [
   ["engine"], // createEngine, the worker
   ["testing", "agents"], // built on the engine, independent of each other
   ["cli"],
+  ["public"], // the package's public types (types.ts), which the entries re-export
   ["entries"], // the package's entry points
 ];
 
@@ -65,6 +66,17 @@ describe("src/ layout", () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it("keeps the entries on public modules: no entry imports from steps/ or operations/ (their public types come through public/types.ts)", () => {
+    const entries = files.filter((f) => folderOf(f) === "entries");
+    expect(entries.length).toBeGreaterThan(5);
+    const reaching = entries.flatMap((file) =>
+      importsOf(path.join(SRC, file))
+        .filter((target) => ["steps", "operations"].includes(folderOf(target)))
+        .map((target) => `${file} imports ${target}`),
+    );
+    expect(reaching).toEqual([]);
   });
 
   it("has no import cycle between files (type-only imports included): each module can be read without the ones above it", () => {
