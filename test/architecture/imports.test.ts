@@ -79,6 +79,16 @@ describe("src/ layout", () => {
     expect(reaching).toEqual([]);
   });
 
+  it("gives the entries their types from the one public types module", () => {
+    const typeExports = files
+      .filter((f) => folderOf(f) === "entries")
+      .flatMap((file) =>
+        [...fs.readFileSync(path.join(SRC, file), "utf8").matchAll(/export type \{[^}]*\} from ["']([^"']+)["']/g)].map((m) => `${file}: ${m[1]!}`),
+      );
+    expect(typeExports.length).toBeGreaterThan(10);
+    expect(typeExports.filter((line) => !line.endsWith(": ../public/types.js"))).toEqual([]);
+  });
+
   it("has no import cycle between files (type-only imports included): each module can be read without the ones above it", () => {
     const graph = new Map(files.map((f) => [f, importsOf(path.join(SRC, f)).filter((t) => t !== f)]));
     const cycles: string[] = [];
