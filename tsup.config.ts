@@ -29,7 +29,7 @@ export default defineConfig({
   clean: true,
   target: "node20",
   platform: "node",
-  // import.meta.url in the CommonJS twin too (engine/tracing.ts resolves an optional peer from it).
+  // import.meta.url in the CommonJS twin too (engine/load-tracing.ts resolves an optional peer from it).
   shims: true,
   external: ["better-sqlite3", "pg", "proper-lockfile"],
   // The command is an ES module (package.json's bin): its CommonJS twin, made because the

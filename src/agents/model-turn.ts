@@ -6,7 +6,7 @@
 
 import { SteplogError } from "../base/errors.js";
 import type { RetryOptions, StepInfo, StepOptions, Usage, WorkflowContext } from "../workflow/context.js";
-import type { StandardSchemaV1 } from "../workflow/schema.js";
+import type { StandardSchemaV1 } from "../workflow/value-schemas.js";
 import { isMachineryError, markFatal, throwIfFatal } from "./run-state.js";
 import { modelStepName } from "./step-names.js";
 

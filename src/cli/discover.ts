@@ -5,7 +5,7 @@
  */
 
 import type { Engine } from "../engine/engine.js";
-import { loadWorkflowFile, type LoadedWorkflow } from "./load.js";
+import { loadWorkflowFile, type LoadedWorkflow } from "./load-workflow.js";
 
 export class WorkflowDiscovery {
   /** By workflow name. */

@@ -4,9 +4,9 @@
  * the next commands to type. `steplog show` prints it, --json emits it, --html draws it.
  */
 
-import type { Escalation } from "../commands/escalations.js";
+import type { Escalation } from "../operations/escalations.js";
 import type { ErrorInfo } from "../base/errors.js";
-import type { AttemptView, RunView, StepView } from "../commands/views.js";
+import type { AttemptView, RunView, StepView } from "../operations/views.js";
 import type { WaitingFor } from "../steps/waits.js";
 import { addUsage, command } from "./format.js";
 

@@ -7,13 +7,13 @@
 
 import type { Clock } from "../base/clock.js";
 import type { KnownKeys } from "../base/options.js";
-import type { Delivery, SendOptions } from "../commands/events.js";
+import type { Delivery, SendOptions } from "../operations/events.js";
 import type { Codec } from "../payloads/payloads.js";
 import type { RedactRule } from "../payloads/redact.js";
 import type { ProgressEvent, TestHooks } from "../steps/settings.js";
-import type { RecoveredRun } from "../commands/recover.js";
-import type { Escalation, Resolution } from "../commands/escalations.js";
-import type { RunSummary, RunView } from "../commands/views.js";
+import type { RecoveredRun } from "../operations/recover.js";
+import type { Escalation, Resolution } from "../operations/escalations.js";
+import type { RunSummary, RunView } from "../operations/views.js";
 import type { RunResult } from "../steps/attempt.js";
 import type { RunStatus, Store } from "../store/types.js";
 import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";

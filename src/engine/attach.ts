@@ -8,7 +8,7 @@
 
 import { InvalidOptionError, RunExistsError } from "../base/errors.js";
 import { onFirstUse } from "../base/on-first-use.js";
-import { derivedStatus, holderGone, type Judge } from "../commands/views.js";
+import { derivedStatus, holderGone, type Judge } from "../operations/views.js";
 import type { Payloads } from "../payloads/payloads.js";
 import { decodeValue } from "../payloads/values.js";
 import type { RunResult } from "../steps/attempt.js";

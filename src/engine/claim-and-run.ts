@@ -19,7 +19,7 @@ import type { Workflow } from "../workflow/define-workflow.js";
 import { consentOf } from "./continue-options.js";
 import type { ContinueOptions } from "./api.js";
 import { checkArgs, unopenable } from "./run-checks.js";
-import { attemptLabels } from "./tracing.js";
+import { attemptLabels } from "./load-tracing.js";
 import type { AttemptTrace } from "../steps/tracing.js";
 
 /** The longest a continue waits to see a lease go unrenewed (a longer lease is refused at once: RUN_BUSY says why). */

@@ -6,7 +6,7 @@
  */
 
 import { InvalidOptionError } from "../base/errors.js";
-import { summarize, type Judge, type RunSummary } from "../commands/views.js";
+import { summarize, type Judge, type RunSummary } from "../operations/views.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import { listLimit } from "../store/state-machine.js";
 import type { RunFilter, RunStatus, WorkflowCount } from "../store/types.js";

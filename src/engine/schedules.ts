@@ -29,7 +29,7 @@
 
 import { InvalidOptionError, isSteplogError } from "../base/errors.js";
 import type { KnownKeys } from "../base/options.js";
-import type { RunSummary } from "../commands/views.js";
+import type { RunSummary } from "../operations/views.js";
 import type { RunResult } from "../steps/attempt.js";
 import type { RunListing, RunStatus, Store } from "../store/types.js";
 import type { Workflow } from "../workflow/define-workflow.js";

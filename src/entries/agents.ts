@@ -17,11 +17,11 @@ export type {
   ToolQuery,
   ToolCompensate,
   RecordedToolError,
-} from "../agents/tools.js";
+} from "../public/types.js";
 export { modelTurn, usageOf, ModelTurnFailedError } from "../agents/model-turn.js";
-export type { ModelTurnOptions, TurnUsage } from "../agents/model-turn.js";
+export type { ModelTurnOptions, TurnUsage } from "../public/types.js";
 export { durableModel } from "../agents/model.js";
-export type { DurableModelOptions, LanguageModelLike, RecordedGenerate, RecordedStream } from "../agents/model.js";
+export type { DurableModelOptions, LanguageModelLike, RecordedGenerate, RecordedStream } from "../public/types.js";
 export { messagesFromSteps, pendingToolCalls, readTurn, ToolCallPendingError } from "../agents/messages.js";
 export type {
   MessagesFromStepsOptions,
@@ -33,7 +33,7 @@ export type {
   StepRowLike,
   Turn,
   TurnToolCall,
-} from "../agents/messages.js";
+} from "../public/types.js";
 export { toolStepName, parseToolStepName, modelStepName } from "../agents/step-names.js";
 export { durableAgent, durableAgentModel, durableModelProvider } from "../agents/openai-agents.js";
 export type {
@@ -44,8 +44,8 @@ export type {
   AgentModelLike,
   AgentModelProviderLike,
   RecordedAgentStream,
-} from "../agents/openai-agents.js";
+} from "../public/types.js";
 export { durableAnthropic } from "../agents/anthropic.js";
-export type { DurableAnthropicOptions } from "../agents/anthropic.js";
+export type { DurableAnthropicOptions } from "../public/types.js";
 export { durableLangChainTools, durableChatModel } from "../agents/langchain.js";
-export type { DurableChatModelOptions, LangChainToolLike, RecordedAIMessage } from "../agents/langchain.js";
+export type { DurableChatModelOptions, LangChainToolLike, RecordedAIMessage } from "../public/types.js";

@@ -4,8 +4,8 @@
  */
 
 export { defineWorkflow, DEFAULT_MAX_ATTEMPTS } from "../workflow/define-workflow.js";
-export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
-export type { Schedule, ScheduleDefinition, CatchUp } from "../workflow/schedule.js";
+export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "../public/types.js";
+export type { Schedule, ScheduleDefinition, CatchUp } from "../public/types.js";
 export { createEngine } from "../engine/engine.js";
 export type {
   Engine,
@@ -26,8 +26,8 @@ export type {
   WorkSummary,
   ScheduleView,
   SchedulesOptions,
-} from "../engine/engine.js";
-export type { WaitingFor } from "../steps/waits.js";
+} from "../public/types.js";
+export type { WaitingFor } from "../public/types.js";
 export type {
   WorkflowContext,
   StepInfo,
@@ -43,9 +43,9 @@ export type {
   ChildWorkflow,
   ChildOptions,
   ChildHandle,
-} from "../workflow/context.js";
-export type { Clock, ProgressEvent } from "../steps/settings.js";
-export type { RunView, RunSummary, StepView, AttemptView } from "../commands/views.js";
+} from "../public/types.js";
+export type { Clock, ProgressEvent } from "../public/types.js";
+export type { RunView, RunSummary, StepView, AttemptView } from "../public/types.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -73,11 +73,11 @@ export type {
   RunCursor,
   RunListing,
   WorkflowCount,
-} from "../store/types.js";
-export type { StandardSchemaV1 } from "../workflow/schema.js";
+} from "../public/types.js";
+export type { StandardSchemaV1 } from "../public/types.js";
 export * from "../base/errors.js";
 export { encryptedCodec } from "../payloads/encrypted-codec.js";
-export type { EncryptedCodecOptions } from "../payloads/encrypted-codec.js";
-export type { Codec } from "../payloads/payloads.js";
+export type { EncryptedCodecOptions } from "../public/types.js";
+export type { Codec } from "../public/types.js";
 export { redact, REDACTED } from "../payloads/redact.js";
-export type { RedactRule } from "../payloads/redact.js";
+export type { RedactRule } from "../public/types.js";

@@ -18,7 +18,7 @@ import {
   StepNotFoundError,
 } from "../base/errors.js";
 import { currentOwner, judgeOwner, type OwnerJudge } from "./owner.js";
-import type { Validation } from "../workflow/schema.js";
+import type { Validation } from "../workflow/value-schemas.js";
 import type { AttemptRow, ClaimDecision, Consent, LeaseRow, RunPatch, StoredRun } from "../store/types.js";
 import { latestRows } from "../store/latest-rows.js";
 

@@ -6,7 +6,7 @@
 
 import { rebuildError, ResultRejectedError, VersionChangedError } from "../base/errors.js";
 import type { StepOptions } from "../workflow/context.js";
-import { validate } from "../workflow/schema.js";
+import { validate } from "../workflow/value-schemas.js";
 import { isBreakingChange } from "../workflow/versions.js";
 import { decodedOf } from "../payloads/payloads.js";
 import type { StepRow } from "../store/types.js";

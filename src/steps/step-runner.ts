@@ -20,7 +20,7 @@ import {
 import { fault, faultArmed } from "../base/faults.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { backoffDelay, retryPolicy, type RetryPolicy } from "../workflow/retry-policy.js";
-import { validate } from "../workflow/schema.js";
+import { validate } from "../workflow/value-schemas.js";
 import type { StepOptions } from "../workflow/context.js";
 import { EFFECTS, type Effect, type StepRow } from "../store/types.js";
 import { decodedOf, type Encoded } from "../payloads/payloads.js";

@@ -10,7 +10,7 @@
 
 import type { UnknownOutcomePolicy } from "../workflow/context.js";
 import { QueryAnswerInvalidError, QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "../base/errors.js";
-import { validate } from "../workflow/schema.js";
+import { validate } from "../workflow/value-schemas.js";
 import type { Effect, StepRow } from "../store/types.js";
 import { decodedOf } from "../payloads/payloads.js";
 import { newRow, writeIntent, writeOutcome } from "./step-log.js";

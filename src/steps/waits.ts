@@ -18,7 +18,7 @@ import {
 import { checkName, RESERVED_EVENT_PREFIX } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { ReplayDone } from "./saga.js";
-import { validate, type StandardSchemaV1 } from "../workflow/schema.js";
+import { validate, type StandardSchemaV1 } from "../workflow/value-schemas.js";
 import { noteReused, replayFailure, supply } from "./hand-back.js";
 import { isSettled } from "./plan.js";
 import { newRow, thrownNow, writeIntent, writeOutcome } from "./step-log.js";

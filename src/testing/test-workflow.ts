@@ -11,7 +11,7 @@ import { checkKnownKeys, nearest, type KnownKeys } from "../base/options.js";
 import { memoryStore } from "../store/memory.js";
 import { EFFECTS, type Effect, type Store, type StepRow } from "../store/types.js";
 import { encodeValue } from "../payloads/values.js";
-import type { RunView, StepView } from "../commands/views.js";
+import type { RunView, StepView } from "../operations/views.js";
 import type { StepInfo } from "../workflow/context.js";
 
 export interface EarlierAttempt {

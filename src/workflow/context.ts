@@ -3,7 +3,7 @@
  */
 
 import type { ErrorClass } from "../base/errors.js";
-import type { InferInput, InferOutput, StandardSchemaV1 } from "./schema.js";
+import type { InferInput, InferOutput, StandardSchemaV1 } from "./value-schemas.js";
 import type { Effect } from "../store/types.js";
 
 export type { Effect };

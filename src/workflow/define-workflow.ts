@@ -7,7 +7,7 @@ import type { WorkflowContext } from "./context.js";
 import { InvalidOptionError } from "../base/errors.js";
 import { checkName } from "./names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
-import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./schema.js";
+import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./value-schemas.js";
 import { makeSchedule, type Schedule, type ScheduleDefinition } from "./schedule.js";
 import { makeFlowControl, type ConcurrencyDefinition, type FlowControl, type RateLimitDefinition } from "./flow-control.js";
 

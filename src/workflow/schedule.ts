@@ -11,7 +11,7 @@ import { InvalidOptionError } from "../base/errors.js";
 import { onFirstUse } from "../base/on-first-use.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { MAX_NAME_LENGTH } from "./names.js";
-import { issueLines, type StandardSchemaV1 } from "./schema.js";
+import { issueLines, type StandardSchemaV1 } from "./value-schemas.js";
 
 /** Which ticks that passed while no worker ran are started when one comes back. */
 export type CatchUp = "latest" | "all" | "none";

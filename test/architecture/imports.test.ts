@@ -15,10 +15,11 @@ const LAYERS: string[][] = [
   ["workflow"], // defineWorkflow, the context's types, schemas, names, versions, retry policy
   ["ownership"], // leases: claims, owners, the live-attempt registry, the lease keeper
   ["steps"], // one attempt and the step protocol
-  ["commands"], // what the engine does outside attempts: events, cancel, recover, escalations, views
+  ["operations"], // the engine's operations on runs outside an attempt: events, cancel, recover, escalations, views
   ["engine"], // createEngine, the worker
   ["testing", "agents"], // built on the engine, independent of each other
   ["cli"],
+  ["public"], // the package's public types (types.ts), which the entries re-export
   ["entries"], // the package's entry points
 ];
 
@@ -65,6 +66,27 @@ describe("src/ layout", () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it("keeps the entries on public modules: no entry imports from steps/ or operations/ (their public types come through public/types.ts)", () => {
+    const entries = files.filter((f) => folderOf(f) === "entries");
+    expect(entries.length).toBeGreaterThan(5);
+    const reaching = entries.flatMap((file) =>
+      importsOf(path.join(SRC, file))
+        .filter((target) => ["steps", "operations"].includes(folderOf(target)))
+        .map((target) => `${file} imports ${target}`),
+    );
+    expect(reaching).toEqual([]);
+  });
+
+  it("gives the entries their types from the one public types module", () => {
+    const typeExports = files
+      .filter((f) => folderOf(f) === "entries")
+      .flatMap((file) =>
+        [...fs.readFileSync(path.join(SRC, file), "utf8").matchAll(/export type \{[^}]*\} from ["']([^"']+)["']/g)].map((m) => `${file}: ${m[1]!}`),
+      );
+    expect(typeExports.length).toBeGreaterThan(10);
+    expect(typeExports.filter((line) => !line.endsWith(": ../public/types.js"))).toEqual([]);
   });
 
   it("has no import cycle between files (type-only imports included): each module can be read without the ones above it", () => {

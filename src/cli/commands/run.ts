@@ -6,7 +6,7 @@ import { attend, exitFor, report } from "../attempt-view.js";
 import type { Command } from "../command.js";
 import { UsageError, WorkflowLoadError } from "../exit.js";
 import { command, safe } from "../format.js";
-import { argsFrom, loadWorkflowFile, resolveSource } from "../load.js";
+import { argsFrom, loadWorkflowFile, resolveSource } from "../load-workflow.js";
 
 export const run: Command = {
   help: {

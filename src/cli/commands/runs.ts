@@ -2,7 +2,7 @@
 
 import type { Engine } from "../../engine/engine.js";
 import type { RunStatus } from "../../store/types.js";
-import type { RunSummary, RunView } from "../../commands/views.js";
+import type { RunSummary, RunView } from "../../operations/views.js";
 import { integerOption, listOption, stringOption, type Parsed } from "../args.js";
 import type { Command } from "../command.js";
 import { EXIT, UsageError } from "../exit.js";

@@ -5,7 +5,7 @@ import { booleanOption, durationOption, integerOption, stringOption } from "../a
 import type { Command } from "../command.js";
 import { EXIT, UsageError } from "../exit.js";
 import { safe } from "../format.js";
-import { loadWorkflowFile } from "../load.js";
+import { loadWorkflowFile } from "../load-workflow.js";
 import { guardSignals } from "../signals.js";
 import type { UiContext } from "../ui/layout.js";
 import { newToken, startUiServer } from "../ui/server.js";

@@ -2,7 +2,7 @@
 
 import { WorkflowLoadError } from "../exit.js";
 import { command } from "../format.js";
-import { loadWorkflowFile, type LoadedWorkflow } from "../load.js";
+import { loadWorkflowFile, type LoadedWorkflow } from "../load-workflow.js";
 import type { Session } from "../session.js";
 
 export async function loadRunWorkflow(session: Session, id: string, file: string | undefined, commandName = "compensate"): Promise<LoadedWorkflow> {

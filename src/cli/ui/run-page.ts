@@ -7,7 +7,7 @@
  */
 
 import { isSteplogError } from "../../base/errors.js";
-import type { Escalation } from "../../commands/escalations.js";
+import type { Escalation } from "../../operations/escalations.js";
 import { describeEntry, errorText } from "../describe.js";
 import { formatDuration, formatUsage, oneLineJson, prettyJson, truncate } from "../format.js";
 import { buildTimeline, type Timeline, type TimelineAttempt, type TimelineEntry } from "../timeline.js";

@@ -12,7 +12,7 @@ import { StoreFileGoneError, StoreReadOnlyError, StoreTooNewError, StoreUnreadab
 import { fault } from "../../base/faults.js";
 import { createOwnerOnlyFile, warnIfShared } from "../owner-only-files.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "./schema.js";
-import { notWritable, readOnlyCause, sqliteCode, UNREADABLE_CODES, unreadable, unreadableByThisUser, writeFailed } from "./errors.js";
+import { notWritable, readOnlyCause, sqliteCode, UNREADABLE_CODES, unreadable, unreadableByThisUser, writeFailed } from "./failures.js";
 import type { SqliteSettings } from "./options.js";
 import { dropSnapshot, takeSnapshot, type Snapshot } from "./snapshot.js";
 import type { SqliteConnection, SqliteDriver } from "./drivers/connection.js";

@@ -13,7 +13,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { StoreUnreadableError } from "../../base/errors.js";
-import { ownerAndMode } from "./errors.js";
+import { ownerAndMode } from "./failures.js";
 
 /** A -wal no longer than its header holds no frame: nothing the file lacks. */
 const WAL_HEADER_BYTES = 32;

@@ -7,7 +7,7 @@
  * This file is the Store contract's methods and the order each does things in: open on first
  * use, refuse what cannot be written, flush queued writes, then read or write. The parts are
  * beside it: options.ts (checking the options), open.ts (the file, its pragmas, migrations and
- * identity), errors.ts (failures as steplog's errors), sql.ts (the statements), reads.ts and
+ * identity), failures.ts (failures as steplog's errors), sql.ts (the statements), reads.ts and
  * writes.ts (what runs inside a read or a write transaction).
  */
 
@@ -42,7 +42,7 @@ import type { SqliteConnection, SqliteDriverName, SqliteStatement } from "./driv
 /** The store's own queued writes (write-queue.ts applies them through applyOp). */
 const OP_INTENT = 1;
 const OP_OUTCOME = 2;
-import { NEW_RUN, reading, writeFailed } from "./errors.js";
+import { NEW_RUN, reading, writeFailed } from "./failures.js";
 import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
 import { dropSnapshot, snapshotStale } from "./snapshot.js";

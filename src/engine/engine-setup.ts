@@ -14,7 +14,7 @@ import { runtimeStore, type RuntimeStore } from "../store/runtime.js";
 import { sqliteStore } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { ENGINE_KEYS, TEST_HOOKS, type EngineOptions } from "./api.js";
-import { loadTracing } from "./tracing.js";
+import { loadTracing } from "./load-tracing.js";
 
 /** What createEngine's options configure: the store as given, its runtime wrapper, and the settings. */
 export interface EngineSetup {

@@ -17,7 +17,7 @@
  */
 
 import { RunExistsError, isSteplogError } from "../base/errors.js";
-import { derivedStatus, type Judge } from "../commands/views.js";
+import { derivedStatus, type Judge } from "../operations/views.js";
 import type { Payloads } from "../payloads/payloads.js";
 import type { RunResult } from "../steps/attempt.js";
 import { ENDED_STATUSES } from "../store/types.js";
