@@ -42,6 +42,12 @@ export const COMMON_OPTIONS: Record<string, OptionSpec> = {
     value: "NAME",
     description: "The Postgres store's schema, as postgresStore({ schema }) (default steplog; env STEPLOG_PG_SCHEMA). Only with --store postgres://…",
   },
+  driver: {
+    type: "string",
+    value: "NAME",
+    description:
+      "The SQLite driver, as sqliteStore({ driver }): auto (default: better-sqlite3 where it loads, else the runtime's built-in), better-sqlite3, node:sqlite or bun:sqlite. Only with a SQLite store.",
+  },
   json: { type: "boolean", description: "Print one JSON document on stdout instead of text, for scripts." },
   redact: {
     type: "string",

@@ -11,6 +11,7 @@ import { createEngine, type Engine, type EngineOptions } from "../engine/engine.
 import { isSteplogError } from "../base/errors.js";
 import { encryptedCodec, KEY_ID, keyBytes } from "../payloads/encrypted-codec.js";
 import type { Codec } from "../payloads/payloads.js";
+import { SQLITE_DRIVERS, type SqliteDriverChoice } from "../store/sqlite/drivers/connection.js";
 import { sqliteStore, DEFAULT_SQLITE_PATH } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { booleanOption, stringOption, type Parsed } from "./args.js";
@@ -31,9 +32,11 @@ export interface Io {
   now(): number;
 }
 
-/** `given`: the path was named (--db, --store, STEPLOG_DB, STEPLOG_STORE), not the default. */
+/** `given`: the path was named (--db, --store, STEPLOG_DB, STEPLOG_STORE), not the default. `driver`: --driver. */
 export type StoreSpec =
-  { kind: "sqlite"; path: string; given: boolean } | { kind: "postgres"; url: string; schema?: string } | { kind: "jsonl"; path: string; given: boolean };
+  | { kind: "sqlite"; path: string; given: boolean; driver?: SqliteDriverChoice }
+  | { kind: "postgres"; url: string; schema?: string }
+  | { kind: "jsonl"; path: string; given: boolean };
 
 export class Session {
   readonly json: boolean;
@@ -89,7 +92,8 @@ export class Session {
 
   async openStore(options: { readonly?: boolean } = {}): Promise<Store> {
     const spec = this.storeSpec;
-    if (spec.kind === "sqlite") return sqliteStore({ path: spec.path, ...(options.readonly ? { readonly: true } : {}) });
+    if (spec.kind === "sqlite")
+      return sqliteStore({ path: spec.path, ...(spec.driver ? { driver: spec.driver } : {}), ...(options.readonly ? { readonly: true } : {}) });
     if (spec.kind === "postgres") {
       const mod = await lazyEntry<{ postgresStore?: (o: { connectionString: string; schema?: string }) => Store }>("postgres", "the Postgres store");
       if (typeof mod.postgresStore !== "function")
@@ -162,6 +166,32 @@ export class Session {
 }
 
 function storeSpecOf(parsed: Parsed, io: Io): StoreSpec {
+  const spec = storeOf(parsed, io);
+  const driver = driverOf(parsed);
+  if (driver === undefined) return spec;
+  if (spec.kind !== "sqlite")
+    throw new UsageError(
+      `--driver names a SQLite driver, and the store here is ${spec.kind === "postgres" ? "Postgres" : "a JSONL file"}.`,
+      "Give --driver with a SQLite store (the default, --db FILE or --store sqlite:FILE), or leave it out.",
+    );
+  return { ...spec, driver };
+}
+
+const DRIVER_CHOICES: readonly SqliteDriverChoice[] = ["auto", ...SQLITE_DRIVERS];
+
+function driverOf(parsed: Parsed): SqliteDriverChoice | undefined {
+  const text = stringOption(parsed, "driver");
+  if (text === undefined) return undefined;
+  const driver = DRIVER_CHOICES.find((choice) => choice === text);
+  if (driver === undefined)
+    throw new UsageError(
+      `--driver ${JSON.stringify(text)} is not a SQLite driver: give one of ${DRIVER_CHOICES.join(", ")}.`,
+      "auto (the default) uses better-sqlite3 where it loads, else the runtime's built-in SQLite (node:sqlite on Node.js 22.16+ and Deno, bun:sqlite on Bun).",
+    );
+  return driver;
+}
+
+function storeOf(parsed: Parsed, io: Io): StoreSpec {
   const db = stringOption(parsed, "db");
   const store = stringOption(parsed, "store");
   if (db !== undefined && store !== undefined) throw new UsageError("Give --db FILE or --store URL, not both.");
