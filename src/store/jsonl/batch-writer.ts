@@ -25,7 +25,7 @@ export type Outcome = { ok: unknown } | { error: unknown };
 /** What a write does, decided under the lock against the caught-up state. */
 export type Prepared = { record: JournalRecord; settle: (state: JournalState) => Outcome } | Outcome;
 
-/** What a run update is called: it is a command, as a new run is (see Op.command). */
+/** What a run update is called: it is a command, as a new run is (see isCommand). */
 export const UPDATE = "the run update";
 
 /** A queued write: `a` decides it under the lock, `b` names it; `op` is CREATES for a write that makes a missing file. */
@@ -37,7 +37,7 @@ export const CREATES = 1;
 /** A new run, or a run update outside any attempt (send, cancel, …): for the error's advice. */
 const isCommand = (op: Op): boolean => op.b === UPDATE || op.op === CREATES;
 
-export interface WriteQueueSetup {
+export interface BatchWriterSetup {
   file: string;
   location: string;
   durability: "power" | "process";
@@ -62,7 +62,7 @@ export class JsonlBatchWriter implements BatchWriter<(state: JournalState) => Pr
   #hasLine = new Set<Op>();
   #appendStarted = new Set<Op>();
 
-  constructor(setup: WriteQueueSetup) {
+  constructor(setup: BatchWriterSetup) {
     this.#file = setup.file;
     this.#location = setup.location;
     this.#durability = setup.durability;

@@ -186,7 +186,7 @@ export class Connection {
 }
 
 /**
- * A pooled client one caller keeps between consecutive runs (the write queue, while batches
+ * A pooled client one caller keeps between consecutive runs (the batch writer, while batches
  * follow one another): no checkout and release a batch. `run` keeps it after a run that
  * succeeded and gives it back after one that failed; `letGo` gives it back.
  */
