@@ -1,4 +1,4 @@
-/** One write an attempt makes under its lease; the write queue batches them, one-trip.ts turns the common ones into statements. */
+/** One write an attempt makes under its lease; the group commit batches them, batch-shape.ts picks the statements a batch is sent as. */
 
 import type { AttemptEnd, Fence, StepOutcome, StepRow } from "../types.js";
 

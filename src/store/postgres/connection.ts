@@ -1,193 +1,17 @@
 /**
- * The Postgres connection: loading `pg` lazily (steplog works without it installed), the pool,
- * transactions, and retrying on a new connection when one dies (a server restart, a failover,
- * pg_terminate_backend). Whether a retry is safe is the caller's to say: a transaction that
+ * The Postgres connection: transactions on a pooled client (the pool and loading `pg` are in
+ * pool.ts, telling failures apart in error-kinds.ts), and retrying on a new connection when one
+ * dies (a server restart, a failover, pg_terminate_backend). Whether a retry is safe is the caller's to say: a transaction that
  * lost its connection before COMMIT was sent was rolled back by the server and can simply run
  * again; one that lost it after is "maybe committed", and only writes that can recognise their
- * own earlier commit (see write-queue.ts) may run again.
+ * own earlier commit (see batch-writer.ts) may run again.
  */
 
-import { SteplogError, StoreDriverFailedError } from "../../base/errors.js";
+import { isConnectionError, isDbError, isTransient } from "./error-kinds.js";
+import type { PgClient, PgPoolLike, PgResult } from "./pool.js";
 
-export interface PgResult {
-  rows: any[];
-  rowCount: number | null;
-}
-
-/** The part of a pg PoolClient the store uses. */
-export interface PgClient {
-  query(text: string, values?: unknown[]): Promise<PgResult>;
-  /** A named statement: parsed and planned once per connection. */
-  query(config: { name: string; text: string; values: unknown[] }): Promise<PgResult>;
-  release(destroy?: Error | boolean): void;
-  on?(event: "error", listener: (error: Error) => void): unknown;
-  removeListener?(event: "error", listener: (error: Error) => void): unknown;
-}
-
-/** The part of a pg Pool the store uses (a `pg.Pool` is one). */
-export interface PgPoolLike {
-  connect(): Promise<PgClient>;
-  end(): Promise<void>;
-  on?(event: "error", listener: (error: Error) => void): unknown;
-  on?(event: "acquire", listener: (client: PgClient) => void): unknown;
-  options?: { host?: string; port?: number; database?: string; connectionString?: string };
-  /** Callers waiting for a connection (pg-pool has it): a held connection goes back to them first. */
-  readonly waitingCount?: number;
-}
-
-export interface PoolSettings {
-  connectionString: string | undefined;
-  ssl: boolean | object | undefined;
-  max: number;
-  applicationName: string;
-  connectTimeoutMs: number;
-}
-
-type PgModule = {
-  Pool: new (config: Record<string, unknown>) => PgPoolLike;
-};
-
-let pgModule: Promise<PgModule> | undefined;
-
-/** `import("pg")` on first use; a missing package is a SteplogError that says what to install. */
-export function loadPg(): Promise<PgModule> {
-  pgModule ??= import("pg").then(
-    (mod) => (mod as { default?: PgModule }).default ?? (mod as unknown as PgModule),
-    (error: unknown) => {
-      pgModule = undefined;
-      const code = (error as { code?: string }).code;
-      if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
-        throw new StoreDriverFailedError(
-          "Postgres store",
-          [{ driver: "the pg package", reason: "it is not installed" }],
-          "postgresStore needs it: type npm install pg (steplog lists it as an optional peer dependency), then start again.",
-          error,
-        );
-      }
-      throw error;
-    },
-  );
-  return pgModule;
-}
-
-export async function createPool(settings: PoolSettings): Promise<PgPoolLike> {
-  const pg = await loadPg();
-  const pool = new pg.Pool({
-    ...(settings.connectionString === undefined ? {} : { connectionString: settings.connectionString }),
-    ...(settings.ssl === undefined ? {} : { ssl: settings.ssl }),
-    max: settings.max,
-    application_name: settings.applicationName,
-    connectionTimeoutMillis: settings.connectTimeoutMs,
-    // A connection through a dead network path is noticed, not waited on forever.
-    keepAlive: true,
-  });
-  // An idle connection that dies (pg_terminate_backend, a restart) is dropped by the pool; the
-  // next checkout gets a new one. Without a listener pg would crash the process.
-  pool.on?.("error", () => {});
-  guardCheckouts(pool);
-  return pool;
-}
-
-/**
- * Give every client the pool hands out an error listener of its own before pg-pool takes its
- * idle one away. Between that and the caller's own listener lies a gap in which a connection
- * that dies (the server's "terminating connection" arriving with "ready for query") would emit
- * an unhandled 'error' and crash the process; the failure still reaches the caller through its
- * query. For the pools steplog makes and the ones it is given.
- */
-export function guardCheckouts(pool: PgPoolLike): void {
-  if (guardedPools.has(pool)) return;
-  guardedPools.add(pool);
-  pool.on?.("acquire", (client) => {
-    if (guardedClients.has(client)) return;
-    guardedClients.add(client);
-    client.on?.("error", ignore);
-  });
-}
-
-/** Once per pool (several stores may share one) and once per client. */
-const guardedPools = new WeakSet<PgPoolLike>();
-const guardedClients = new WeakSet<PgClient>();
-
-const CONNECTION_CODES = new Set([
-  "ECONNRESET",
-  "ECONNREFUSED",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EAI_AGAIN",
-  "57P01", // admin_shutdown: pg_terminate_backend, a fast shutdown
-  "57P02", // crash_shutdown
-  "57P03", // cannot_connect_now: the server is starting
-  "57P05", // idle_session_timeout
-  "25P03", // idle_in_transaction_session_timeout
-  "08000",
-  "08001",
-  "08003",
-  "08004",
-  "08006",
-]);
-// "Query read timeout": pg's client-side query_timeout. The statement may still run (and commit)
-// on the server; the connection is in an unknown state, so it is treated as lost.
-const CONNECTION_MESSAGES =
-  /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Connection ended|Query read timeout/i;
-
-/** The connection (not the statement) failed: the transaction is gone with it. */
-export function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === "string" && CONNECTION_CODES.has(code)) return true;
-  return error instanceof Error && !(error instanceof SteplogError) && CONNECTION_MESSAGES.test(error.message);
-}
-
-/** The server is there but these connection settings cannot use it: no such host, database, or role, or a wrong password. */
-export function isConnectionSettingsError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "string" && SETTINGS_CODES.has(code);
-}
-
-const SETTINGS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "3D000", "28000", "28P01"]);
-
-/** An error the server raised for one statement (it has a SQLSTATE): the server answered. */
-export function isDbError(error: unknown): boolean {
-  return typeof (error as { code?: unknown }).code === "string" && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
-}
-
-/** Deadlock or serialization failure: the server rolled the transaction back; run it again. */
-export function isTransient(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return code === "40P01" || code === "40001";
-}
-
-/** Credentials never reach a message: strip `user:password@` from URLs and any known secret. */
-export function redact(text: string, secrets: readonly string[] = []): string {
-  let out = text;
-  for (const secret of secrets) if (secret.length >= 3) out = out.split(secret).join("***");
-  return out.replace(/(postgres(?:ql)?:\/\/)[^@\s/]*@/gi, "$1***@").replace(/password=\S+/gi, "password=***");
-}
-
-/** "host:port/db" for messages, from the connection string, a given pool's options, or libpq's PG* variables. */
-export function describeTarget(connectionString: string | undefined, pool: PgPoolLike | undefined): string {
-  if (pool && !connectionString) connectionString = pool.options?.connectionString;
-  if (connectionString) {
-    try {
-      // Without the user part (up to the last "@"): a password holding "/" would be read as the path.
-      const userPart = /^[a-z][a-z0-9+.-]*:\/\/(.*)@/i.exec(connectionString)?.[1];
-      const user = userPart === undefined ? "" : decodeURIComponent(userPart.split(":")[0] ?? "");
-      const url = new URL(connectionString.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, "$1"));
-      const db = decodeURIComponent(url.pathname.replace(/^\//, "")) || user || "postgres";
-      const host = url.hostname || url.searchParams.get("host") || "localhost";
-      return `${host}:${url.port || "5432"}/${db}`;
-    } catch {
-      return "a connection string that could not be parsed";
-    }
-  }
-  const o = pool?.options ?? {};
-  const host = o.host ?? process.env.PGHOST ?? "localhost";
-  const port = o.port ?? process.env.PGPORT ?? "5432";
-  const db = o.database ?? process.env.PGDATABASE ?? process.env.PGUSER ?? process.env.USER ?? "postgres";
-  return `${host}:${port}/${db}`;
-}
+export { isConnectionError, isConnectionSettingsError, isDbError, isTransient, redact } from "./error-kinds.js";
+export { createPool, describeTarget, guardCheckouts, loadPg, type PgClient, type PgPoolLike, type PgResult, type PoolSettings } from "./pool.js";
 
 /** Where a transaction got to, for deciding whether running it again is safe. */
 export interface TxState {
@@ -362,7 +186,7 @@ export class Connection {
 }
 
 /**
- * A pooled client one caller keeps between consecutive runs (the write queue, while batches
+ * A pooled client one caller keeps between consecutive runs (the batch writer, while batches
  * follow one another): no checkout and release a batch. `run` keeps it after a run that
  * succeeded and gives it back after one that failed; `letGo` gives it back.
  */
