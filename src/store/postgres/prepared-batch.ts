@@ -129,7 +129,7 @@ function outcomeUpdate(s: string, n: number): string {
  * whole statement (no ON CONFLICT). A step's statement that applied nothing changed nothing,
  * and its batch goes the usual way, which tells each write why.
  *
- * Their shape is the cheapest measured on the server (docs/performance.md, item 27): the
+ * Their shape is the cheapest measured on the server (docs/performance.md, "Postgres: one round trip and one statement a step"): the
  * INSERT or UPDATE is the statement itself, not a data-modifying CTE under a SELECT of counts,
  * and there is no ON CONFLICT arbiter to probe. The earlier shape (both writes as CTEs under a
  * SELECT of their two counts, the intent with ON CONFLICT) cost the server 10–15 µs of CPU a
