@@ -120,6 +120,24 @@ function isDestructive(annotations: McpToolAnnotationsLike | undefined): boolean
   return annotations?.readOnlyHint !== true && annotations?.destructiveHint !== false;
 }
 
+const isSchema = (value: unknown): boolean =>
+  typeof value === "object" && value !== null && (typeof (value as { parse?: unknown }).parse === "function" || "_def" in value || "_zod" in value);
+
+/**
+ * callTool's arguments after params, with `signal` (the step's) joined to the request options.
+ * The SDK 1.x takes `(params, resultSchema?, options?)`; 2.x `(params, options?)`. Options
+ * alone (an object that is not a schema) are 2.x's; anything else is taken as 1.x's, and with
+ * no arguments the options go third, which 2.x ignores (its call then has no steplog signal).
+ */
+function withSignal(rest: unknown[], signal: AbortSignal): unknown[] {
+  const join = (options: unknown) => {
+    const given = typeof options === "object" && options !== null ? (options as { signal?: unknown }) : {};
+    return { ...given, signal: given.signal instanceof AbortSignal ? AbortSignal.any([given.signal, signal]) : signal };
+  };
+  if (rest.length === 1 && typeof rest[0] === "object" && rest[0] !== null && !isSchema(rest[0])) return [join(rest[0])];
+  return [rest[0], join(rest[1]), ...rest.slice(2)];
+}
+
 const isClient = (client: unknown): client is McpClientLike =>
   typeof client === "object" && client !== null && typeof (client as McpClientLike).callTool === "function";
 
@@ -169,7 +187,8 @@ function namedTools(options: DurableMcpOptions): string[] {
  *
  * A call's recorded value is the server's `CallToolResult` (an `isError` result included); an
  * error the client throws (the server answered with a JSON-RPC error, or the request failed) is
- * recorded as the call's error and thrown again, on this attempt and on every continue. Options
+ * recorded as the call's error and thrown again, on this attempt and on every continue. The
+ * step's signal (a `timeoutMs`, the run's deadline, a cancel) aborts the request. Options
  * that name a tool the server does not list are refused (INVALID_OPTION) at the first call.
  */
 export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client: C, options: DurableMcpOptions = {}): DurableMcpClient<C> {
@@ -229,7 +248,8 @@ export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client
       sent.arguments,
       { toolCallId: callId },
       { ...toolOptions, effects: { ...toolOptions.effects, [name]: effect } },
-      (_input, durable) => client.callTool({ ...sent, _meta: { ...sent._meta, [MCP_IDEMPOTENCY_KEY]: durable.idempotencyKey } }, ...rest),
+      (_input, durable) =>
+        client.callTool({ ...sent, _meta: { ...sent._meta, [MCP_IDEMPOTENCY_KEY]: durable.idempotencyKey } }, ...withSignal(rest, durable.abortSignal)),
       { approval: needsApproval },
     );
   };

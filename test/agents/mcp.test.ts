@@ -173,6 +173,20 @@ describe("durableMcp", () => {
     expect(second.view.steps[1]!.value).toMatchObject({ "steplog.toolError": { name: "McpError", message: expect.stringMatching(/Request timed out/) } });
   });
 
+  it("the step's signal aborts the request: a timeoutMs ends the call (the SDK cancels it) instead of waiting for the answer", async () => {
+    const { client } = await desk();
+    const started = Date.now();
+    const { result, view } = await runOnce(async (ctx) =>
+      // The server answers after 300 ms when asked for progress.
+      durableMcp(ctx, client, { timeoutMs: { lookup_order: 50 } }).callTool({ name: "lookup_order", arguments: { orderId: "o-1" } }, undefined, {
+        onprogress: () => {},
+      }),
+    );
+    expect(Date.now() - started).toBeLessThan(300);
+    expect(result).toMatchObject({ status: "failed", error: { code: "STEP_TIMED_OUT" } });
+    expect(view.steps.map((s) => [s.key, s.status])).toEqual([["tool:lookup_order:1", "failed"]]);
+  });
+
   it("approval: a listed tool's call parks the run before it is sent; approve lets exactly that call run once", async () => {
     const { world, client } = await desk();
     const wf = defineWorkflow({
