@@ -4,7 +4,7 @@
 //   node examples/agent/attempt.mjs <agent> <run id> <start|continue> [ticket]
 //
 // <agent>: ai-sdk, plain, openai-agents, openai-agents-handoff (a triage agent hands off to it),
-// anthropic or langchain.
+// anthropic, langchain or mcp (its tools on an MCP server, this process's child over stdio).
 //
 // Environment:
 //   STEPLOG_AGENT_DIR    the store is <dir>/steplog.db; default .steplog/steplog.db
@@ -22,6 +22,9 @@ import { sqliteStore } from "../../dist/sqlite.js";
 import { progressLine } from "./lines.mjs";
 import { openWorld, say, storePath } from "./world.mjs";
 
+/** What an agent left open (an MCP client and its server process), closed at the end. */
+const cleanups = [];
+
 /** Each agent's workflow factory, loaded on demand so that an attempt loads only its own SDK. */
 const AGENTS = {
   "ai-sdk": async () => (await import("./ai-sdk-agent.mjs")).aiSdkAgent,
@@ -30,6 +33,11 @@ const AGENTS = {
   "openai-agents-handoff": async () => (await import("./openai-agents.mjs")).openAIAgentsHandoffAgent,
   anthropic: async () => (await import("./anthropic.mjs")).anthropicAgent,
   langchain: async () => (await import("./langchain.mjs")).langChainAgent,
+  mcp: async () => {
+    const { mcpAgent, closeClients } = await import("./mcp.mjs");
+    cleanups.push(closeClients);
+    return mcpAgent;
+  },
 };
 
 const [agent, runId, mode, ticket = "Customer c-7 asks: where is my order o-17?"] = process.argv.slice(2);
@@ -42,12 +50,12 @@ function die(why) {
   process.kill(process.pid, "SIGKILL");
 }
 
-const world = openWorld(process.env.STEPLOG_AGENT_WORLD, {
-  beforeOutcome: (tool, sent) => {
-    if (crash === "in-effect" && tool === "sendEmail") die(`sendEmail: email ${sent.messageId} to ${sent.to} left, its outcome not yet recorded`);
-  },
-});
-const options = { sendEmailQuery: process.env.STEPLOG_AGENT_QUERY === "1" };
+// Right after an effect landed (in this process, or reported by the MCP server before its answer).
+const beforeOutcome = (tool, sent) => {
+  if (crash === "in-effect" && tool === "sendEmail") die(`sendEmail: email ${sent.messageId} to ${sent.to} left, its outcome not yet recorded`);
+};
+const world = openWorld(process.env.STEPLOG_AGENT_WORLD, { beforeOutcome });
+const options = { sendEmailQuery: process.env.STEPLOG_AGENT_QUERY === "1", beforeOutcome };
 const workflow = (await AGENTS[agent]())(world, options);
 
 const engine = createEngine({
@@ -70,3 +78,4 @@ try {
   say(JSON.stringify({ refused: { code: error.code, message: error.message } }));
 }
 await engine.close();
+for (const cleanup of cleanups) await cleanup();

@@ -8,6 +8,10 @@
 //   3. A plain hand-written loop over OpenAI-style tool_calls (no SDK); killed right after
 //      sendEmail's outcome was recorded. The continue reuses every turn and every call.
 //
+// `npm run example:agent -- mcp`: the MCP variant instead: the same agent with its tools on an MCP
+// server (mcp.mjs, mcp-server.mjs over stdio, made durable by durableMcp), killed inside sendEmail
+// and continued, once with a query and once escalated (story.mjs).
+//
 // Every attempt runs in a child process (attempt.mjs), so the kill is real. The store is the
 // default one (.steplog/steplog.db), or <STEPLOG_AGENT_DIR>/steplog.db when that is set (the test
 // does this); the agent's world (outbox, drafts, call ledgers) is in a temp dir, or in
@@ -24,6 +28,16 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 if (!fs.existsSync(path.join(here, "../../dist/agents.js"))) {
   console.error("steplog agent example: dist/ is missing. Build first: npm run build (npm run example:agent does it for you).");
   process.exit(1);
+}
+const variant = process.argv[2];
+if (variant === "mcp") {
+  const { tellStory } = await import("./story.mjs");
+  const { asToolResult } = await import("./mcp.mjs");
+  await tellStory("mcp", "an agent whose tools are on an MCP server (stdio)", { resolution: asToolResult });
+  process.exit(0);
+} else if (variant !== undefined) {
+  console.error(`steplog agent example: unknown variant ${JSON.stringify(variant)}; run it with no argument, or with "mcp".`);
+  process.exit(2);
 }
 const { createEngine } = await import("../../dist/index.js");
 const { sqliteStore } = await import("../../dist/sqlite.js");

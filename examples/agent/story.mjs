@@ -67,8 +67,12 @@ function tally(world) {
 const summary = (t) =>
   `model asked ${t.modelTurns.length}× (turns ${t.modelTurns.join(", ")}); tools ran: lookupOrder ${t.lookup}×, saveDraft ${t.save}×, sendEmail ${t.send}×; emails in the outbox: ${t.outbox}`;
 
-/** Tell the story for one agent of attempt.mjs; exit 1 if a check fails. */
-export async function tellStory(agent, title) {
+/**
+ * Tell the story for one agent of attempt.mjs; exit 1 if a check fails. `resolution` turns the
+ * email a person finds in the outbox into the value they resolve sendEmail's step with (the
+ * shape the agent's tool returns; default: the email as it is).
+ */
+export async function tellStory(agent, title, { resolution = (sent) => sent } = {}) {
   const given = process.env.STEPLOG_AGENT_DIR;
   const tmp = given ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), `steplog-${agent}-`));
   const base = given ?? tmp;
@@ -123,8 +127,8 @@ export async function tellStory(agent, title) {
         console.log(yellow(`  engine.escalations(): ${escalation.summary}`));
         const sent = openWorld(worldDir).findSent(escalation.idempotencyKey);
         console.log(`  A person checks the outbox for ${escalation.idempotencyKey}: ${sent ? `message ${sent.messageId} went out` : "nothing"}.`);
-        console.log(`  engine.resolve(${JSON.stringify(runId)}, ${JSON.stringify(escalation.step)}, { value: ${JSON.stringify(sent)} })`);
-        await engine.resolve(runId, escalation.step, sent ? { value: sent, by: "support-lead" } : { redo: true, by: "support-lead" });
+        console.log(`  engine.resolve(${JSON.stringify(runId)}, ${JSON.stringify(escalation.step)}, { value: ${JSON.stringify(sent && resolution(sent))} })`);
+        await engine.resolve(runId, escalation.step, sent ? { value: resolution(sent), by: "support-lead" } : { redo: true, by: "support-lead" });
       }
     } finally {
       await engine.close();

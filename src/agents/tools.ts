@@ -209,6 +209,7 @@ export function checkToolOptions(where: string, options: DurableToolsOptions, na
  * adapters. `callOptions.toolCallId` names the call (else a counter per tool name) and
  * `callOptions.abortSignal` is combined with the step's; `run` gets the caller's options plus
  * the DurableToolCallOptions. A tool's own error is the call's recorded outcome, thrown again.
+ * `step.approval` parks the run before the call until a person approves it (durableMcp).
  */
 export async function durableCall(
   ctx: WorkflowContext,
@@ -217,6 +218,7 @@ export async function durableCall(
   callOptions: unknown,
   options: DurableToolsOptions,
   run: (input: unknown, options: Record<string, unknown> & DurableToolCallOptions) => unknown,
+  step: Pick<StepOptions<unknown>, "approval"> = {},
 ): Promise<unknown> {
   throwIfFatal(ctx);
   const given = typeof callOptions === "object" && callOptions !== null ? (callOptions as Record<string, unknown>) : {};
@@ -234,6 +236,7 @@ export async function durableCall(
   }
 
   const stepOptions: StepOptions<unknown> = { effect };
+  if (step.approval) stepOptions.approval = true;
   // Launched beside a continue's start point: said now, while it is true, though the call may
   // wait its turn (an irreversible one waits for the others) until after the start point settled.
   const beside = (ctx as unknown as Record<symbol, (() => number | undefined) | undefined>)[IN_SIBLING_WINDOW]?.();

@@ -3,7 +3,7 @@
  * turns become steps; the conversation is derived from the step log. No framework is imported:
  * the helpers work on the shapes (tools with `execute(input, { toolCallId })`, plain functions,
  * AI SDK language models, the OpenAI Agents SDK's agents and models, Anthropic clients,
- * LangChain tools and chat models, OpenAI/Anthropic answers). See docs/agents.md.
+ * LangChain tools and chat models, MCP clients, OpenAI/Anthropic answers). See docs/agents.md.
  */
 
 export { durableTools, isRecordedToolError } from "../agents/tools.js";
@@ -49,3 +49,13 @@ export { durableAnthropic } from "../agents/anthropic.js";
 export type { DurableAnthropicOptions } from "../public/types.js";
 export { durableLangChainTools, durableChatModel } from "../agents/langchain.js";
 export type { DurableChatModelOptions, LangChainToolLike, RecordedAIMessage } from "../public/types.js";
+export { durableMcp, MCP_IDEMPOTENCY_KEY } from "../agents/mcp.js";
+export type {
+  DurableMcpOptions,
+  DurableMcpClient,
+  DurableMcpCallFields,
+  McpClientLike,
+  McpCallToolParamsLike,
+  McpToolLike,
+  McpToolAnnotationsLike,
+} from "../public/types.js";

@@ -117,3 +117,12 @@ export type {
 } from "../agents/openai-agents.js";
 export type { DurableAnthropicOptions } from "../agents/anthropic.js";
 export type { DurableChatModelOptions, LangChainToolLike, RecordedAIMessage } from "../agents/langchain.js";
+export type {
+  DurableMcpOptions,
+  DurableMcpClient,
+  DurableMcpCallFields,
+  McpClientLike,
+  McpCallToolParamsLike,
+  McpToolLike,
+  McpToolAnnotationsLike,
+} from "../agents/mcp.js";

@@ -86,13 +86,15 @@ describe.each(["ai", "ai7"])("node examples/agent/minimal/ai-sdk.mjs (AI SDK fro
 });
 
 describe.each([
-  ["openai-agents.mjs", "openai-agents"],
-  ["anthropic.mjs", "anthropic"],
-  ["langchain.mjs", "langchain"],
-])("node examples/agent/%s", (file, agent) => {
+  ["openai-agents.mjs", [], "openai-agents"],
+  ["anthropic.mjs", [], "anthropic"],
+  ["langchain.mjs", [], "langchain"],
+  // `npm run example:agent -- mcp`: the MCP variant (mcp.mjs, its tools on mcp-server.mjs over stdio).
+  ["main.mjs", ["mcp"], "mcp"],
+])("node examples/agent/%s %j", (file, args, agent) => {
   it("tells its crash story to the end and passes its own checks: one email, each recorded turn and call made once", async () => {
     const dir = tmpDir(`steplog-${agent}-example-`);
-    const { code, signal, stdout, stderr } = await spawnNode(`examples/agent/${file}`, [], { cwd: repoRoot, env: { STEPLOG_AGENT_DIR: dir, NO_COLOR: "1" } })
+    const { code, signal, stdout, stderr } = await spawnNode(`examples/agent/${file}`, args, { cwd: repoRoot, env: { STEPLOG_AGENT_DIR: dir, NO_COLOR: "1" } })
       .done;
     const output = `--- stdout\n${stdout}\n--- stderr\n${stderr}`;
     expect({ code, signal }, output).toEqual({ code: 0, signal: null });

@@ -1,7 +1,8 @@
 // The agent stacks people use, against real crashes: the same support agent written with the
 // OpenAI Agents SDK (run() over an Agent, the SDK's ScriptedModel), the Anthropic SDK (the
 // messages.create tool-use loop, the real client over a stubbed fetch) and LangChain (tool(),
-// bindTools and the tool-calling loop), each made durable by steplog/agents. One attempt runs
+// bindTools and the tool-calling loop) and MCP (a hand-written loop whose tools are on an MCP
+// server, the attempt's child over stdio), each made durable by steplog/agents. One attempt runs
 // in a child process (examples/agent/attempt.mjs, against dist/) and is SIGKILLed inside
 // sendEmail (the email left, its outcome not recorded), right after sendEmail's outcome is
 // durable, or at steplog's own fault point after a model turn answered (STEPLOG_FAULT). A new
@@ -22,7 +23,11 @@ function expectOnce(dir: string) {
   return l;
 }
 
-describe.each(["openai-agents", "anthropic", "langchain"])("the %s agent, SIGKILLed", (agent) => {
+describe.each(["openai-agents", "anthropic", "langchain", "mcp"])("the %s agent, SIGKILLed", (agent) => {
+  /** sendEmail's result as the agent's tool returns it: an MCP tool's is a CallToolResult. */
+  const sendResult = (sent: { messageId: string; to: string }) =>
+    agent === "mcp" ? { content: [{ type: "text", text: JSON.stringify(sent) }], structuredContent: sent } : sent;
+
   it("inside sendEmail, after the email left; no query: escalated, never sent twice, no recorded turn or call made again", async () => {
     const dir = tmpDir("steplog-stack-crash-");
     const first = await attempt(dir, agent, "r", "start", { STEPLOG_AGENT_CRASH: "in-effect" });
@@ -49,7 +54,7 @@ describe.each(["openai-agents", "anthropic", "langchain"])("the %s agent, SIGKIL
     expect(l.outbox[0].key).toBe(`r:${sendKey}`);
 
     // A person sees the email in the provider's log and says so; the continue goes on from there.
-    await inspect(dir, (engine) => engine.resolve("r", sendKey, { value: { messageId: l.outbox[0].messageId, to: l.outbox[0].to } }));
+    await inspect(dir, (engine) => engine.resolve("r", sendKey, { value: sendResult({ messageId: l.outbox[0].messageId, to: l.outbox[0].to }) }));
     const third = await attempt(dir, agent, "r", "continue");
     expect(third.result, output(third)).toMatchObject({ status: "completed", attempt: 3 });
     expect(third.result!.value!.answer).toBe("Emailed ada@example.com (message m-1): order o-17 arrives tomorrow.");
@@ -74,7 +79,7 @@ describe.each(["openai-agents", "anthropic", "langchain"])("the %s agent, SIGKIL
       const send = run.steps.filter((s) => s.name.startsWith("tool:sendEmail:"));
       expect(send.map((s) => [s.attempt, s.status])).toEqual([[1, "succeeded"]]);
       expect(send[0]!.resolution).toMatchObject({ policy: "query", found: "done", attempt: 2 });
-      expect(send[0]!.value).toEqual({ messageId: "m-1", to: "ada@example.com" });
+      expect(send[0]!.value).toEqual(sendResult({ messageId: "m-1", to: "ada@example.com" }));
     });
   });
 

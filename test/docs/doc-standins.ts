@@ -22,6 +22,10 @@ declare const durableAnthropic: typeof import("steplog/agents").durableAnthropic
 declare const durableAgent: typeof import("steplog/agents").durableAgent;
 declare const messagesFromSteps: typeof import("steplog/agents").messagesFromSteps;
 declare const modelTurn: typeof import("steplog/agents").modelTurn;
+declare const durableMcp: typeof import("steplog/agents").durableMcp;
+// An MCP client of @modelcontextprotocol/sdk, connected.
+declare const client: import("@modelcontextprotocol/sdk/client/index.js").Client;
+declare const title: string, body: string, findIssueByKey: any;
 // The engine and the workflow context a fragment runs with, and the README's workflow.
 declare const engine: import("steplog").Engine;
 declare const ctx: import("steplog").WorkflowContext;

@@ -95,3 +95,38 @@ describe.each([
     }
   });
 });
+
+// docs/agents.md's whole program for MCP: the file is the doc's code, verbatim, and runs as it is
+// against an MCP server (the SDK's McpServer) in its own process: two steps, one email sent under
+// the step's idempotency key, and a second start that attaches to the finished run.
+describe("examples/agent/minimal/mcp.mjs", () => {
+  const file = "examples/agent/minimal/mcp.mjs";
+
+  it("is in docs/agents.md, verbatim", () => {
+    const doc = fs.readFileSync(path.join(repoRoot, "docs/agents.md"), "utf8");
+    const blocks = [...doc.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((code) => code.startsWith(`// ${file}:`));
+    expect(blocks).toEqual([fs.readFileSync(path.join(repoRoot, file), "utf8")]);
+  });
+
+  it("runs offline against its stand-in server: each call a step with the effect its annotations give, one email, and a second run attaches", async () => {
+    const dir = tmpDir("steplog-minimal-mcp-");
+    const answer = "completed Emailed ada@example.com: Order o-17 arrives tomorrow.\n";
+    const first = await spawnNode(path.join(repoRoot, file), [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
+    expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(first.stdout).toBe(`email to ada@example.com: Order o-17 arrives tomorrow. (key ticket-212:tool:send_email:1)\n${answer}`);
+    const second = await spawnNode(path.join(repoRoot, file), [], { cwd: dir, env: { NO_COLOR: "1" } }).done;
+    expect({ code: second.code, stderr: second.stderr, stdout: second.stdout }).toEqual({ code: 0, stderr: "", stdout: answer });
+
+    const engine = createEngine({ store: sqliteStore({ path: path.join(dir, ".steplog", "steplog.db") }) });
+    try {
+      const run = await engine.get("ticket-212");
+      expect(run.steps.map((s) => [s.key, s.effect, s.status])).toEqual([
+        ["tool:lookup_order:1", "read", "succeeded"],
+        ["tool:send_email:1", "irreversible", "succeeded"],
+      ]);
+      expect(run.attemptCount).toBe(1);
+    } finally {
+      await engine.close();
+    }
+  });
+});
