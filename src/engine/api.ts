@@ -10,7 +10,7 @@ import type { KnownKeys } from "../base/options.js";
 import type { Delivery, SendOptions } from "../commands/events.js";
 import type { Codec } from "../payloads/payloads.js";
 import type { RedactRule } from "../payloads/redact.js";
-import type { ProgressEvent, TestHooks } from "../steps/settings.js";
+import type { ProgressEvent, TestHooks } from "../steps/attempt-settings.js";
 import type { RecoveredRun } from "../commands/recover.js";
 import type { Escalation, Resolution } from "../commands/escalations.js";
 import type { RunSummary, RunView } from "../commands/views.js";

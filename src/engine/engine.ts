@@ -12,7 +12,7 @@ import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
 import { NO_KEYS } from "../steps/state.js";
 import { NotReady } from "../ownership/claim.js";
 import { isWorkflow, type Workflow, type WorkflowArgs, type WorkflowResult } from "../workflow/define-workflow.js";
-import type { EngineSettings } from "../steps/settings.js";
+import type { EngineSettings } from "../steps/attempt-settings.js";
 import {
   ArgsRejectedError,
   EngineClosedError,

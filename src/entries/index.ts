@@ -44,7 +44,7 @@ export type {
   ChildOptions,
   ChildHandle,
 } from "../workflow/context.js";
-export type { Clock, ProgressEvent } from "../steps/settings.js";
+export type { Clock, ProgressEvent } from "../steps/attempt-settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../commands/views.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {

@@ -32,6 +32,7 @@ function row(key: string, status: StepStatus, over: Partial<StepRow> = {}): Step
 function state(over: Partial<PlanState> = {}): PlanState {
   return {
     runId: "run-1",
+    mode: "run",
     attempt: ATTEMPT,
     started: false,
     siblingsOf: undefined,
@@ -48,7 +49,7 @@ function state(over: Partial<PlanState> = {}): PlanState {
 }
 
 function step(key: string, record: StepRow | undefined, over: Partial<PlanStep> = {}): PlanStep {
-  return { key, record, effect: record?.effect, launchedBeside: undefined, ...over };
+  return { kind: "step", key, record, effect: record?.effect, launchedBeside: undefined, ...over };
 }
 
 type Expected = { kind: string; code?: string; ending?: string; started: boolean; siblings: "open" | "close" | "keep" };

@@ -4,7 +4,7 @@
  * the child is started, so a continue of the parent finds the same child, never a second one.
  *
  * The parent's row for a child is a wait (waits.ts) that records the child's id: it is written
- * intended, then the engine (engine/children.ts, through settings.children) starts the child or
+ * intended, then the engine (engine/child-runs.ts, through settings.children) starts the child or
  * attaches to it and runs its attempt here. When the child has ended the row is settled with
  * its value, or failed with CHILD_FAILED (thrown into the workflow's code); while the child
  * waits or runs elsewhere the parent parks like a waitForEvent, and is woken when it ends.
@@ -21,8 +21,9 @@ import { isWorkflow, type Workflow } from "../workflow/define-workflow.js";
 import { checkName, MAX_NAME_LENGTH } from "../workflow/names.js";
 import type { RunStatus } from "../store/types.js";
 import type { ChildHandle, ChildOptions } from "../workflow/context.js";
-import type { ChildState } from "./settings.js";
+import type { ChildState } from "./attempt-settings.js";
 import type { AttemptState } from "./state.js";
+import { newWaitCall } from "./step-call.js";
 import { enterWait, failWait, park, settleWait, waitOf } from "./waits.js";
 
 const CHILD_KEYS: KnownKeys<ChildOptions> = { id: true };
@@ -76,8 +77,7 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
   const given = checkChildCall(state, "startChild", name, workflow, options);
   const entered = await enterWait(
     state,
-    name,
-    "child",
+    newWaitCall("child", name),
     () => undefined,
     (key) => ({ child: childIdFor(state, key, given.id) }),
   );
@@ -100,20 +100,20 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
       source: state.stored.run.source,
       wait: false,
       continueIf: redoing(state, entered),
-      signal: state.signal,
+      signal: state.ending.signal,
     });
     const value = { runId: id };
-    const text = await state.settings.payloads.encode(value, `The value of step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
+    const text = await state.payloads.encode(value, `The value of step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
     await settleWait(state, row, { status: "succeeded", value: text.stored, calls: 1 });
     state.ran++;
-    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
+    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.clock.now() - row.intendedAt });
     return handle(id);
   } catch (error) {
-    if (!state.endReason) await failWait(state, row, error as Error);
+    if (!state.ending.reason) await failWait(state, row, error as Error);
     throw error;
   } finally {
     state.inFlight.delete(key);
-    state.checkEarlyEnd();
+    state.ending.checkEarlyEnd();
   }
 }
 
@@ -134,14 +134,14 @@ function redoing(state: AttemptState, entered: { created: boolean; previous: { s
  * its value is the child's value. A throw fails the step as the child's failure would.
  */
 async function mockedChild(state: AttemptState, key: string, id: string, workflow: Workflow, mock: (info: unknown) => unknown): Promise<ChildState> {
-  state.settings.hooks?.onCall?.(key, "function");
+  state.hooks?.onCall?.(key, "function");
   const value = await mock({
     runId: state.runId,
     step: key,
     idempotencyKey: `${state.runId}:${key}`,
     attempt: state.number,
     retry: 0,
-    signal: state.signal,
+    signal: state.ending.signal,
     usage: () => {},
     child: id,
   });
@@ -151,8 +151,7 @@ async function mockedChild(state: AttemptState, key: string, id: string, workflo
 async function waitForChild(state: AttemptState, name: string, workflow: Workflow, args: unknown, idFor: (key: string) => string): Promise<unknown> {
   const entered = await enterWait(
     state,
-    name,
-    "child",
+    newWaitCall("child", name),
     () => undefined,
     (key) => ({ child: idFor(key) }),
   );
@@ -165,7 +164,7 @@ async function waitForChild(state: AttemptState, name: string, workflow: Workflo
   let at: ChildState;
   state.inFlight.add(key);
   try {
-    const mock = state.settings.hooks?.override?.(key, name);
+    const mock = state.hooks?.override?.(key, name);
     at = mock
       ? await mockedChild(state, key, id, workflow, mock)
       : await state.settings.children!.run({
@@ -177,30 +176,30 @@ async function waitForChild(state: AttemptState, name: string, workflow: Workflo
           source: state.stored.run.source,
           wait: true,
           continueIf: redoing(state, entered),
-          signal: state.signal,
+          signal: state.ending.signal,
         });
   } catch (error) {
     // Refused (another run has that id, a store error): the step fails with it.
-    if (!state.endReason) await failWait(state, row, error as Error);
+    if (!state.ending.reason) await failWait(state, row, error as Error);
     throw error;
   } finally {
     state.inFlight.delete(key);
-    state.checkEarlyEnd();
+    state.ending.checkEarlyEnd();
   }
   // The parent's attempt ended while the child ran (a cancel, its deadline): the row stays open
   // and a continue of the parent takes the child up where it stands.
-  state.assertRunning();
+  state.ending.assertRunning();
   if (!at.ended) return park(state, wait);
   if (at.status === "completed") {
     const value = (at as { value: unknown }).value;
-    const text = await state.settings.payloads.encode(value, () => `The value of child run ${JSON.stringify(id)} (step ${JSON.stringify(key)})`, {
+    const text = await state.payloads.encode(value, () => `The value of child run ${JSON.stringify(id)} (step ${JSON.stringify(key)})`, {
       runId: state.runId,
       step: key,
     });
     await settleWait(state, row, { status: "succeeded", value: text.stored, calls: 1 });
     state.ran++;
-    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
-    return state.settings.payloads.decode(text.stored);
+    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.clock.now() - row.intendedAt });
+    return state.payloads.decode(text.stored);
   }
   const childError = (at as { error: ErrorInfo | undefined }).error;
   const failed = new ChildFailedError(

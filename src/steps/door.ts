@@ -1,0 +1,37 @@
+/**
+ * The one door every call the workflow makes comes in by (a step, a wait, a sleep, a child; a
+ * saga's replay of any of them): it gives the call its key and its position in the attempt's
+ * call order, reads the key's record, and asks the planner (plan.ts) what to do with it. The
+ * caller carries the decision out: steps in step-runner.ts, waits in waits.ts.
+ */
+
+import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
+import { planStep, type Plan } from "./plan.js";
+import type { AttemptState } from "./state.js";
+import type { StepCall } from "./step-call.js";
+
+/**
+ * Enter `call`: its key, position and record set on it, the plan's decision returned. The start
+ * point and the closing of the sibling window take effect here; opening the window is the
+ * caller's (it lasts until the start point's step settles).
+ */
+export function enter(state: AttemptState, call: StepCall): Plan {
+  state.ending.assertRunning();
+  // A call's name becomes its step key (name#2 for repeats), so it follows the step-name rule (nextKey checks it).
+  const key = state.order.nextKey(call.name);
+  call.key = key;
+  call.position = state.order.enter(key);
+  state.settings.hooks?.onEnter?.(key, call.name);
+  const record = state.order.latestRow(key);
+  call.record = record;
+  const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
+  const plan = planStep(state.order, {
+    kind: call.kind,
+    key,
+    record,
+    effect: call.options.effect,
+    launchedBeside: typeof launched === "number" ? launched : undefined,
+  });
+  state.order.follow(plan);
+  return plan;
+}
