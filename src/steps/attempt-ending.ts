@@ -4,9 +4,11 @@
  * the reason before they start and between calls; once it is set no step starts.
  */
 
-import { AttemptEndedError, type SteplogError } from "../base/errors.js";
+import { AttemptEndedError, RunCancelledError, RunTimedOutError, type SteplogError } from "../base/errors.js";
 import type { AttemptEnding as Ending } from "../store/types.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
+import type { Clock } from "../base/clock.js";
+import type { AttemptPlan } from "./attempt-plan.js";
 
 export interface EndReason {
   ending: Ending | "lease-lost";
@@ -51,13 +53,17 @@ export class InFlight {
   }
 }
 
+/**
+ * The ending's fields are read-only outside it; its methods write them. perf: plain fields, not
+ * getters (read by every step, often from code not optimized yet).
+ */
 export class AttemptEnding {
   /** Why the attempt ended early; undefined while it goes on. */
-  #reason: EndReason | undefined = undefined;
+  readonly reason: EndReason | undefined = undefined;
+  /** What the run parked on, when the attempt ends `waiting`. */
+  readonly parkedOn: WaitingFor | undefined = undefined;
   /** The signal's controller, made when first asked for (perf: most attempts never look at it). */
   #controller: AbortController | undefined = undefined;
-  /** What the run parked on, when the attempt ends `waiting`. */
-  #parkedOn: WaitingFor | undefined = undefined;
   /** Told once the attempt has ended early and nothing is in flight any more (whenEndedEarly). */
   #onEndedEarly: (() => void) | undefined = undefined;
   /** What is in flight: the steps under way, and the resolutions and child runs they wait for. */
@@ -68,27 +74,19 @@ export class AttemptEnding {
     readonly attempt: number,
   ) {}
 
-  get reason(): EndReason | undefined {
-    return this.#reason;
-  }
-
-  get parkedOn(): WaitingFor | undefined {
-    return this.#parkedOn;
-  }
-
   /** The attempt's abort signal (`ctx.signal`): aborted when the attempt ends early, with the reason. */
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
-      if (this.#reason) this.#controller.abort(this.#reason.error);
+      if (this.reason) this.#controller.abort(this.reason.error);
     }
     return this.#controller.signal;
   }
 
   /** End the attempt early: no step starts after this, and the signal is aborted. The first reason stands. */
   endWith(ending: EndReason["ending"], error: SteplogError): void {
-    if (this.#reason) return;
-    this.#reason = { ending, error };
+    if (this.reason) return;
+    (this as { reason: EndReason }).reason = { ending, error };
     this.#controller?.abort(error);
     this.checkEarlyEnd();
   }
@@ -101,13 +99,13 @@ export class AttemptEnding {
 
   /** The run parks on `waitingFor`: the attempt ends `waiting` with `error`. */
   park(waitingFor: WaitingFor, error: SteplogError): void {
-    this.#parkedOn = waitingFor;
+    (this as { parkedOn: WaitingFor }).parkedOn = waitingFor;
     this.endWith("waiting", error);
   }
 
   /** A call left flight: if the attempt has ended early and nothing else is in flight, say so. */
   checkEarlyEnd(): void {
-    if (this.#reason && this.inFlight.size === 0) this.#onEndedEarly?.();
+    if (this.reason && this.inFlight.size === 0) this.#onEndedEarly?.();
   }
 
   /**
@@ -121,6 +119,39 @@ export class AttemptEnding {
 
   /** Throws ATTEMPT_ENDED once the attempt has ended: no call enters after that. */
   assertRunning(): void {
-    if (this.#reason) throw new AttemptEndedError(this.runId, this.attempt, this.#reason.error.message);
+    if (this.reason) throw new AttemptEndedError(this.runId, this.attempt, this.reason.error.message);
+  }
+
+  /**
+   * End the attempt at the plan's deadline (RUN_TIMED_OUT) or when its abort signal fires
+   * (RUN_CANCELLED), naming the last step entered; returns what stops watching.
+   */
+  watchDeadlineAndSignal(plan: Pick<AttemptPlan, "deadline" | "signal">, clock: Clock, lastEntered: () => string | undefined): Array<() => void> {
+    const cleanups: Array<() => void> = [];
+    const { deadline, signal } = plan;
+    if (deadline !== undefined) {
+      // The deadline is a time of day: Node's timers run on a monotonic clock that stops while
+      // the machine sleeps, so the wall clock is read again at least every second.
+      let timer: NodeJS.Timeout | undefined;
+      const check = () => {
+        const left = deadline - clock.now();
+        if (left <= 0) return this.endWith("timed-out", new RunTimedOutError(this.runId, deadline, lastEntered()));
+        timer = setTimeout(check, Math.min(left, 1000));
+      };
+      check();
+      cleanups.push(() => clearTimeout(timer));
+    }
+    if (signal) {
+      const onAbort = () => {
+        const reason = signal.reason instanceof Error ? signal.reason.message : signal.reason === undefined ? "signal aborted" : String(signal.reason);
+        this.endWith("cancelled", new RunCancelledError(this.runId, lastEntered(), reason));
+      };
+      if (signal.aborted) onAbort();
+      else {
+        signal.addEventListener("abort", onAbort, { once: true });
+        cleanups.push(() => signal.removeEventListener("abort", onAbort));
+      }
+    }
+    return cleanups;
   }
 }

@@ -14,7 +14,7 @@ import type { AttemptEnding, EndReason } from "./attempt-ending.js";
 export class AttemptWrites {
   readonly runId: string;
   readonly fence: Lease;
-  readonly #store: RuntimeStore;
+  readonly store: RuntimeStore;
   readonly #ending: AttemptEnding;
   #nextSeq: number;
   /** Group-committed writes not yet settled, and who waits for them all. */
@@ -24,15 +24,11 @@ export class AttemptWrites {
   #failedWrite: Error | undefined = undefined;
 
   constructor(store: RuntimeStore, fence: Lease, runId: string, ending: AttemptEnding, nextSeq: number) {
-    this.#store = store;
+    this.store = store;
     this.fence = fence;
     this.runId = runId;
     this.#ending = ending;
     this.#nextSeq = nextSeq;
-  }
-
-  get store(): RuntimeStore {
-    return this.#store;
   }
 
   /** The seq of the next row this attempt writes. */
@@ -66,7 +62,7 @@ export class AttemptWrites {
    */
   async confirmLease(clock: Clock, leaseMs: number): Promise<void> {
     const now = clock.now();
-    await this.write(this.#store.renewLease(this.fence, now + leaseMs, now));
+    await this.write(this.store.renewLease(this.fence, now + leaseMs, now));
     const ended = this.#ending.reason;
     if (ended) throw ended.error;
   }
@@ -77,7 +73,7 @@ export class AttemptWrites {
    */
   writeLater(outcome: StepOutcome): void {
     this.#tracked++;
-    this.#store.writeOutcomeLater(this.fence, outcome, this.#onTrackedSettled, this.#onTrackedFailed);
+    this.store.writeOutcomeLater(this.fence, outcome, this.#onTrackedSettled, this.#onTrackedFailed);
   }
 
   /**
@@ -108,7 +104,7 @@ export class AttemptWrites {
       if (!this.#ending.reason) {
         this.#ending.endWith(
           "failed",
-          named instanceof SteplogError ? named : new StoreWriteFailedError(this.#store.location, "a step's outcome", { runId: this.runId, cause: named }),
+          named instanceof SteplogError ? named : new StoreWriteFailedError(this.store.location, "a step's outcome", { runId: this.runId, cause: named }),
         );
       }
     }

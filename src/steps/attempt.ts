@@ -6,17 +6,7 @@
  */
 
 import type { Workflow } from "../workflow/define-workflow.js";
-import {
-  FromStepNotReachedError,
-  isSteplogError,
-  isStoreRefusal,
-  LeaseLostError,
-  RunCancelledError,
-  RunTimedOutError,
-  SteplogError,
-  toErrorInfo,
-  type ErrorInfo,
-} from "../base/errors.js";
+import { FromStepNotReachedError, isSteplogError, isStoreRefusal, LeaseLostError, SteplogError, toErrorInfo, type ErrorInfo } from "../base/errors.js";
 import type { EngineSettings } from "./attempt-settings.js";
 import { fault } from "../base/faults.js";
 import { LeaseKeeper } from "../ownership/lease-keeper.js";
@@ -24,7 +14,8 @@ import { markDone, type LiveToken } from "../ownership/live-attempts.js";
 import { runSaga, unreachable } from "./saga.js";
 import { contextFor } from "./context-impl.js";
 import { findHandledFailures } from "./handled-failures.js";
-import { AttemptState, failedStepOf, type AttemptPlan, type EndReason, type WaitingFor } from "./state.js";
+import { AttemptState, failedStepOf, type EndReason, type WaitingFor } from "./state.js";
+import type { AttemptPlan } from "./attempt-plan.js";
 import type { AttemptEnding, Lease, RunStatus, StoredRun } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
 import { ENDED_STATUSES } from "../store/types.js";
@@ -125,7 +116,7 @@ export class Attempt {
       }
     }
     this.#keeper.start();
-    const cleanups = this.#watchDeadlineAndSignal();
+    const cleanups = state.ending.watchDeadlineAndSignal(state.plan, state.clock, () => state.order.lastEntered);
     if (state.listening) {
       state.emit({ type: "attempt-started", runId: state.runId, workflow: state.workflow.name, attempt: state.number, fromStep: state.plan.fromStep });
     }
@@ -174,35 +165,6 @@ export class Attempt {
     while (this.state.inFlight.size > 0 || this.state.watched.unsettled > 0) {
       await new Promise<void>((resolve) => setTimeout(resolve, 5));
     }
-  }
-
-  #watchDeadlineAndSignal(): Array<() => void> {
-    const cleanups: Array<() => void> = [];
-    const { deadline, signal } = this.state.plan;
-    if (deadline !== undefined) {
-      // The deadline is a time of day: Node's timers run on a monotonic clock that stops while
-      // the machine sleeps, so the wall clock is read again at least every second.
-      let timer: NodeJS.Timeout | undefined;
-      const check = () => {
-        const left = deadline - this.state.clock.now();
-        if (left <= 0) return this.state.ending.endWith("timed-out", new RunTimedOutError(this.state.runId, deadline, this.state.order.lastEntered));
-        timer = setTimeout(check, Math.min(left, 1000));
-      };
-      check();
-      cleanups.push(() => clearTimeout(timer));
-    }
-    if (signal) {
-      const onAbort = () => {
-        const reason = signal.reason instanceof Error ? signal.reason.message : signal.reason === undefined ? "signal aborted" : String(signal.reason);
-        this.state.ending.endWith("cancelled", new RunCancelledError(this.state.runId, this.state.order.lastEntered, reason));
-      };
-      if (signal.aborted) onAbort();
-      else {
-        signal.addEventListener("abort", onAbort, { once: true });
-        cleanups.push(() => signal.removeEventListener("abort", onAbort));
-      }
-    }
-    return cleanups;
   }
 
   async #finish(settled: Settled | Ended): Promise<RunResult> {
@@ -385,7 +347,7 @@ export class Attempt {
     let runStatus: RunStatus = "running";
     try {
       const store = this.state.settings.store;
-      runStatus = (store.loadRunRow ? await store.loadRunRow(this.state.runId) : (await store.loadRun(this.state.runId))?.run)?.status ?? "running";
+      runStatus = (await store.loadRunRow(this.state.runId))?.status ?? "running";
     } catch {
       // The store may be what failed; "running" is the honest guess.
     }

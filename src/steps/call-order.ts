@@ -8,7 +8,7 @@
 import { OrderChangedError, type SteplogError } from "../base/errors.js";
 import type { StepRow, StoredRun } from "../store/types.js";
 import { checkName } from "../workflow/names.js";
-import type { AttemptPlan } from "./state.js";
+import type { AttemptPlan } from "./attempt-plan.js";
 import type { Plan, PlanState } from "./plan.js";
 
 /**
@@ -29,9 +29,42 @@ export interface OrderContext {
   stop: (error: SteplogError) => never;
 }
 
+/** The order as its own methods write it (outside, every field is read-only). */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * Its fields are read-only to everyone else: the methods below move it on. perf: plain fields,
+ * not getters over private ones (the planner reads them on every call, often from code V8 has
+ * not optimized yet, where each getter is a call).
+ */
 export class CallOrder implements PlanState {
   readonly runId: string;
   readonly attempt: number;
+  readonly mode: AttemptPlan["mode"];
+  readonly fromStep: string | undefined;
+  readonly redo: ReadonlySet<string>;
+  readonly reuse: ReadonlySet<string>;
+  readonly values: Record<string, unknown> | undefined;
+  /** Whether the start point has been reached: before it records are handed back, from it steps run. */
+  readonly started: boolean = false;
+  /**
+   * The implicit start point while it is unsettled and no other step has run anew: steps entered
+   * meanwhile were launched beside it (Promise.all, an SDK's parallel tool calls), so they cannot
+   * have used its value, and their succeeded records are reused rather than run again.
+   */
+  readonly siblingsOf: string | undefined = undefined;
+  /** The newest attempt whose record this attempt has handed back so far (a sibling's older record is not reused). */
+  readonly newestReused: number = 0;
+  /** The last key entered, for a stop's or a cancel's message. */
+  readonly lastEntered: string | undefined = undefined;
+  /** Calls entered so far: the next one's position in this attempt's call order. */
+  readonly entered: number = 0;
+  /** The keys handed back: the attempt's ending records them. */
+  readonly reused: string[] = [];
+  /** Keys whose current row is a failure the workflow handled: thrown again, not redone (handled-failures.ts). */
+  readonly handled: ReadonlySet<string> = NO_KEYS;
+  /** The step the last attempt stopped before with REDO_IRREVERSIBLE: a start point of this one too. */
+  readonly carriedStart: string | undefined = undefined;
   readonly #context: OrderContext;
   /**
    * The latest row of each step key: the records the attempt started from, and the rows it has
@@ -42,25 +75,6 @@ export class CallOrder implements PlanState {
   #latest: Map<string, StepRow> | undefined = undefined;
   /** Steps entered so far by name: a box a name, counted up in place. */
   readonly #keyCounts = new Map<string, { entered: number }>();
-  /** Whether the start point has been reached: before it records are handed back, from it steps run. */
-  #started = false;
-  /**
-   * The implicit start point while it is unsettled and no other step has run anew: steps entered
-   * meanwhile were launched beside it (Promise.all, an SDK's parallel tool calls), so they cannot
-   * have used its value, and their succeeded records are reused rather than run again.
-   */
-  #siblingsOf: string | undefined = undefined;
-  /** The newest attempt whose record this attempt has handed back so far (a sibling's older record is not reused). */
-  #newestReused = 0;
-  #lastEntered: string | undefined = undefined;
-  /** Calls entered so far: the next one's position in this attempt's call order. */
-  #entered = 0;
-  /** The keys handed back: the attempt's ending records them. */
-  readonly reused: string[] = [];
-  /** Keys whose current row is a failure the workflow handled: thrown again, not redone (handled-failures.ts). */
-  #handled: ReadonlySet<string> = NO_KEYS;
-  /** The step the last attempt stopped before with REDO_IRREVERSIBLE: a start point of this one too. */
-  #carriedStart: string | undefined = undefined;
   /** The handed-back record recorded furthest along so far, to see records handed back out of order. */
   #furthest: { key: string; position: number } | undefined = undefined;
   #orderChangeSeen = false;
@@ -69,86 +83,55 @@ export class CallOrder implements PlanState {
   constructor(context: OrderContext) {
     this.runId = context.runId;
     this.attempt = context.attempt;
+    const { plan } = context;
+    this.mode = plan.mode;
+    this.fromStep = plan.fromStep;
+    this.redo = plan.redo;
+    this.reuse = plan.reuse;
+    this.values = plan.values;
     this.#context = context;
     for (const row of context.stored.steps) this.keepLatest(row);
   }
 
-  // What the planner reads (PlanState), as the attempt holds it.
-  get started(): boolean {
-    return this.#started;
-  }
-  get siblingsOf(): string | undefined {
-    return this.#siblingsOf;
-  }
-  get newestReused(): number {
-    return this.#newestReused;
-  }
-  get handled(): ReadonlySet<string> {
-    return this.#handled;
-  }
-  get carriedStart(): string | undefined {
-    return this.#carriedStart;
-  }
-  get mode(): AttemptPlan["mode"] {
-    return this.#context.plan.mode;
-  }
-  get fromStep(): string | undefined {
-    return this.#context.plan.fromStep;
-  }
-  get redo(): ReadonlySet<string> {
-    return this.#context.plan.redo;
-  }
-  get reuse(): ReadonlySet<string> {
-    return this.#context.plan.reuse;
-  }
-  get values(): Record<string, unknown> | undefined {
-    return this.#context.plan.values;
-  }
-  /** The last key entered, for a stop's or a cancel's message. */
-  get lastEntered(): string | undefined {
-    return this.#lastEntered;
-  }
-  /** Calls entered so far. */
-  get entered(): number {
-    return this.#entered;
-  }
-
   /** Before the code runs: the failures it handled, and the step the last attempt stopped before (REDO_IRREVERSIBLE). */
   startFrom(handled: ReadonlySet<string>, carriedStart: string | undefined): void {
-    this.#handled = handled;
-    this.#carriedStart = carriedStart;
+    const self = this as Writable<CallOrder>;
+    self.handled = handled;
+    self.carriedStart = carriedStart;
   }
 
   /** A key enters: its position in the call order. */
   enter(key: string): number {
-    this.#lastEntered = key;
-    return this.#entered++;
+    const self = this as Writable<CallOrder>;
+    self.lastEntered = key;
+    return self.entered++;
   }
 
   /** The plan took effect: `started` from now on, and the sibling window closed if it said so. */
   follow(plan: Plan): void {
-    this.#started = plan.started;
-    if (plan.siblings === "close") this.#siblingsOf = undefined;
+    const self = this as Writable<CallOrder>;
+    self.started = plan.started;
+    if (plan.siblings === "close") self.siblingsOf = undefined;
   }
 
   /** Steps entered while `key` (the start point) is unsettled were launched beside it. */
   openSiblings(key: string): void {
-    this.#siblingsOf = key;
+    (this as Writable<CallOrder>).siblingsOf = key;
   }
 
   /** The start point `key` settled: steps entered from now on were not launched beside it. */
   closeSiblingsOf(key: string): void {
-    if (this.#siblingsOf === key) this.#siblingsOf = undefined;
+    if (this.siblingsOf === key) (this as Writable<CallOrder>).siblingsOf = undefined;
   }
 
   /** A step runs anew: unless it is the start point itself, what follows may depend on its new value. */
   ranAnew(key: string): void {
-    if (this.#siblingsOf !== key) this.#siblingsOf = undefined;
+    if (this.siblingsOf !== key) (this as Writable<CallOrder>).siblingsOf = undefined;
   }
 
   /** A record handed back instead of a call (steps and waits). */
   noteReused(key: string, record: StepRow): void {
-    if (record.attempt > this.#newestReused) this.#newestReused = record.attempt;
+    if (record.attempt > this.newestReused) (this as Writable<CallOrder>).newestReused = record.attempt;
     this.reused.push(key);
   }
 

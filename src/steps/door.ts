@@ -9,6 +9,7 @@ import { LAUNCHED_BESIDE_START } from "./launched-beside.js";
 import { planStep, type Plan } from "./plan.js";
 import type { AttemptState } from "./state.js";
 import type { StepCall } from "./step-call.js";
+import { checkOptions } from "./step-options.js";
 
 /**
  * Enter `call`: its key, position and record set on it, the plan's decision returned. The start
@@ -17,21 +18,19 @@ import type { StepCall } from "./step-call.js";
  */
 export function enter(state: AttemptState, call: StepCall): Plan {
   state.ending.assertRunning();
+  const { kind, name, options } = call;
+  // A step's options are checked before it counts (a wait checks its own before it comes to the door).
+  if (kind === "step") checkOptions(state, call);
+  const order = state.order;
   // A call's name becomes its step key (name#2 for repeats), so it follows the step-name rule (nextKey checks it).
-  const key = state.order.nextKey(call.name);
+  const key = order.nextKey(name);
   call.key = key;
-  call.position = state.order.enter(key);
-  state.settings.hooks?.onEnter?.(key, call.name);
-  const record = state.order.latestRow(key);
+  call.position = order.enter(key);
+  state.hooks?.onEnter?.(key, name);
+  const record = order.latestRow(key);
   call.record = record;
-  const launched = (call.options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
-  const plan = planStep(state.order, {
-    kind: call.kind,
-    key,
-    record,
-    effect: call.options.effect,
-    launchedBeside: typeof launched === "number" ? launched : undefined,
-  });
-  state.order.follow(plan);
+  const launched = (options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
+  const plan = planStep(order, { kind, key, record, effect: options.effect, launchedBeside: typeof launched === "number" ? launched : undefined });
+  order.follow(plan);
   return plan;
 }

@@ -7,7 +7,7 @@
 import { StoppedError } from "../base/errors.js";
 import type { Clock } from "../base/clock.js";
 import type { Workflow } from "../workflow/define-workflow.js";
-import type { Lease, RunStatus, StoredRun } from "../store/types.js";
+import type { Lease, StoredRun } from "../store/types.js";
 import type { Payloads } from "../payloads/payloads.js";
 import type { EngineSettings, ProgressEvent, TestHooks } from "./attempt-settings.js";
 import type { WaitingFor } from "../workflow/step-resolution.js";
@@ -15,10 +15,12 @@ import type { AttemptTrace } from "./step-spans.js";
 import type { StepCall } from "./step-call.js";
 import { WatchedSteps } from "./watched-steps.js";
 import { CallOrder, NO_KEYS } from "./call-order.js";
+import type { AttemptPlan } from "./attempt-plan.js";
 import { AttemptWrites } from "./attempt-writes.js";
 import { AttemptEnding, type EndReason, type InFlight } from "./attempt-ending.js";
 
 export { NO_KEYS };
+export type { AttemptPlan };
 export type { EndReason };
 export type { WaitingFor };
 
@@ -27,23 +29,6 @@ export interface SagaEntry {
   key: string;
   call: StepCall;
   value: unknown;
-}
-
-export interface AttemptPlan {
-  /** "run": run the workflow; "compensate": replay it from records and compensate (the saga). */
-  mode: "run" | "compensate";
-  /** The step key to redo from, when given. */
-  fromStep: string | undefined;
-  values: Record<string, unknown> | undefined;
-  /** Succeeded irreversible steps this attempt may run again, and those it hands back (continue's redo and reuse). */
-  redo: ReadonlySet<string>;
-  reuse: ReadonlySet<string>;
-  /** The run's status before this attempt's claim (for a saga that fails). */
-  statusBefore?: RunStatus;
-  /** A run that was parked reuses its records whatever the version. */
-  ignoreVersion: boolean;
-  deadline: number | undefined;
-  signal: AbortSignal | undefined;
 }
 
 /** Signals ctx.stop(reason) through the workflow's code. */
@@ -66,6 +51,8 @@ export class AttemptState {
   readonly order: CallOrder;
   readonly writes: AttemptWrites;
   readonly ending: AttemptEnding;
+  /** The steps in flight (the ending waits for them): the ending's. */
+  readonly inFlight: InFlight;
   /** What the step path reads of the engine's settings. */
   readonly payloads: Payloads;
   readonly clock: Clock;
@@ -101,6 +88,7 @@ export class AttemptState {
     this.clock = settings.clock;
     this.hooks = settings.hooks;
     this.ending = new AttemptEnding(this.runId, this.number);
+    this.inFlight = this.ending.inFlight;
     this.writes = new AttemptWrites(settings.store, lease, this.runId, this.ending, (stored.steps.at(-1)?.seq ?? 0) + 1);
     const ending = this.ending;
     this.order = new CallOrder({
@@ -112,11 +100,6 @@ export class AttemptState {
       stop: (error) => ending.stopWith(error),
     });
     for (const row of stored.steps) if (row.status === "compensated") this.addCompensation(row.key);
-  }
-
-  /** The steps in flight (the ending waits for them). */
-  get inFlight(): InFlight {
-    return this.ending.inFlight;
   }
 
   get version(): string | null {

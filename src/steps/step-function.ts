@@ -131,11 +131,12 @@ function addUsage(row: StepRow, used: Usage): void {
 
 /** What a step's function is given. perf: a class, not a literal with a getter (V8 builds those the slow way). */
 export class CallInfo implements StepInfo {
-  readonly runId: string;
-  readonly attempt: number;
-  readonly step: string;
-  readonly idempotencyKey: string;
-  readonly retry: number;
+  // perf: `declare`d, so no field is defined (undefined) before the constructor sets it.
+  declare readonly runId: string;
+  declare readonly attempt: number;
+  declare readonly step: string;
+  declare readonly idempotencyKey: string;
+  declare readonly retry: number;
   previous?: StepInfo["previous"];
   /**
    * The call's own signal and what links it to the attempt's, made when first asked for (most
@@ -143,7 +144,7 @@ export class CallInfo implements StepInfo {
    */
   #link: SignalLink | undefined;
   /** Kept as an own property (not a method or getter) so `const { usage } = info` and `{ ...info }` keep it. */
-  readonly usage: (used: Usage) => void;
+  declare readonly usage: (used: Usage) => void;
   readonly #state: AttemptState;
 
   constructor(state: AttemptState, call: StepCall, retry: number) {

@@ -36,8 +36,9 @@ export function recordValue(state: AttemptState, call: StepCall, value: unknown)
   // The step hands back what a continue would: the value decoded from its record (a plain
   // value's copy, made as it was encoded; a long model answer is not copied again).
   const decoded = decodedOf(value, encoded);
-  succeeded(state, call.row!, encoded.stored);
-  writeOutcomeLater(state, call.row!);
+  const row = call.row!;
+  succeeded(state, row, encoded.stored);
+  writeOutcomeLater(state, row);
   return recorded(state, call, decoded, ended);
 }
 
@@ -89,14 +90,13 @@ function succeeded(state: AttemptState, row: StepRow, stored: string): void {
 
 /** The outcome is written (or queued for the next commit): counted, told, and handed back, unless the attempt ended meanwhile. */
 function recorded(state: AttemptState, call: StepCall, decoded: unknown, ended: EndReason | undefined): unknown {
-  const { key } = call;
-  const row = call.row!;
+  const { key, row } = call;
   fault("after-outcome", key);
   state.ran++;
   // No key is entered twice in one attempt, so nothing reads this row again. perf: kept until the
   // run ends, every step's row would be a long-lived object the GC promotes and marks.
   state.order.dropLatest(key);
-  if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row.endedAt! - row.intendedAt });
+  if (state.listening) state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: row!.endedAt! - row!.intendedAt });
   // Recorded; but the attempt is over, so the workflow's code does not go on past this step.
   if (ended && ended.ending !== "waiting") throw ended.error;
   return decoded;

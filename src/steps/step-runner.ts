@@ -23,40 +23,33 @@ import { newRow } from "./step-log.js";
 import type { AttemptState } from "./state.js";
 import type { StepCall } from "./step-call.js";
 import { enter } from "./door.js";
-import { checkOptions } from "./step-options.js";
 import { callAgain, callOnce, endedUnderway, startCall } from "./step-function.js";
 import { recordValue } from "./step-outcome.js";
 
 /**
- * ctx.step. perf: not an async function (an async wrapper would add a promise and its ticks to
- * every step); a synchronous throw is turned into a rejection so callers see one behaviour.
+ * ctx.step: enter the step, then carry out its plan (traced: inside its span). perf: not an async
+ * function (an async wrapper would add a promise and its ticks to every step); a synchronous
+ * throw is turned into a rejection so callers see one behaviour.
  */
 export function runStep(state: AttemptState, call: StepCall): Promise<unknown> {
+  let done: Promise<unknown>;
   try {
-    return step(state, call);
+    const plan = enter(state, call);
+    const decision = plan.decision;
+    // A saga's replay calls no function: no span.
+    if (decision.kind === "replay") return replayForSaga(state, call);
+    const span = state.trace?.step(call.key, call.name, call.options.effect, OUTCOMES[decision.kind]);
+    if (span === undefined) return carryOut(state, call, plan);
+    call.span = span;
+    try {
+      done = carryOut(state, call, plan);
+    } catch (error) {
+      done = Promise.reject(error);
+    }
+    return span.follow(done, () => state.order.latestRow(call.key));
   } catch (error) {
     return Promise.reject(error);
   }
-}
-
-/** Enter the step, then carry out its plan (traced: inside its span). */
-function step(state: AttemptState, call: StepCall): Promise<unknown> {
-  state.ending.assertRunning();
-  checkOptions(state, call);
-  const plan = enter(state, call);
-  const decision = plan.decision;
-  // A saga's replay calls no function: no span.
-  if (decision.kind === "replay") return replayForSaga(state, call);
-  const span = state.trace?.step(call.key, call.name, call.options.effect, OUTCOMES[decision.kind]);
-  if (span === undefined) return carryOut(state, call, plan);
-  call.span = span;
-  let done: Promise<unknown>;
-  try {
-    done = carryOut(state, call, plan);
-  } catch (error) {
-    done = Promise.reject(error);
-  }
-  return span.follow(done, () => state.order.latestRow(call.key));
 }
 
 /** The outcome a step span starts with, by the plan's decision (a resolution that re-drives the step makes it "ran"). */
@@ -137,11 +130,12 @@ async function resolveThenRun(state: AttemptState, call: StepCall): Promise<unkn
  */
 export function start(state: AttemptState, call: StepCall): Promise<unknown> {
   try {
+    const { key, options } = call;
     // A step other than the start point runs anew: later records may have used what it returned before.
-    state.order.ranAnew(call.key);
-    if (call.options.effect === "irreversible") checkPivotOrder(state, call.key);
-    if (call.options.approval) return approvedThenRun(state, call);
-    call.policy = retryPolicy(call.options.retry, call.key);
+    state.order.ranAnew(key);
+    if (options.effect === "irreversible") checkPivotOrder(state, key);
+    if (options.approval) return approvedThenRun(state, call);
+    call.policy = retryPolicy(options.retry, key);
     return run(state, call);
   } catch (error) {
     return Promise.reject(error);
@@ -165,6 +159,7 @@ async function run(state: AttemptState, call: StepCall): Promise<unknown> {
     call.row = row;
     if (call.span) call.span.row = row;
     fault("before-intent", key);
+    // step-log.ts's writeIntent, inline. perf: its async call is a promise and a turn a step (about 2,800 instructions, callgrind).
     try {
       await state.writes.store.writeIntent(state.writes.fence, row);
     } catch (error) {
