@@ -69,7 +69,7 @@ function childIdFor(state: AttemptState, key: string, given: string | undefined)
 /** ctx.child: start (or find) the child, wait for it, and return its value. */
 export async function child(state: AttemptState, name: string, workflow: Workflow, args: unknown, options?: ChildOptions): Promise<unknown> {
   const given = checkChildCall(state, "child", name, workflow, options);
-  return waitForChild(state, name, workflow, args, (key) => childIdFor(state, key, given.id));
+  return waitForChild(state, { name, workflow, args, idFor: (key) => childIdFor(state, key, given.id) });
 }
 
 /** ctx.startChild: start (or find) the child and return a handle at once. */
@@ -83,7 +83,7 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
   );
   const handle = (runId: string): ChildHandle => ({
     runId,
-    result: () => waitForChild(state, `${name}.result`, workflow, args, () => runId),
+    result: () => waitForChild(state, { name: `${name}.result`, workflow, args, idFor: () => runId }),
   });
   if ("reused" in entered) return handle((entered.reused as { runId: string }).runId);
   const { key, row } = entered;
@@ -133,7 +133,8 @@ function redoing(state: AttemptState, entered: { created: boolean; previous: { s
  * testWorkflow's mock of a child step (by its key or name): called instead of starting the child,
  * its value is the child's value. A throw fails the step as the child's failure would.
  */
-async function mockedChild(state: AttemptState, key: string, id: string, workflow: Workflow, mock: (info: unknown) => unknown): Promise<ChildState> {
+async function mockedChild(state: AttemptState, child: { key: string; id: string; workflow: Workflow }, mock: (info: unknown) => unknown): Promise<ChildState> {
+  const { key, id, workflow } = child;
   state.hooks?.onCall?.(key, "function");
   const value = await mock({
     runId: state.runId,
@@ -148,7 +149,16 @@ async function mockedChild(state: AttemptState, key: string, id: string, workflo
   return { ended: true, status: "completed", workflow: workflow.name, value };
 }
 
-async function waitForChild(state: AttemptState, name: string, workflow: Workflow, args: unknown, idFor: (key: string) => string): Promise<unknown> {
+/** A child wait as the parent's code asks for it: the call's name, the child's workflow and args, and the id its row records (from its key). */
+interface ChildWait {
+  name: string;
+  workflow: Workflow;
+  args: unknown;
+  idFor: (key: string) => string;
+}
+
+async function waitForChild(state: AttemptState, childWait: ChildWait): Promise<unknown> {
+  const { name, workflow, args, idFor } = childWait;
   const entered = await enterWait(
     state,
     newWaitCall("child", name),
@@ -166,7 +176,7 @@ async function waitForChild(state: AttemptState, name: string, workflow: Workflo
   try {
     const mock = state.hooks?.override?.(key, name);
     at = mock
-      ? await mockedChild(state, key, id, workflow, mock)
+      ? await mockedChild(state, { key, id, workflow }, mock)
       : await state.settings.children!.run({
           parent: state.runId,
           step: key,

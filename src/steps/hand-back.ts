@@ -22,7 +22,7 @@ import { formatResolution } from "../workflow/step-resolution.js";
 export function handBack(state: AttemptState, call: StepCall): Promise<unknown> {
   const record = call.record!;
   if (record.status !== "succeeded") return replayFailure(state, call.key, record, call.options.errors);
-  return call.kind === "step" ? reuse(state, call.key, record, call.options) : reuseWait(state, call.key, record);
+  return call.kind === "step" ? reuse(state, call) : reuseWait(state, call.key, record);
 }
 
 /** A finished wait before the start point: its payload (event, timer, child's value) as recorded. */
@@ -37,19 +37,23 @@ async function reuseWait(state: AttemptState, key: string, record: StepRow): Pro
  * Synchronous unless an upcast, a result schema or a codec needs awaiting (perf: a continue of a
  * long run passes through thousands of these).
  */
-export function reuse(state: AttemptState, key: string, record: StepRow, options: StepOptions): Promise<unknown> {
+function reuse(state: AttemptState, call: StepCall): Promise<unknown> {
+  const { key, options } = call;
+  const record = call.record!;
   // Checked as the step is entered (before anything is awaited), so steps entered together keep their order.
   state.order.checkOrder(key, record);
   if (!options.upcast && !state.plan.ignoreVersion && isBreakingChange(record.version, state.workflow.version)) {
     state.ending.stopWith(new VersionChangedError(state.runId, key, record.version!, state.workflow.version!));
   }
   const decoded = record.value === null ? undefined : state.payloads.decode(record.value);
-  if (options.upcast || options.result || decoded instanceof Promise) return checkReused(state, key, record, options, decoded);
+  if (options.upcast || options.result || decoded instanceof Promise) return checkReused(state, call, decoded);
   noteReused(state, key, record);
   return Promise.resolve(decoded);
 }
 
-async function checkReused(state: AttemptState, key: string, record: StepRow, options: StepOptions, decoded: unknown): Promise<unknown> {
+async function checkReused(state: AttemptState, call: StepCall, decoded: unknown): Promise<unknown> {
+  const { key, options } = call;
+  const record = call.record!;
   let value = await decoded;
   if (options.upcast) {
     try {

@@ -70,13 +70,11 @@ export async function resolveUnknownOutcome(state: AttemptState, call: StepCall)
       throw refused;
     }
     if (answer.done) return { kind: "found", value: await recordFound(state, call, answer.value) };
-    await settle(
-      state,
-      record,
-      "failed",
-      { policy, found: "not done", attempt: state.number },
-      `Attempt ${record.attempt} was cut off inside its effect; its query found no effect, so it is re-driven.`,
-    );
+    await settle(state, record, {
+      status: "failed",
+      resolution: { policy, found: "not done", attempt: state.number },
+      message: `Attempt ${record.attempt} was cut off inside its effect; its query found no effect, so it is re-driven.`,
+    });
     return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
   }
 
@@ -86,19 +84,17 @@ export async function resolveUnknownOutcome(state: AttemptState, call: StepCall)
       unrecorded === undefined
         ? `Attempt ${record.attempt} was cut off inside its effect; waits for a person.`
         : `In attempt ${record.attempt} the step returned, but its value could not be recorded (${unrecorded}); it waits for a person.`;
-    await settle(state, record, "escalated", { policy, found: "unknown", attempt: state.number }, what);
+    await settle(state, record, { status: "escalated", resolution: { policy, found: "unknown", attempt: state.number }, message: what });
     const escalated = new RunEscalatedError(state.runId, key, unrecorded);
     state.ending.endWith("escalated", escalated);
     throw escalated;
   }
 
-  await settle(
-    state,
-    record,
-    "failed",
-    { policy: "redrive", found: "unknown", attempt: state.number },
-    `Attempt ${record.attempt} was cut off inside its effect; re-driven.`,
-  );
+  await settle(state, record, {
+    status: "failed",
+    resolution: { policy: "redrive", found: "unknown", attempt: state.number },
+    message: `Attempt ${record.attempt} was cut off inside its effect; re-driven.`,
+  });
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "redrive", found: "unknown" });
   return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
 }
@@ -201,7 +197,8 @@ async function recordFound(state: AttemptState, call: StepCall, found: unknown):
 }
 
 /** Record how a cut-off row was settled; `message` is the whole sentence its error reads (shown by `steplog show`). */
-async function settle(state: AttemptState, record: StepRow, status: "failed" | "escalated", resolution: Resolution, message: string): Promise<void> {
+async function settle(state: AttemptState, record: StepRow, how: { status: "failed" | "escalated"; resolution: Resolution; message: string }): Promise<void> {
+  const { status, resolution, message } = how;
   const error = { name: "OutcomeUnknown", message, code: undefined, step: record.key };
   const row: StepRow = {
     ...record,
