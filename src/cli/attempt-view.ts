@@ -5,7 +5,7 @@
 
 import type { RunResult } from "../steps/attempt.js";
 import type { Engine } from "../engine/engine.js";
-import type { ProgressEvent } from "../steps/settings.js";
+import type { ProgressEvent } from "../steps/attempt-settings.js";
 import type { RunView } from "../operations/views.js";
 import { errorText } from "./describe.js";
 import { EXIT, type ExitCode } from "./exit.js";

@@ -5,7 +5,7 @@
  * printed once, when it is final.
  */
 
-import type { ProgressEvent } from "../steps/settings.js";
+import type { ProgressEvent } from "../steps/attempt-settings.js";
 import type { ErrorInfo } from "../base/errors.js";
 import { formatAge, formatDuration, HOUR_MS, painter, safe, stripAnsi, truncate, type Paint } from "./format.js";
 import type { Output } from "./session.js";

@@ -10,7 +10,7 @@ import type { KnownKeys } from "../base/options.js";
 import type { Delivery, SendOptions } from "../operations/events.js";
 import type { Codec } from "../payloads/payloads.js";
 import type { RedactRule } from "../payloads/redact.js";
-import type { ProgressEvent, TestHooks } from "../steps/settings.js";
+import type { ProgressEvent, TestHooks } from "../steps/attempt-settings.js";
 import type { RecoveredRun } from "../operations/recover.js";
 import type { Escalation, Resolution } from "../operations/escalations.js";
 import type { RunSummary, RunView } from "../operations/views.js";

@@ -21,7 +21,7 @@ import { derivedStatus, type Judge } from "../operations/views.js";
 import type { Payloads } from "../payloads/payloads.js";
 import type { RunResult } from "../steps/attempt.js";
 import { ENDED_STATUSES } from "../store/types.js";
-import type { ChildHost, ChildRequest, ChildState } from "../steps/settings.js";
+import type { ChildHost, ChildRequest, ChildState } from "../steps/attempt-settings.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { RunRow } from "../store/types.js";
 import type { Workflow } from "../workflow/define-workflow.js";

@@ -12,7 +12,7 @@ import { watchLease } from "../ownership/lease-watch.js";
 import { isLiveHere, markDone, markLive, type LiveToken } from "../ownership/live-attempts.js";
 import { Attempt, type AttemptPlan, type RunResult } from "../steps/attempt.js";
 import { NO_KEYS } from "../steps/state.js";
-import type { EngineSettings } from "../steps/settings.js";
+import type { EngineSettings } from "../steps/attempt-settings.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { FlowQuery, RunRow, RunStatus, Store, StoredRun } from "../store/types.js";
 import type { Workflow } from "../workflow/define-workflow.js";
@@ -20,7 +20,7 @@ import { consentOf } from "./continue-options.js";
 import type { ContinueOptions } from "./api.js";
 import { checkArgs, unopenable } from "./run-checks.js";
 import { attemptLabels } from "./load-tracing.js";
-import type { AttemptTrace } from "../steps/tracing.js";
+import type { AttemptTrace } from "../steps/step-spans.js";
 
 /** The longest a continue waits to see a lease go unrenewed (a longer lease is refused at once: RUN_BUSY says why). */
 const MAX_CLAIM_WAIT_MS = 120_000;

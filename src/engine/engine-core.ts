@@ -8,7 +8,7 @@
 import type { Judge } from "../operations/views.js";
 import type { RedactRule } from "../payloads/redact.js";
 import type { RunResult } from "../steps/attempt.js";
-import type { EngineSettings } from "../steps/settings.js";
+import type { EngineSettings } from "../steps/attempt-settings.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 import type { ChildRuns } from "./child-runs.js";

@@ -9,7 +9,7 @@ import { InvalidOptionError } from "../base/errors.js";
 import { checkKnownKeys } from "../base/options.js";
 import { Payloads } from "../payloads/payloads.js";
 import { DEFAULT_MAX_VALUE_BYTES } from "../payloads/values.js";
-import type { EngineSettings } from "../steps/settings.js";
+import type { EngineSettings } from "../steps/attempt-settings.js";
 import { runtimeStore, type RuntimeStore } from "../store/runtime.js";
 import { sqliteStore } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";

@@ -11,7 +11,7 @@
 import type { RunResult } from "../steps/attempt.js";
 import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
 import { isWorkflow } from "../workflow/define-workflow.js";
-import type { EngineSettings } from "../steps/settings.js";
+import type { EngineSettings } from "../steps/attempt-settings.js";
 import { EngineClosedError, InvalidOptionError, SteplogError, WorkflowNotRegisteredError } from "../base/errors.js";
 import { NotReady } from "../ownership/claim.js";
 import { isLiveHere } from "../ownership/live-attempts.js";

@@ -8,7 +8,7 @@
 import { createRequire } from "node:module";
 import type { Tracer } from "@opentelemetry/api";
 import { InvalidOptionError } from "../base/errors.js";
-import { Tracing, type AttemptLabels, type OtelApi } from "../steps/tracing.js";
+import { Tracing, type AttemptLabels, type OtelApi } from "../steps/step-spans.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 import type { EngineOptions } from "./api.js";
 

@@ -33,7 +33,7 @@ export type {
   ChildHandle,
 } from "../workflow/context.js";
 export type { Clock } from "../base/clock.js";
-export type { ProgressEvent } from "../steps/settings.js";
+export type { ProgressEvent } from "../steps/attempt-settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../operations/views.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {

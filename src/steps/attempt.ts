@@ -6,29 +6,20 @@
  */
 
 import type { Workflow } from "../workflow/define-workflow.js";
-import {
-  FromStepNotReachedError,
-  isSteplogError,
-  isStoreRefusal,
-  LeaseLostError,
-  RunCancelledError,
-  RunTimedOutError,
-  SteplogError,
-  toErrorInfo,
-  type ErrorInfo,
-} from "../base/errors.js";
-import type { EngineSettings } from "./settings.js";
+import { FromStepNotReachedError, isSteplogError, isStoreRefusal, LeaseLostError, SteplogError, toErrorInfo, type ErrorInfo } from "../base/errors.js";
+import type { EngineSettings } from "./attempt-settings.js";
 import { fault } from "../base/faults.js";
 import { LeaseKeeper } from "../ownership/lease-keeper.js";
 import { markDone, type LiveToken } from "../ownership/live-attempts.js";
 import { runSaga, unreachable } from "./saga.js";
-import { contextFor } from "./context.js";
+import { contextFor } from "./context-impl.js";
 import { findHandledFailures } from "./handled-failures.js";
-import { AttemptState, failedStepOf, type AttemptPlan, type EndReason, type WaitingFor } from "./state.js";
+import { AttemptState, failedStepOf, type EndReason, type WaitingFor } from "./state.js";
+import type { AttemptPlan } from "./attempt-plan.js";
 import type { AttemptEnding, Lease, RunStatus, StoredRun } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
 import { ENDED_STATUSES } from "../store/types.js";
-import type { AttemptTrace } from "./tracing.js";
+import type { AttemptTrace } from "./step-spans.js";
 
 export type { AttemptPlan };
 
@@ -68,7 +59,7 @@ export class Attempt {
   ) {
     this.state = new AttemptState(settings, workflow, stored, lease, plan);
     this.state.trace = trace;
-    this.#keeper = new LeaseKeeper(settings, lease, (error) => this.state.endWith("lease-lost", error));
+    this.#keeper = new LeaseKeeper(settings, lease, (error) => this.state.ending.endWith("lease-lost", error));
   }
 
   get runId(): string {
@@ -85,12 +76,12 @@ export class Attempt {
 
   /** The last step the code entered, for a cancel's message. */
   get lastEntered(): string | undefined {
-    return this.state.lastEntered;
+    return this.state.order.lastEntered;
   }
 
   /** End the attempt early (a cancel, a signal, close()): no step starts after this. */
   endWith(ending: EndReason["ending"], error: SteplogError): void {
-    this.state.endWith(ending, error);
+    this.state.ending.endWith(ending, error);
   }
 
   /** Run the attempt to its ending; its span, when traced, ends with it. */
@@ -99,8 +90,8 @@ export class Attempt {
     if (!trace) return this.#run(args);
     return this.#run(args).then(
       (result) => {
-        const { ran, reused, resolved } = this.state;
-        trace.end({ ...result, ran, reused: reused.length, resolved });
+        const { ran, resolved } = this.state;
+        trace.end({ ...result, ran, reused: this.state.order.reused.length, resolved });
         return result;
       },
       (error: unknown) => {
@@ -113,29 +104,30 @@ export class Attempt {
   async #run(args: unknown): Promise<RunResult> {
     const state = this.state;
     const previous = state.stored.attempts.filter((a) => a.number < state.number).at(-1);
+    let carriedStart: string | undefined;
     if (previous?.ending === "stopped" && previous.error) {
       try {
-        const stop = await state.settings.payloads.decodeError(previous.error);
+        const stop = await state.payloads.decodeError(previous.error);
         state.previousStopStep = stop.step;
         // Stopped before a succeeded irreversible step: that step is where the next continue starts.
-        if (stop.code === "REDO_IRREVERSIBLE" && stop.step !== undefined) state.carriedStart = stop.step;
+        if (stop.code === "REDO_IRREVERSIBLE" && stop.step !== undefined) carriedStart = stop.step;
       } catch {
         // Only a hint for a stop's message; an unreadable one (a missing key) must not end the attempt here.
       }
     }
     this.#keeper.start();
-    const cleanups = this.#watchDeadlineAndSignal();
+    const cleanups = state.ending.watchDeadlineAndSignal(state.plan, state.clock, () => state.order.lastEntered);
     if (state.listening) {
       state.emit({ type: "attempt-started", runId: state.runId, workflow: state.workflow.name, attempt: state.number, fromStep: state.plan.fromStep });
     }
     try {
       // Awaited only when there are failures to judge (a promise and a turn of the microtasks a run otherwise).
-      const handled = findHandledFailures(state.stored, state.settings.payloads);
-      state.handled = handled instanceof Promise ? await handled : handled;
+      const handled = findHandledFailures(state.stored, state.payloads);
+      state.order.startFrom(handled instanceof Promise ? await handled : handled, carriedStart);
       // Whichever comes first: the code settles, or the attempt ends early with nothing in flight.
       const settled = await new Promise<Settled | Ended>((resolve) => {
         this.#runCode(args, resolve);
-        state.whenEndedEarly(() => resolve(ENDED));
+        state.ending.whenEndedEarly(() => resolve(ENDED));
       });
       if (settled.kind !== "ended" && (state.inFlight.size > 0 || state.watched.unsettled > 0)) await this.#drain();
       if (state.plan.mode === "compensate") return await this.#finishSaga();
@@ -175,53 +167,24 @@ export class Attempt {
     }
   }
 
-  #watchDeadlineAndSignal(): Array<() => void> {
-    const cleanups: Array<() => void> = [];
-    const { deadline, signal } = this.state.plan;
-    if (deadline !== undefined) {
-      // The deadline is a time of day: Node's timers run on a monotonic clock that stops while
-      // the machine sleeps, so the wall clock is read again at least every second.
-      let timer: NodeJS.Timeout | undefined;
-      const check = () => {
-        const left = deadline - this.state.settings.clock.now();
-        if (left <= 0) return this.state.endWith("timed-out", new RunTimedOutError(this.state.runId, deadline, this.state.lastEntered));
-        timer = setTimeout(check, Math.min(left, 1000));
-      };
-      check();
-      cleanups.push(() => clearTimeout(timer));
-    }
-    if (signal) {
-      const onAbort = () => {
-        const reason = signal.reason instanceof Error ? signal.reason.message : signal.reason === undefined ? "signal aborted" : String(signal.reason);
-        this.state.endWith("cancelled", new RunCancelledError(this.state.runId, this.state.lastEntered, reason));
-      };
-      if (signal.aborted) onAbort();
-      else {
-        signal.addEventListener("abort", onAbort, { once: true });
-        cleanups.push(() => signal.removeEventListener("abort", onAbort));
-      }
-    }
-    return cleanups;
-  }
-
   async #finish(settled: Settled | Ended): Promise<RunResult> {
     let ending: AttemptEnding;
     let error: ErrorInfo | undefined;
     let valueText: { plain: string; stored: string } | null = null;
-    if (this.state.endReason?.ending === "lease-lost") return await this.#leaseLost(this.state.endReason.error);
+    if (this.state.ending.reason?.ending === "lease-lost") return await this.#leaseLost(this.state.ending.reason.error);
     const unawaited = this.state.watched.unobservedFailure(this.state.runId);
-    if (this.state.endReason?.ending === "waiting") {
+    if (this.state.ending.reason?.ending === "waiting") {
       ending = "waiting";
-    } else if (this.state.endReason) {
-      ending = this.state.endReason.ending as AttemptEnding;
-      error = toErrorInfo(this.state.endReason.error);
+    } else if (this.state.ending.reason) {
+      ending = this.state.ending.reason.ending as AttemptEnding;
+      error = toErrorInfo(this.state.ending.reason.error);
     } else if (settled.kind === "threw") {
       ending = "failed";
       const thrown = (settled as { error: unknown }).error;
-      error = toErrorInfo(thrown, failedStepOf(thrown) ?? this.state.lastEntered);
-    } else if (this.state.plan.fromStep !== undefined && !this.state.started) {
+      error = toErrorInfo(thrown, failedStepOf(thrown) ?? this.state.order.lastEntered);
+    } else if (this.state.plan.fromStep !== undefined && !this.state.order.started) {
       ending = "stopped";
-      error = toErrorInfo(new FromStepNotReachedError(this.state.runId, this.state.plan.fromStep, this.state.notReached()));
+      error = toErrorInfo(new FromStepNotReachedError(this.state.runId, this.state.plan.fromStep, this.state.order.notReached()));
     } else if (unawaited) {
       // A step failed and the code went on as if it had not (a forgotten `await`): not a completion.
       ending = "failed";
@@ -229,7 +192,7 @@ export class Attempt {
     } else {
       ending = "completed";
       try {
-        valueText = await this.state.settings.payloads.encode((settled as { value: unknown }).value, `The result of run ${JSON.stringify(this.state.runId)}`, {
+        valueText = await this.state.payloads.encode((settled as { value: unknown }).value, `The result of run ${JSON.stringify(this.state.runId)}`, {
           runId: this.state.runId,
         });
       } catch (encodeError) {
@@ -239,7 +202,7 @@ export class Attempt {
     }
 
     // Outcomes committed with a later write must be durable before the ending is.
-    const writeFailure = await this.state.settlePending();
+    const writeFailure = await this.state.writes.settlePending();
     if (writeFailure) {
       if ((writeFailure as SteplogError).code === "LEASE_LOST") return await this.#leaseLost(writeFailure);
       ending = "failed";
@@ -250,11 +213,18 @@ export class Attempt {
 
     const run = this.state.stored.run;
     // A store that refused a statement of steplog's own (a bug in steplog, not in the run) counts no attempt.
-    const refusedByStore = [settled.kind === "threw" ? settled.error : undefined, writeFailure, this.state.endReason?.error].some(isStoreRefusal);
+    const refusedByStore = [settled.kind === "threw" ? settled.error : undefined, writeFailure, this.state.ending.reason?.error].some(isStoreRefusal);
     const counts = ending !== "completed" && ending !== "waiting" && ending !== "escalated" && !refusedByStore;
     const budgetUsed = counts ? run.budgetUsed : Math.max(0, run.budgetUsed - 1);
     const runStatus: RunStatus = counts && budgetUsed >= this.state.workflow.maxAttempts ? "dead-lettered" : ending;
-    return this.#recordEnding({ ending, runStatus, error, value: valueText, budgetUsed, parked: ending === "waiting" ? this.state.parkedOn : undefined });
+    return this.#recordEnding({
+      ending,
+      runStatus,
+      error,
+      value: valueText,
+      budgetUsed,
+      parked: ending === "waiting" ? this.state.ending.parkedOn : undefined,
+    });
   }
 
   /** Write the attempt's ending with the run's new status (releasing the lease), and say how it ended. */
@@ -267,11 +237,11 @@ export class Attempt {
     parked: WaitingFor | undefined;
   }): Promise<RunResult> {
     const { ending, runStatus, error, value, parked } = end;
-    const now = this.state.settings.clock.now();
-    const errorText = error ? await this.state.settings.payloads.encodeError(error) : null;
-    fault("before-end", this.state.lastEntered ?? "*");
+    const now = this.state.clock.now();
+    const errorText = error ? await this.state.payloads.encodeError(error) : null;
+    fault("before-end", this.state.order.lastEntered ?? "*");
     try {
-      await this.state.settings.store.endAttempt(this.state.fence, {
+      await this.state.settings.store.endAttempt(this.state.writes.fence, {
         attempt: this.state.number,
         ending,
         endedAt: now,
@@ -286,7 +256,7 @@ export class Attempt {
           // A run parked past its deadline is due then, so a worker ends it timed-out.
           wakeAt: parked ? earliest(parked.until, this.state.plan.deadline) : null,
         },
-        reused: this.state.reused,
+        reused: this.state.order.reused,
         // An event (or approval) that arrived while this attempt was parking wakes the run at once.
         // Not for an approval: one cannot arrive before the run is parked on it, and the answers
         // of earlier asks (a rejection before a continue asked again) are kept, never consumed.
@@ -332,11 +302,11 @@ export class Attempt {
 
   /** The saga's ending: every reachable compensatable step compensated, or why not. */
   async #finishSaga(): Promise<RunResult> {
-    if (this.state.endReason?.ending === "lease-lost") return await this.#leaseLost(this.state.endReason.error);
+    if (this.state.ending.reason?.ending === "lease-lost") return await this.#leaseLost(this.state.ending.reason.error);
     let error: ErrorInfo | undefined;
     // However the replayed code ends (returns, throws, stops: often the very failure being
     // compensated), the replay is over; only a cancel or a deadline stops the saga itself.
-    if (this.state.endReason && this.state.endReason.ending !== "stopped") error = toErrorInfo(this.state.endReason.error);
+    if (this.state.ending.reason && this.state.ending.reason.ending !== "stopped") error = toErrorInfo(this.state.ending.reason.error);
     else {
       const missing = unreachable(this.state);
       if (missing.length > 0) {
@@ -377,7 +347,7 @@ export class Attempt {
     let runStatus: RunStatus = "running";
     try {
       const store = this.state.settings.store;
-      runStatus = (store.loadRunRow ? await store.loadRunRow(this.state.runId) : (await store.loadRun(this.state.runId))?.run)?.status ?? "running";
+      runStatus = (await store.loadRunRow(this.state.runId))?.status ?? "running";
     } catch {
       // The store may be what failed; "running" is the honest guess.
     }

@@ -1,23 +1,31 @@
 /**
- * What a continue does with a step as the code enters it, decided from the attempt's state and
- * the step's latest record alone: a pure function, so the whole rule can be read (and tested as
- * a table) in one place. The step runner carries the decision out.
+ * What a continue does with a call as the code enters it (a step, a wait, a sleep, a child),
+ * decided from the attempt's state and the call's latest record alone: a pure function, so the
+ * whole rule can be read (and tested as a table) in one place. Every call comes in by the door
+ * (door.ts), which asks this; step-runner.ts and waits.ts carry the decision out.
  *
+ * - In a saga's replay (engine.compensate) every call is replayed from its records (saga.ts).
  * - Before the start point, a settled record (a success, or a failure the workflow handled) is
- *   handed back; a step with none takes a value given on the continue, or stops the attempt.
- * - The start point is the first step entered with no settled record, the step fromStep names,
+ *   handed back; a call with none takes a value given on the continue, or stops the attempt.
+ * - The start point is the first call entered with no settled record, the call fromStep names,
  *   a step named in `redo`, or the step the last attempt stopped before (REDO_IRREVERSIBLE).
+ *   `redo` names steps only: a wait has no effect to redo, so a wait named in it is handed back
+ *   like any settled record before the start point (WAITS_IGNORE_REDO; fromStep waits again).
  * - A step launched beside the start point (before it settled and before anything ran anew) is
  *   handed back as though before it, if its record is no older than any record handed back
- *   before it was launched.
+ *   before it was launched. Only a step opens that window; any call run anew closes it.
  * - From the start point every step runs, except: a succeeded irreversible step needs consent
  *   (`redo` runs it, `reuse` hands it back, else the attempt stops); an escalation nobody
  *   resolved stays in force; a cut-off row from another attempt is an unknown outcome, settled
  *   by the step's policy before anything else.
+ * - From the start point a wait whose row is still open (intended, waiting) is reopened, to go
+ *   on waiting or take what arrived; any other wait begins anew.
  */
 
 import { RedoIrreversibleError, RunEscalatedError, ValueMissingError, type SteplogError } from "../base/errors.js";
 import type { Effect, StepRow } from "../store/types.js";
+import { parseResolution } from "../workflow/step-resolution.js";
+import type { CallKind } from "./step-call.js";
 
 export type StepDecision =
   /** Hand the record back: a success's value, or a handled failure thrown again. */
@@ -29,17 +37,25 @@ export type StepDecision =
   /** Call the function. */
   | { kind: "run" }
   /** End the attempt before the step, with this error. */
-  | { kind: "stop"; error: SteplogError; ending: "stopped" | "escalated" };
+  | { kind: "stop"; error: SteplogError; ending: "stopped" | "escalated" }
+  /** A wait's row is still open (intended, waiting): wait on it again, or take what arrived meanwhile. */
+  | { kind: "reopen" }
+  /** A saga's replay: hand back what the records hold, calling nothing (saga.ts, waits.ts). */
+  | { kind: "replay" };
 
 // The decisions without data, made once (one is taken on every step).
 const HAND_BACK: StepDecision = Object.freeze({ kind: "hand-back" });
 const SUPPLY: StepDecision = Object.freeze({ kind: "supply" });
 const RESOLVE: StepDecision = Object.freeze({ kind: "resolve" });
 const RUN: StepDecision = Object.freeze({ kind: "run" });
+const REOPEN: StepDecision = Object.freeze({ kind: "reopen" });
+const REPLAY: StepDecision = Object.freeze({ kind: "replay" });
 
 /** The attempt's state as the decision reads it. */
 export interface PlanState {
   runId: string;
+  /** "compensate" while a saga replays the code. */
+  mode: "run" | "compensate";
   attempt: number;
   started: boolean;
   siblingsOf: string | undefined;
@@ -55,8 +71,10 @@ export interface PlanState {
   notReached(): string[];
 }
 
-/** The step as it is entered. */
+/** The call as it is entered. */
 export interface PlanStep {
+  /** A step, or one of the waits (waitForEvent, sleep, a child run). */
+  kind: CallKind;
   key: string;
   /** The key's latest row, if it has one. */
   record: StepRow | undefined;
@@ -79,34 +97,50 @@ export function isSettled(record: StepRow | undefined, handled: ReadonlySet<stri
   return record?.status === "succeeded" || (record?.status === "failed" && handled.has(record.key));
 }
 
+/**
+ * WAITS_IGNORE_REDO: whether a call named in `redo` is a start point. `redo` is consent to run a
+ * succeeded irreversible step again; a wait has no effect to redo, so it is not a start point by
+ * being named there (as before redo existed for steps); `fromStep` names a wait to wait again.
+ */
+const redoStarts = (kind: CallKind): boolean => kind === "step";
+
 export function planStep(state: PlanState, step: PlanStep): Plan {
-  const { key, record } = step;
+  const { key, record, kind } = step;
+  if (state.mode === "compensate") return { decision: REPLAY, started: state.started, siblings: "keep" };
   const settled = isSettled(record, state.handled);
   let started = state.started;
   let startsHere = false;
   let siblings: Plan["siblings"] = "keep";
   if (!started) {
     const fromStep = state.fromStep;
-    started = fromStep !== undefined ? key === fromStep : !settled || state.redo.has(key) || key === state.carriedStart;
+    started = fromStep !== undefined ? key === fromStep : !settled || (redoStarts(kind) && state.redo.has(key)) || key === state.carriedStart;
     startsHere = started && fromStep === undefined;
-  } else if (state.siblingsOf !== undefined || step.launchedBeside !== undefined) {
+  } else if (kind === "step" && (state.siblingsOf !== undefined || step.launchedBeside !== undefined)) {
     const bound = step.launchedBeside ?? state.newestReused;
     if (record && settled && record.attempt >= bound) return { decision: HAND_BACK, started, siblings };
     // Not handed back (run, re-driven, settled by a query): what follows may depend on its new value.
     siblings = "close";
   }
-  const decision = decide(state, step, started, settled);
+  if (kind !== "step") {
+    // A wait at or after the start point takes what arrives now: calls after it are not siblings.
+    return { decision: started ? decideWait(record) : decideBefore(state, step, settled), started, siblings: started ? "close" : "keep" };
+  }
+  const decision = started ? decide(state, step) : decideBefore(state, step, settled);
   if (startsHere && decision.kind !== "stop") siblings = "open";
   return { decision, started, siblings };
 }
 
-function decide(state: PlanState, step: PlanStep, started: boolean, settled: boolean): StepDecision {
+/** Before the start point: hand the record back, supply a given value, or stop for one (steps and waits alike). */
+function decideBefore(state: PlanState, step: PlanStep, settled: boolean): StepDecision {
   const { key, record } = step;
-  if (!started) {
-    if (record && settled) return HAND_BACK;
-    if (state.values && Object.hasOwn(state.values, key)) return SUPPLY;
-    return { kind: "stop", error: new ValueMissingError(state.runId, key, state.fromStep!, state.notReached()), ending: "stopped" };
-  }
+  if (record && settled) return HAND_BACK;
+  if (state.values && Object.hasOwn(state.values, key)) return SUPPLY;
+  return { kind: "stop", error: new ValueMissingError(state.runId, key, state.fromStep!, state.notReached()), ending: "stopped" };
+}
+
+/** A step from the start point. */
+function decide(state: PlanState, step: PlanStep): StepDecision {
+  const { key, record } = step;
   // A succeeded irreversible step (a charge, an email) is never run again without consent; the step fromStep names has it.
   if (record?.status === "succeeded" && (record.effect === "irreversible" || step.effect === "irreversible") && key !== state.fromStep) {
     if (state.reuse.has(key)) return HAND_BACK;
@@ -116,4 +150,9 @@ function decide(state: PlanState, step: PlanStep, started: boolean, settled: boo
   if (record?.status === "escalated") return { kind: "stop", error: new RunEscalatedError(state.runId, key), ending: "escalated" };
   if (record?.status === "intended" && record.attempt !== state.attempt) return RESOLVE;
   return RUN;
+}
+
+/** A wait from the start point: its open row reopened, else a new wait. */
+function decideWait(record: StepRow | undefined): StepDecision {
+  return record?.status === "intended" && parseResolution(record.resolution).wait !== undefined ? REOPEN : RUN;
 }

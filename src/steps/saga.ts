@@ -13,7 +13,8 @@ import type { StepRow } from "../store/types.js";
 import { latestRows } from "../store/latest-rows.js";
 import { replayFailure } from "./hand-back.js";
 import { newRow, writeIntent, writeOutcome } from "./step-log.js";
-import type { AttemptState, SagaEntry, StepCall } from "./state.js";
+import type { AttemptState, SagaEntry } from "./state.js";
+import type { StepCall } from "./step-call.js";
 import { formatResolution, isCompensation } from "../workflow/step-resolution.js";
 
 export type { SagaEntry };
@@ -23,7 +24,6 @@ export class ReplayDone extends Error {
   override name = "ReplayDone";
 }
 
-/** ctx.step during the replay: hand back the recorded value and note how to compensate the step. */
 /**
  * Whether a key's rows leave an effect in the world to undo: a success, or a cut-off execution,
  * after the last compensation (or a compensation itself cut off). A success that a later
@@ -43,18 +43,20 @@ export function needsCompensation(rows: StepRow[]): boolean {
   return lastEffect > lastCompensation;
 }
 
-export async function replayForSaga(state: AttemptState, key: string, call: StepCall): Promise<unknown> {
+/** ctx.step during the replay (the plan's "replay"): hand back the recorded value and note how to compensate the step. */
+export async function replayForSaga(state: AttemptState, call: StepCall): Promise<unknown> {
+  const { key } = call;
   const rows = state.stored.steps.filter((row) => row.key === key);
   const succeeded = rows.filter((row) => row.status === "succeeded").at(-1);
   if (call.options.effect === "compensatable" && call.options.compensate && needsCompensation(rows)) {
     const undone = succeeded && rows.indexOf(succeeded) < rows.findLastIndex((r) => r.status === "compensated");
-    state.saga.push({ key, call, value: succeeded?.value && !undone ? await state.settings.payloads.decode(succeeded.value) : undefined });
+    state.saga.push({ key, call, value: succeeded?.value && !undone ? await state.payloads.decode(succeeded.value) : undefined });
   }
   // A failure the workflow handled is thrown again, so the replay takes the handler's path as the run did.
   const latest = rows.at(-1);
-  if (latest?.status === "failed" && state.handled.has(key)) return replayFailure(state, key, latest, call.options.errors);
+  if (latest?.status === "failed" && state.order.handled.has(key)) return replayFailure(state, key, latest, call.options.errors);
   if (!succeeded) throw new ReplayDone(`replay reached ${key}, which has no value to hand back`);
-  const value = succeeded.value === null ? undefined : await state.settings.payloads.decode(succeeded.value);
+  const value = succeeded.value === null ? undefined : await state.payloads.decode(succeeded.value);
   return call.options.upcast ? call.options.upcast(value, { version: succeeded.version }) : value;
 }
 
@@ -86,18 +88,18 @@ export async function runSaga(state: AttemptState): Promise<void> {
 
 /** One step's compensation, recorded as a row of its own under the step's key; that row, compensated. */
 async function compensateOne(state: AttemptState, entry: SagaEntry, rows: StepRow[]): Promise<StepRow> {
-  const clock = state.settings.clock;
+  const clock = state.clock;
   const latest = rows.at(-1)!;
   let row: StepRow;
   if (isCompensation(latest) && latest.status === "intended") {
     row = latest; // a compensation cut off by a crash: run it again
     await state.confirmLease();
   } else {
-    row = newRow(state, entry.key, entry.call, latest.idempotencyKey, clock.now());
+    row = newRow(state, entry.call, latest.idempotencyKey);
     row.resolution = formatResolution({ policy: "compensate", found: "saga", attempt: state.number, compensation: true });
     await writeIntent(state, row);
   }
-  state.settings.hooks?.onCall?.(entry.key, "compensate");
+  state.hooks?.onCall?.(entry.key, "compensate");
   try {
     await entry.call.options.compensate!(entry.value, { idempotencyKey: row.idempotencyKey, runId: state.runId, step: entry.key });
   } catch (error) {
@@ -112,7 +114,7 @@ async function compensateOne(state: AttemptState, entry: SagaEntry, rows: StepRo
     const settled: StepRow = {
       ...cutOff,
       status: "failed",
-      error: await state.settings.payloads.encodeError(
+      error: await state.payloads.encodeError(
         toErrorInfo(
           Object.assign(new Error(`Attempt ${cutOff.attempt} was cut off inside its effect; compensated by the saga.`), { name: "OutcomeUnknown" }),
           entry.key,

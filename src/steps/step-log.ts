@@ -8,16 +8,17 @@
 import type { ErrorInfo } from "../base/errors.js";
 import type { StepOutcome, StepRow } from "../store/types.js";
 import type { Thrown } from "./handled-failures.js";
-import type { AttemptState, StepCall } from "./state.js";
+import type { AttemptState } from "./state.js";
+import type { StepCall } from "./step-call.js";
 import { MAX_CALL_ERRORS, parseResolution, withResolution } from "../workflow/step-resolution.js";
 
-/** A new row for the key, intended, at the next seq. */
-export function newRow(state: AttemptState, key: string, call: StepCall, idempotencyKey: string, now: number): StepRow {
+/** A new row for the call's key, intended now, at the next seq. */
+export function newRow(state: AttemptState, call: StepCall, idempotencyKey: string): StepRow {
   return {
     runId: state.runId,
-    seq: state.nextSeq++,
+    seq: state.writes.nextSeq(),
     attempt: state.number,
-    key,
+    key: call.key,
     name: call.name,
     status: "intended",
     effect: call.options.effect ?? "idempotent",
@@ -25,12 +26,12 @@ export function newRow(state: AttemptState, key: string, call: StepCall, idempot
     value: null,
     error: null,
     version: state.version,
-    intendedAt: now,
+    intendedAt: state.clock.now(),
     endedAt: null,
     calls: 0,
     resolution: null,
     usage: null,
-    position: call.position ?? null,
+    position: call.position,
   };
 }
 
@@ -49,28 +50,31 @@ export function outcomeOf(row: StepRow): StepOutcome {
 }
 
 /**
- * Write a new row (intended, or already settled as a supplied value is) and make it the key's
- * latest; durable when this resolves. (Plain promise chains, not async functions: these are on
- * every step's path, and each async layer would add ticks.)
+ * Write a new row: an intent (a step's, a wait's, a compensation's), or a row already settled (a
+ * value given on a continue). Durable when this resolves. A settled row becomes its key's latest;
+ * an intent replaces the key's latest row if it has one (a new key's row comes in with its
+ * outcome: nothing reads a key under way, and perf: a Map's only entry added then deleted
+ * rebuilds its table, an allocation a step).
  */
-export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
-  return state.settings.store.writeIntent(state.fence, row).then(
-    () => state.keepLatest(row),
-    (error: unknown) => {
-      throw state.writeFailed(error);
-    },
-  );
+export async function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
+  try {
+    await state.writes.store.writeIntent(state.writes.fence, row);
+  } catch (error) {
+    throw state.writes.failed(error);
+  }
+  if (row.status === "intended") state.order.replaceLatest(row);
+  else state.order.keepLatest(row);
 }
 
 /** Write a row's outcome and make it the key's latest; durable when this resolves. `consumes`: the event it takes. */
-export function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepOutcome["consumes"]): Promise<void> {
+export async function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepOutcome["consumes"]): Promise<void> {
   const outcome = outcomeOf(row);
-  return state.settings.store.writeOutcome(state.fence, consumes ? { ...outcome, consumes } : outcome).then(
-    () => state.keepLatest(row),
-    (error: unknown) => {
-      throw state.writeFailed(error);
-    },
-  );
+  try {
+    await state.writes.store.writeOutcome(state.writes.fence, consumes ? { ...outcome, consumes } : outcome);
+  } catch (error) {
+    throw state.writes.failed(error);
+  }
+  state.order.keepLatest(row);
 }
 
 /**
@@ -79,24 +83,28 @@ export function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepO
  * step with the same key, which its effect allows.
  */
 export function writeOutcomeLater(state: AttemptState, row: StepRow): void {
-  state.writeOutcomeLater(outcomeOf(row));
+  state.writes.writeLater(outcomeOf(row));
 }
 
 /** The mark of a failure thrown into the workflow's code now (handled-failures.ts). */
 export function thrownNow(state: AttemptState): Thrown {
-  return { attempt: state.number, entered: state.entered };
+  return { attempt: state.number, entered: state.order.entered };
 }
 
-/**
- * Record a step that did not return a value: failed, or stopped by its attempt's end. `thrown`
- * when its own error is thrown into the workflow's code (the code may handle it and go on).
- */
-export async function settle(state: AttemptState, key: string, row: StepRow, status: "failed" | "stopped", error: ErrorInfo, thrown?: Thrown): Promise<void> {
-  if (thrown) row.resolution = withResolution(row.resolution, { thrown });
-  row.error = await state.settings.payloads.encodeError(error);
-  row.status = status;
-  row.endedAt = state.settings.clock.now();
-  state.emit({ type: "step-failed", runId: state.runId, step: key, error });
+/** How a step that did not return a value ended: its error, and `thrown` when that error is thrown into the workflow's code (it may handle it and go on). */
+export interface Unreturned {
+  status: "failed" | "stopped";
+  error: ErrorInfo;
+  thrown?: Thrown;
+}
+
+/** Record a step that did not return a value: failed, or stopped by its attempt's end. */
+export async function settle(state: AttemptState, row: StepRow, how: Unreturned): Promise<void> {
+  if (how.thrown) row.resolution = withResolution(row.resolution, { thrown: how.thrown });
+  row.error = await state.payloads.encodeError(how.error);
+  row.status = how.status;
+  row.endedAt = state.clock.now();
+  state.emit({ type: "step-failed", runId: state.runId, step: row.key, error: how.error });
   await writeOutcome(state, row);
 }
 
@@ -109,7 +117,7 @@ export async function noteCallError(state: AttemptState, row: StepRow, error: Er
   const short: ErrorInfo = { name: error.name, message: error.message.length > 1000 ? `${error.message.slice(0, 1000)}…` : error.message };
   if (error.code !== undefined) short.code = error.code;
   const calls = parseResolution(row.resolution).callErrors ?? [];
-  calls.push({ call: row.calls, error: await state.settings.payloads.encodeError(short) });
+  calls.push({ call: row.calls, error: await state.payloads.encodeError(short) });
   if (calls.length > MAX_CALL_ERRORS) calls.splice(1, 1);
   row.resolution = withResolution(row.resolution, { callErrors: calls });
 }

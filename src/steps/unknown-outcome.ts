@@ -14,7 +14,8 @@ import { validate } from "../workflow/value-schemas.js";
 import type { Effect, StepRow } from "../store/types.js";
 import { decodedOf } from "../payloads/payloads.js";
 import { newRow, writeIntent, writeOutcome } from "./step-log.js";
-import type { AttemptState, Identity, StepCall } from "./state.js";
+import type { AttemptState } from "./state.js";
+import type { Identity, StepCall } from "./step-call.js";
 import { formatResolution, isCompensation, parseResolution, type StepResolution } from "../workflow/step-resolution.js";
 
 /** How an unknown outcome came out: found done (its value recorded), or the step is to be called with this identity. */
@@ -40,41 +41,40 @@ type Resolution = StepResolution & { policy: UnknownOutcomePolicy; found: string
  * escalation, a failing query or an invalid answer end the attempt and throw). The caller keeps
  * the step in flight for the whole of it.
  */
-export async function resolveUnknownOutcome(state: AttemptState, key: string, record: StepRow, call: StepCall): Promise<Resolved> {
-  const { options } = call;
+export async function resolveUnknownOutcome(state: AttemptState, call: StepCall): Promise<Resolved> {
+  const { options, key } = call;
+  const record = call.record!;
   const effect = options.effect ?? "idempotent";
   const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
   const previous = previousOf(record);
   const wasCompensating = isCompensation(record);
 
   // A crash inside a compensation: run the compensation again (it tolerates repeats), then re-drive.
-  if (wasCompensating || policy === "compensate") return compensateThenRedrive(state, key, record, call, wasCompensating);
+  if (wasCompensating || policy === "compensate") return compensateThenRedrive(state, call, wasCompensating);
 
   if (policy === "query") {
     let answer;
     try {
-      state.settings.hooks?.onCall?.(key, "query");
+      state.hooks?.onCall?.(key, "query");
       answer = await options.query!({ idempotencyKey: record.idempotencyKey, runId: state.runId, step: key });
     } catch (error) {
       const failed = new QueryFailedError(state.runId, key, error);
-      state.endWith("failed", failed);
+      state.ending.endWith("failed", failed);
       throw failed;
     }
     // Anything but the two answers is refused: taking it for "not done" would re-drive an effect that may have happened.
     const invalid = invalidAnswer(answer);
     if (invalid !== undefined) {
       const refused = new QueryAnswerInvalidError(state.runId, key, invalid);
-      state.endWith("failed", refused);
+      state.ending.endWith("failed", refused);
       throw refused;
     }
-    if (answer.done) return { kind: "found", value: await recordFound(state, key, record, call, answer.value) };
-    await settle(
-      state,
-      record,
-      "failed",
-      { policy, found: "not done", attempt: state.number },
-      `Attempt ${record.attempt} was cut off inside its effect; its query found no effect, so it is re-driven.`,
-    );
+    if (answer.done) return { kind: "found", value: await recordFound(state, call, answer.value) };
+    await settle(state, record, {
+      status: "failed",
+      resolution: { policy, found: "not done", attempt: state.number },
+      message: `Attempt ${record.attempt} was cut off inside its effect; its query found no effect, so it is re-driven.`,
+    });
     return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
   }
 
@@ -84,19 +84,17 @@ export async function resolveUnknownOutcome(state: AttemptState, key: string, re
       unrecorded === undefined
         ? `Attempt ${record.attempt} was cut off inside its effect; waits for a person.`
         : `In attempt ${record.attempt} the step returned, but its value could not be recorded (${unrecorded}); it waits for a person.`;
-    await settle(state, record, "escalated", { policy, found: "unknown", attempt: state.number }, what);
+    await settle(state, record, { status: "escalated", resolution: { policy, found: "unknown", attempt: state.number }, message: what });
     const escalated = new RunEscalatedError(state.runId, key, unrecorded);
-    state.endWith("escalated", escalated);
+    state.ending.endWith("escalated", escalated);
     throw escalated;
   }
 
-  await settle(
-    state,
-    record,
-    "failed",
-    { policy: "redrive", found: "unknown", attempt: state.number },
-    `Attempt ${record.attempt} was cut off inside its effect; re-driven.`,
-  );
+  await settle(state, record, {
+    status: "failed",
+    resolution: { policy: "redrive", found: "unknown", attempt: state.number },
+    message: `Attempt ${record.attempt} was cut off inside its effect; re-driven.`,
+  });
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "redrive", found: "unknown" });
   return { kind: "run", identity: { idempotencyKey: record.idempotencyKey, previous } };
 }
@@ -109,7 +107,7 @@ async function unrecordedReason(state: AttemptState, record: StepRow): Promise<s
   const ended = state.stored.attempts.find((a) => a.number === record.attempt)?.error;
   if (!ended) return undefined;
   try {
-    const info = await state.settings.payloads.decodeError(ended);
+    const info = await state.payloads.decodeError(ended);
     return info.step === record.key && info.name === "EffectUnrecordedError" ? (info.code ?? "unrecorded") : undefined;
   } catch {
     return undefined;
@@ -150,7 +148,8 @@ function describeAnswer(answer: unknown): string {
  * stays; after `compensate`, it is the compensation, and the key is the next one. Undefined for
  * any other row.
  */
-export function owedRedrive(state: AttemptState, key: string, record: StepRow | undefined): Identity | undefined {
+export function owedRedrive(state: AttemptState, call: StepCall): Identity | undefined {
+  const { key, record } = call;
   if (record?.resolution == null) return undefined;
   const resolution = parseResolution(record.resolution);
   if (
@@ -172,8 +171,10 @@ function previousOf(cutOff: StepRow): NonNullable<Identity["previous"]> {
 }
 
 /** The query said the effect happened: its value becomes the step's outcome; the function is not called. */
-async function recordFound(state: AttemptState, key: string, record: StepRow, call: StepCall, found: unknown): Promise<unknown> {
-  const text = await state.settings.payloads.encode(found, `The value the query found for step ${JSON.stringify(key)}`, {
+async function recordFound(state: AttemptState, call: StepCall, found: unknown): Promise<unknown> {
+  const { key } = call;
+  const record = call.record!;
+  const text = await state.payloads.encode(found, `The value the query found for step ${JSON.stringify(key)}`, {
     runId: state.runId,
     step: key,
   });
@@ -182,13 +183,13 @@ async function recordFound(state: AttemptState, key: string, record: StepRow, ca
     const checked = await validate(call.options.result, value);
     if (!checked.ok) {
       const rejected = new ResultRejectedError(state.runId, key, checked.issues, false);
-      state.endWith("failed", rejected);
+      state.ending.endWith("failed", rejected);
       throw rejected;
     }
     value = checked.value;
   }
   const resolution: Resolution = { policy: "query", found: "done", attempt: state.number };
-  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.settings.clock.now(), resolution: formatResolution(resolution) };
+  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.clock.now(), resolution: formatResolution(resolution) };
   await writeOutcome(state, row);
   state.resolved++;
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "query", found: "done" });
@@ -196,34 +197,37 @@ async function recordFound(state: AttemptState, key: string, record: StepRow, ca
 }
 
 /** Record how a cut-off row was settled; `message` is the whole sentence its error reads (shown by `steplog show`). */
-async function settle(state: AttemptState, record: StepRow, status: "failed" | "escalated", resolution: Resolution, message: string): Promise<void> {
+async function settle(state: AttemptState, record: StepRow, how: { status: "failed" | "escalated"; resolution: Resolution; message: string }): Promise<void> {
+  const { status, resolution, message } = how;
   const error = { name: "OutcomeUnknown", message, code: undefined, step: record.key };
   const row: StepRow = {
     ...record,
     status,
-    error: await state.settings.payloads.encodeError(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
-    endedAt: state.settings.clock.now(),
+    error: await state.payloads.encodeError(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
+    endedAt: state.clock.now(),
     resolution: formatResolution(resolution),
   };
   await writeOutcome(state, row);
 }
 
-async function compensateThenRedrive(state: AttemptState, key: string, record: StepRow, call: StepCall, retrying: boolean): Promise<Resolved> {
-  const clock = state.settings.clock;
+async function compensateThenRedrive(state: AttemptState, call: StepCall, retrying: boolean): Promise<Resolved> {
+  const { key } = call;
+  const record = call.record!;
+  const clock = state.clock;
   // The compensation is a step record of its own, intended before it runs, so a crash inside it is seen.
   let compensation: StepRow;
   if (retrying) {
     compensation = record;
     await state.confirmLease();
   } else {
-    compensation = newRow(state, key, call, record.idempotencyKey, clock.now());
+    compensation = newRow(state, call, record.idempotencyKey);
     compensation.resolution = formatResolution({ policy: "compensate", found: "unknown", attempt: state.number, compensation: true } satisfies Resolution);
     await writeIntent(state, compensation);
   }
   // Ended while the compensation's intent was written (a cancel, a deadline): do not start it.
-  const ended = state.endIfWriteFailed();
+  const ended = state.writes.endIfFailed();
   if (ended) throw ended.error;
-  state.settings.hooks?.onCall?.(key, "compensate");
+  state.hooks?.onCall?.(key, "compensate");
   await call.options.compensate!(undefined, { idempotencyKey: record.idempotencyKey, runId: state.runId, step: key });
   const done: StepRow = { ...compensation, status: "compensated", endedAt: clock.now(), calls: compensation.calls + 1 };
   await writeOutcome(state, done);
@@ -233,7 +237,7 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
     const settled: StepRow = {
       ...original,
       status: "failed",
-      error: await state.settings.payloads.encodeError({
+      error: await state.payloads.encodeError({
         name: "OutcomeUnknown",
         message: `Attempt ${original.attempt} was cut off inside its effect; compensated.`,
         step: key,
@@ -245,7 +249,7 @@ async function compensateThenRedrive(state: AttemptState, key: string, record: S
   }
   state.addCompensation(key);
   // The key's current row is the compensation (the cut-off row, settled above, lies under it).
-  state.keepLatest(done);
+  state.order.keepLatest(done);
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "compensate", found: "unknown" });
   return { kind: "run", identity: { idempotencyKey: state.idempotencyKeyFor(key), previous: previousOf(record) } };
 }

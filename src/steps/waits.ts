@@ -6,23 +6,16 @@
  * up when its event arrives, its timer is due, or it is approved.
  */
 
-import {
-  EventRejectedError,
-  InvalidOptionError,
-  ResultRejectedError,
-  ValueMissingError,
-  WaitTimedOutError,
-  type ErrorInfo,
-  toErrorInfo,
-} from "../base/errors.js";
+import { EventRejectedError, InvalidOptionError, ResultRejectedError, WaitTimedOutError, type ErrorInfo, toErrorInfo } from "../base/errors.js";
 import { checkName, RESERVED_EVENT_PREFIX } from "../workflow/names.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { ReplayDone } from "./saga.js";
 import { validate, type StandardSchemaV1 } from "../workflow/value-schemas.js";
-import { noteReused, replayFailure, supply } from "./hand-back.js";
-import { isSettled } from "./plan.js";
+import { handBack, supply } from "./hand-back.js";
+import { enter } from "./door.js";
 import { newRow, thrownNow, writeIntent, writeOutcome } from "./step-log.js";
-import type { AttemptState, StepCall, WaitingFor } from "./state.js";
+import type { AttemptState, WaitingFor } from "./state.js";
+import { newWaitCall, type StepCall } from "./step-call.js";
 
 export type { WaitingFor };
 import type { EventRow, StepRow } from "../store/types.js";
@@ -61,64 +54,54 @@ export function waitOf(row: StepRow | undefined): WaitingFor | undefined {
 
 export function park(state: AttemptState, waitingFor: WaitingFor): never {
   const parked = new Parked(waitingFor);
-  state.parkedOn = waitingFor;
-  state.endWith("waiting", Object.assign(parked, { code: "WAITING" }) as never);
+  state.ending.park(waitingFor, Object.assign(parked, { code: "WAITING" }) as never);
   throw parked;
 }
 
+/** A wait as entered: handed back (`reused`), or its row open: reopened (`created` false) or new (`created` true, `previous` the key's row before it). */
+export type EnteredWait = { key: string; row: StepRow; created: boolean; previous: StepRow | undefined } | { key: string; reused: unknown };
+
 /**
- * Enter a wait: before the start point a finished wait is reused; otherwise (re)use its open row
- * (`created` false), or write a new one (`created` true, with `previous` the key's row before it).
- * `more` adds to what the new row records it waits for (a child run's id).
+ * Enter a wait by the door (door.ts) and carry out its plan. `until` says when it gives up, and
+ * `more` adds to what a new row records it waits for (a child run's id); both are asked only
+ * when a new row is written.
  */
 export async function enterWait(
   state: AttemptState,
-  name: string,
-  kind: "event" | "sleep" | "child",
+  call: StepCall,
   until: () => number | undefined,
   more?: (key: string) => Partial<WaitingFor>,
-): Promise<{ key: string; row: StepRow; created: boolean; previous: StepRow | undefined } | { key: string; reused: unknown }> {
-  state.assertRunning();
-  // A wait's name becomes its step key (name#2 for repeats), so it follows the step-name rule (nextKey checks it).
-  const key = state.nextKey(name);
-  const position = state.entered++;
-  state.lastEntered = key;
-  state.settings.hooks?.onEnter?.(key, name);
-  const record = state.latestRow(key);
-  if (state.plan.mode === "compensate") {
-    if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
-    return { key, reused: record.value === null ? undefined : await state.settings.payloads.decode(record.value) };
+): Promise<EnteredWait> {
+  const decision = enter(state, call).decision;
+  const { key, record } = call;
+  switch (decision.kind) {
+    case "replay":
+      if (record?.status !== "succeeded") throw new ReplayDone(`replay reached wait ${key}`);
+      return { key, reused: record.value === null ? undefined : await state.payloads.decode(record.value) };
+    case "hand-back":
+      // A timeout or a rejected payload the workflow caught is thrown again, not waited for again.
+      return { key, reused: await handBack(state, call) };
+    case "supply":
+      // Before fromStep with nothing to hand back: like a step, it takes a value given on the continue.
+      return { key, reused: await supply(state, call, state.order.values![key]) };
+    case "stop":
+      return state.ending.stopWith(decision.error, decision.ending);
+    case "reopen":
+      return { key, row: record!, created: false, previous: undefined };
+    default: {
+      const row = newRow(state, call, `${state.runId}:${key}`);
+      const wait: WaitingFor = { kind: call.kind as WaitingFor["kind"], step: key, ...(call.kind === "event" ? { event: call.name } : {}), ...more?.(key) };
+      const at = until();
+      if (at !== undefined) wait.until = at;
+      row.resolution = formatResolution({ wait });
+      await writeIntent(state, row);
+      return { key, row, created: true, previous: record };
+    }
   }
-  if (!state.started)
-    state.started = state.plan.fromStep !== undefined ? key === state.plan.fromStep : !isSettled(record, state.handled) || key === state.carriedStart;
-  // A wait at or after the start point takes what arrives now: steps after it are not siblings.
-  if (state.started) state.siblingsOf = undefined;
-  // A timeout or a rejected payload the workflow caught is thrown again, not waited for again.
-  if (!state.started && record?.status === "failed" && state.handled.has(key)) return replayFailure(state, key, record, undefined);
-  if (!state.started && record?.status === "succeeded") {
-    state.checkOrder(key, record);
-    noteReused(state, key, record);
-    return { key, reused: record.value === null ? undefined : await state.settings.payloads.decode(record.value) };
-  }
-  if (!state.started) {
-    // Before fromStep with nothing to hand back: like a step, it stops for its value (or takes one given).
-    const values = state.plan.values;
-    if (!values || !Object.hasOwn(values, key)) state.stopWith(new ValueMissingError(state.runId, key, state.plan.fromStep!, state.notReached()));
-    return { key, reused: await supply(state, key, { name, options: { effect: "read" }, fn: () => undefined, position }, values[key]) };
-  }
-  if (record?.status === "intended" && waitOf(record)) return { key, row: record, created: false, previous: undefined };
-  const call: StepCall = { name, options: { effect: "read" }, fn: () => undefined, position };
-  const row = newRow(state, key, call, `${state.runId}:${key}`, state.settings.clock.now());
-  const wait: WaitingFor = { kind, step: key, ...(kind === "event" ? { event: name } : {}), ...more?.(key) };
-  const at = until();
-  if (at !== undefined) wait.until = at;
-  row.resolution = formatResolution({ wait });
-  await writeIntent(state, row);
-  return { key, row, created: true, previous: record };
 }
 
 export async function settleWait(state: AttemptState, row: StepRow, patch: Partial<StepRow>, consumes?: EventRow): Promise<void> {
-  const done: StepRow = { ...row, ...patch, endedAt: state.settings.clock.now() };
+  const done: StepRow = { ...row, ...patch, endedAt: state.clock.now() };
   try {
     await writeOutcome(state, done, consumes ? { eventSeq: consumes.seq, by: row.key } : undefined);
   } catch (error) {
@@ -131,7 +114,7 @@ export async function failWait(state: AttemptState, row: StepRow, error: Error, 
   const info = toErrorInfo(error, row.key);
   // Thrown into the workflow's code: it may handle it and go on (handled-failures.ts).
   const resolution = withResolution(row.resolution, { thrown: thrownNow(state) });
-  await settleWait(state, row, { status: "failed", error: await state.settings.payloads.encodeError(info), resolution }, consumes);
+  await settleWait(state, row, { status: "failed", error: await state.payloads.encodeError(info), resolution }, consumes);
   state.emit({ type: "step-failed", runId: state.runId, step: row.key, error: info });
 }
 
@@ -146,13 +129,13 @@ export async function waitForEvent(state: AttemptState, name: string, options: W
   }
   // The wait's name is also the event's: one steplog keeps for itself could never be sent.
   if (typeof name === "string" && name.startsWith(RESERVED_EVENT_PREFIX)) checkName("event name", name);
-  const now = state.settings.clock.now();
-  const entered = await enterWait(state, name, "event", () => (options.timeoutMs === undefined ? undefined : Math.ceil(now + options.timeoutMs)));
+  const now = state.clock.now();
+  const entered = await enterWait(state, newWaitCall("event", name), () => (options.timeoutMs === undefined ? undefined : Math.ceil(now + options.timeoutMs)));
   if ("reused" in entered) {
     // A reused payload goes through the schema as it is now, like a reused step's value.
     if (!options.schema) return entered.reused;
     const checked = await validate(options.schema, entered.reused);
-    if (!checked.ok) state.stopWith(new ResultRejectedError(state.runId, entered.key, checked.issues, true, "wait"));
+    if (!checked.ok) state.ending.stopWith(new ResultRejectedError(state.runId, entered.key, checked.issues, true, "wait"));
     return checked.value;
   }
   const { key, row } = entered;
@@ -162,7 +145,7 @@ export async function waitForEvent(state: AttemptState, name: string, options: W
   const event = state.stored.events.find((e) => e.name === name && e.consumedBy === null);
   if (event) event.consumedBy = key;
   if (event) {
-    let payload = await state.settings.payloads.decode(event.payload);
+    let payload = await state.payloads.decode(event.payload);
     if (options.schema) {
       const checked = await validate(options.schema, payload);
       if (!checked.ok) {
@@ -174,10 +157,10 @@ export async function waitForEvent(state: AttemptState, name: string, options: W
     }
     await settleWait(state, row, { status: "succeeded", value: event.payload, calls: 1 }, event);
     state.ran++;
-    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
+    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.clock.now() - row.intendedAt });
     return payload;
   }
-  if (wait.until !== undefined && state.settings.clock.now() >= wait.until) {
+  if (wait.until !== undefined && state.clock.now() >= wait.until) {
     const timedOut = new WaitTimedOutError(state.runId, key, `event ${JSON.stringify(name)}`, wait.until);
     await failWait(state, row, timedOut);
     throw timedOut;
@@ -191,15 +174,15 @@ export async function sleep(state: AttemptState, name: string, msOrDate: number 
     throw new InvalidOptionError(`Run ${JSON.stringify(state.runId)}, sleep ${JSON.stringify(name)}: give a number of milliseconds ≥ 0 or a valid Date.`, {
       runId: state.runId,
     });
-  const now = state.settings.clock.now();
-  const entered = await enterWait(state, name, "sleep", () => (msOrDate instanceof Date ? msOrDate.getTime() : Math.ceil(now + msOrDate)));
+  const now = state.clock.now();
+  const entered = await enterWait(state, newWaitCall("sleep", name), () => (msOrDate instanceof Date ? msOrDate.getTime() : Math.ceil(now + msOrDate)));
   if ("reused" in entered) return;
   const { key, row } = entered;
   const wait = waitOf(row)!;
-  if (state.settings.clock.now() >= (wait.until ?? 0)) {
+  if (state.clock.now() >= (wait.until ?? 0)) {
     await settleWait(state, row, { status: "succeeded", value: '{"$type":"undefined"}', calls: 1 });
     state.ran++;
-    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
+    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.clock.now() - row.intendedAt });
     return;
   }
   park(state, wait);
@@ -209,7 +192,7 @@ export async function sleep(state: AttemptState, name: string, msOrDate: number 
 export async function checkApproval(state: AttemptState, key: string): Promise<void> {
   const answers = state.stored.events.filter((e) => e.name === approvalEvent(key));
   const last = answers.at(-1);
-  if (last && ((await state.settings.payloads.decode(last.payload)) as { approved?: boolean }).approved === true) return;
+  if (last && ((await state.payloads.decode(last.payload)) as { approved?: boolean }).approved === true) return;
   park(state, { kind: "approval", step: key });
 }
 

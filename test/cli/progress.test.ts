@@ -1,7 +1,7 @@
 // The progress view of `steplog run`, rendered to strings: a pure function from progress
 // events to lines, and the live printer on a terminal and off one.
 import { describe, expect, it } from "vitest";
-import type { ProgressEvent } from "../../src/steps/settings.js";
+import type { ProgressEvent } from "../../src/steps/attempt-settings.js";
 import { command, formatDuration, parseDuration, safe, shellQuote, stripAnsi } from "../../src/cli/format.js";
 import { LiveProgress, renderProgress, SPINNER, type TimedEvent } from "../../src/cli/progress.js";
 

@@ -37,9 +37,15 @@ describe("docs/architecture.md", () => {
   it("every function it names in the step's path is defined", () => {
     const names = [
       "runStep",
+      "enter",
       "planStep",
+      "carryOut",
       "resolveUnknownOutcome",
-      "execute",
+      "start",
+      "callOnce",
+      "callAgain",
+      "recordValue",
+      "enterWait",
       "writeIntent",
       "writeOutcome",
       "writeOutcomeLater",

@@ -1,7 +1,7 @@
 // The keys of an attempt's steps in flight: a multiset (a resolution and the run it leads to each
 // hold the key), emptied and refilled on every step.
 import { describe, expect, it } from "vitest";
-import { InFlight } from "../../src/steps/state.js";
+import { InFlight } from "../../src/steps/attempt-ending.js";
 
 describe("InFlight", () => {
   it("counts one entry per add and drops one per delete, in any order", () => {

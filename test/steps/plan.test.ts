@@ -32,6 +32,7 @@ function row(key: string, status: StepStatus, over: Partial<StepRow> = {}): Step
 function state(over: Partial<PlanState> = {}): PlanState {
   return {
     runId: "run-1",
+    mode: "run",
     attempt: ATTEMPT,
     started: false,
     siblingsOf: undefined,
@@ -48,7 +49,7 @@ function state(over: Partial<PlanState> = {}): PlanState {
 }
 
 function step(key: string, record: StepRow | undefined, over: Partial<PlanStep> = {}): PlanStep {
-  return { key, record, effect: record?.effect, launchedBeside: undefined, ...over };
+  return { kind: "step", key, record, effect: record?.effect, launchedBeside: undefined, ...over };
 }
 
 type Expected = { kind: string; code?: string; ending?: string; started: boolean; siblings: "open" | "close" | "keep" };
@@ -249,6 +250,140 @@ describe("planStep: steps launched beside the start point", () => {
   function started(over: Partial<PlanState> = {}) {
     return state({ started: true, ...over });
   }
+});
+
+describe("planStep: waits, sleeps and child runs", () => {
+  const wait = (key: string, status: StepStatus, over: Partial<StepRow> = {}) =>
+    row(key, status, {
+      effect: "read",
+      resolution: status === "intended" ? JSON.stringify({ wait: { kind: "event", step: key, event: key } }) : null,
+      ...over,
+    });
+  const event = (key: string, record: StepRow | undefined) => step(key, record, { kind: "event" });
+  const sleep = (key: string, record: StepRow | undefined) => step(key, record, { kind: "sleep" });
+  const child = (key: string, record: StepRow | undefined) => step(key, record, { kind: "child" });
+  const started = (over: Partial<PlanState> = {}) => state({ started: true, ...over });
+  const cases: Array<[string, PlanState, PlanStep, Expected]> = [
+    [
+      "before the start point, a received event is handed back",
+      state(),
+      event("e", wait("e", "succeeded")),
+      { kind: "hand-back", started: false, siblings: "keep" },
+    ],
+    [
+      "before the start point, a handled timeout is handed back (thrown again)",
+      state({ handled: new Set(["e"]) }),
+      event("e", wait("e", "failed")),
+      { kind: "hand-back", started: false, siblings: "keep" },
+    ],
+    [
+      "WAITS_IGNORE_REDO: a wait named in redo is handed back, not a start point",
+      state({ redo: new Set(["e"]) }),
+      event("e", wait("e", "succeeded")),
+      { kind: "hand-back", started: false, siblings: "keep" },
+    ],
+    [
+      "the same record of a step named in redo is the start point (the rule the waits do not follow)",
+      state({ redo: new Set(["e"]) }),
+      step("e", wait("e", "succeeded")),
+      { kind: "run", started: true, siblings: "open" },
+    ],
+    [
+      "a wait with no record is the start point: a new wait, and it opens no sibling window",
+      state(),
+      event("e", undefined),
+      { kind: "run", started: true, siblings: "close" },
+    ],
+    [
+      "a wait still open from an earlier attempt is the start point and is reopened",
+      state(),
+      event("e", wait("e", "intended")),
+      { kind: "reopen", started: true, siblings: "close" },
+    ],
+    [
+      "a sleep still open is reopened after the start point",
+      started(),
+      sleep("s", wait("s", "intended")),
+      { kind: "reopen", started: true, siblings: "close" },
+    ],
+    [
+      "a child's open row is reopened (the same child is waited for)",
+      started(),
+      child("c", wait("c", "intended", { resolution: JSON.stringify({ wait: { kind: "child", step: "c", child: "run-1/c" } }) })),
+      { kind: "reopen", started: true, siblings: "close" },
+    ],
+    [
+      "an intended row that is no wait (the code changed a step into a wait) begins a new wait",
+      started(),
+      event("e", row("e", "intended")),
+      { kind: "run", started: true, siblings: "close" },
+    ],
+    [
+      "a received event after the start point is waited for again",
+      started(),
+      event("e", wait("e", "succeeded")),
+      { kind: "run", started: true, siblings: "close" },
+    ],
+    [
+      "an escalated row under a wait's key does not stop a wait (no policy applies to it)",
+      started(),
+      child("c", wait("c", "escalated")),
+      { kind: "run", started: true, siblings: "close" },
+    ],
+    [
+      "a wait in the sibling window runs anew and closes it (a step there would be handed back)",
+      started({ siblingsOf: "start", newestReused: 1 }),
+      event("e", wait("e", "succeeded", { attempt: 2 })),
+      { kind: "run", started: true, siblings: "close" },
+    ],
+    [
+      "with fromStep, a wait before it with no record stops the attempt: VALUE_MISSING",
+      state({ fromStep: "b" }),
+      sleep("s", undefined),
+      { kind: "stop", code: "VALUE_MISSING", ending: "stopped", started: false, siblings: "keep" },
+    ],
+    [
+      "with fromStep, a value given for a wait before it is supplied",
+      state({ fromStep: "b", values: { e: { ok: true } } }),
+      event("e", undefined),
+      { kind: "supply", started: false, siblings: "keep" },
+    ],
+    [
+      "fromStep naming a received event waits again",
+      state({ fromStep: "e" }),
+      event("e", wait("e", "succeeded")),
+      { kind: "run", started: true, siblings: "close" },
+    ],
+    [
+      "the step the last attempt stopped before is a start point for a wait's key too",
+      state({ carriedStart: "c" }),
+      child("c", wait("c", "succeeded")),
+      { kind: "run", started: true, siblings: "close" },
+    ],
+  ];
+  it.each(cases)("%s", (_name, s, p, expected) => {
+    expect(plan(s, p)).toEqual(expected);
+  });
+});
+
+describe("planStep: a saga's replay", () => {
+  const saga = (over: Partial<PlanState> = {}) => state({ mode: "compensate", ...over });
+  const cases: Array<[string, PlanState, PlanStep, Expected]> = [
+    ["a step is replayed from its records", saga(), step("a", row("a", "succeeded")), { kind: "replay", started: false, siblings: "keep" }],
+    ["a step with no record is replayed too (the replay ends there)", saga(), step("a", undefined), { kind: "replay", started: false, siblings: "keep" }],
+    ["a wait is replayed", saga(), step("e", row("e", "succeeded"), { kind: "event" }), { kind: "replay", started: false, siblings: "keep" }],
+    ["a sleep is replayed", saga(), step("s", undefined, { kind: "sleep" }), { kind: "replay", started: false, siblings: "keep" }],
+    ["a child is replayed", saga(), step("c", row("c", "succeeded"), { kind: "child" }), { kind: "replay", started: false, siblings: "keep" }],
+    [
+      "a succeeded irreversible step is replayed, never stopped for consent",
+      saga({ started: true }),
+      step("charge", irreversible("succeeded")),
+      { kind: "replay", started: true, siblings: "keep" },
+    ],
+  ];
+  it.each(cases)("%s", (_name, s, p, expected) => {
+    expect(plan(s, p)).toEqual(expected);
+  });
 });
 
 describe("planStep is pure", () => {

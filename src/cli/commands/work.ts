@@ -10,7 +10,7 @@
  */
 
 import type { Engine } from "../../engine/engine.js";
-import type { ProgressEvent } from "../../steps/settings.js";
+import type { ProgressEvent } from "../../steps/attempt-settings.js";
 import type { RunResult } from "../../steps/attempt.js";
 import { booleanOption, durationOption, integerOption, listOption } from "../args.js";
 import type { Command } from "../command.js";

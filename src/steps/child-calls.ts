@@ -4,7 +4,7 @@
  * the child is started, so a continue of the parent finds the same child, never a second one.
  *
  * The parent's row for a child is a wait (waits.ts) that records the child's id: it is written
- * intended, then the engine (engine/children.ts, through settings.children) starts the child or
+ * intended, then the engine (engine/child-runs.ts, through settings.children) starts the child or
  * attaches to it and runs its attempt here. When the child has ended the row is settled with
  * its value, or failed with CHILD_FAILED (thrown into the workflow's code); while the child
  * waits or runs elsewhere the parent parks like a waitForEvent, and is woken when it ends.
@@ -21,8 +21,9 @@ import { isWorkflow, type Workflow } from "../workflow/define-workflow.js";
 import { checkName, MAX_NAME_LENGTH } from "../workflow/names.js";
 import type { RunStatus } from "../store/types.js";
 import type { ChildHandle, ChildOptions } from "../workflow/context.js";
-import type { ChildState } from "./settings.js";
+import type { ChildState } from "./attempt-settings.js";
 import type { AttemptState } from "./state.js";
+import { newWaitCall } from "./step-call.js";
 import { enterWait, failWait, park, settleWait, waitOf } from "./waits.js";
 
 const CHILD_KEYS: KnownKeys<ChildOptions> = { id: true };
@@ -68,7 +69,7 @@ function childIdFor(state: AttemptState, key: string, given: string | undefined)
 /** ctx.child: start (or find) the child, wait for it, and return its value. */
 export async function child(state: AttemptState, name: string, workflow: Workflow, args: unknown, options?: ChildOptions): Promise<unknown> {
   const given = checkChildCall(state, "child", name, workflow, options);
-  return waitForChild(state, name, workflow, args, (key) => childIdFor(state, key, given.id));
+  return waitForChild(state, { name, workflow, args, idFor: (key) => childIdFor(state, key, given.id) });
 }
 
 /** ctx.startChild: start (or find) the child and return a handle at once. */
@@ -76,14 +77,13 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
   const given = checkChildCall(state, "startChild", name, workflow, options);
   const entered = await enterWait(
     state,
-    name,
-    "child",
+    newWaitCall("child", name),
     () => undefined,
     (key) => ({ child: childIdFor(state, key, given.id) }),
   );
   const handle = (runId: string): ChildHandle => ({
     runId,
-    result: () => waitForChild(state, `${name}.result`, workflow, args, () => runId),
+    result: () => waitForChild(state, { name: `${name}.result`, workflow, args, idFor: () => runId }),
   });
   if ("reused" in entered) return handle((entered.reused as { runId: string }).runId);
   const { key, row } = entered;
@@ -100,20 +100,20 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
       source: state.stored.run.source,
       wait: false,
       continueIf: redoing(state, entered),
-      signal: state.signal,
+      signal: state.ending.signal,
     });
     const value = { runId: id };
-    const text = await state.settings.payloads.encode(value, `The value of step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
+    const text = await state.payloads.encode(value, `The value of step ${JSON.stringify(key)}`, { runId: state.runId, step: key });
     await settleWait(state, row, { status: "succeeded", value: text.stored, calls: 1 });
     state.ran++;
-    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
+    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.clock.now() - row.intendedAt });
     return handle(id);
   } catch (error) {
-    if (!state.endReason) await failWait(state, row, error as Error);
+    if (!state.ending.reason) await failWait(state, row, error as Error);
     throw error;
   } finally {
     state.inFlight.delete(key);
-    state.checkEarlyEnd();
+    state.ending.checkEarlyEnd();
   }
 }
 
@@ -133,26 +133,35 @@ function redoing(state: AttemptState, entered: { created: boolean; previous: { s
  * testWorkflow's mock of a child step (by its key or name): called instead of starting the child,
  * its value is the child's value. A throw fails the step as the child's failure would.
  */
-async function mockedChild(state: AttemptState, key: string, id: string, workflow: Workflow, mock: (info: unknown) => unknown): Promise<ChildState> {
-  state.settings.hooks?.onCall?.(key, "function");
+async function mockedChild(state: AttemptState, child: { key: string; id: string; workflow: Workflow }, mock: (info: unknown) => unknown): Promise<ChildState> {
+  const { key, id, workflow } = child;
+  state.hooks?.onCall?.(key, "function");
   const value = await mock({
     runId: state.runId,
     step: key,
     idempotencyKey: `${state.runId}:${key}`,
     attempt: state.number,
     retry: 0,
-    signal: state.signal,
+    signal: state.ending.signal,
     usage: () => {},
     child: id,
   });
   return { ended: true, status: "completed", workflow: workflow.name, value };
 }
 
-async function waitForChild(state: AttemptState, name: string, workflow: Workflow, args: unknown, idFor: (key: string) => string): Promise<unknown> {
+/** A child wait as the parent's code asks for it: the call's name, the child's workflow and args, and the id its row records (from its key). */
+interface ChildWait {
+  name: string;
+  workflow: Workflow;
+  args: unknown;
+  idFor: (key: string) => string;
+}
+
+async function waitForChild(state: AttemptState, childWait: ChildWait): Promise<unknown> {
+  const { name, workflow, args, idFor } = childWait;
   const entered = await enterWait(
     state,
-    name,
-    "child",
+    newWaitCall("child", name),
     () => undefined,
     (key) => ({ child: idFor(key) }),
   );
@@ -165,9 +174,9 @@ async function waitForChild(state: AttemptState, name: string, workflow: Workflo
   let at: ChildState;
   state.inFlight.add(key);
   try {
-    const mock = state.settings.hooks?.override?.(key, name);
+    const mock = state.hooks?.override?.(key, name);
     at = mock
-      ? await mockedChild(state, key, id, workflow, mock)
+      ? await mockedChild(state, { key, id, workflow }, mock)
       : await state.settings.children!.run({
           parent: state.runId,
           step: key,
@@ -177,30 +186,30 @@ async function waitForChild(state: AttemptState, name: string, workflow: Workflo
           source: state.stored.run.source,
           wait: true,
           continueIf: redoing(state, entered),
-          signal: state.signal,
+          signal: state.ending.signal,
         });
   } catch (error) {
     // Refused (another run has that id, a store error): the step fails with it.
-    if (!state.endReason) await failWait(state, row, error as Error);
+    if (!state.ending.reason) await failWait(state, row, error as Error);
     throw error;
   } finally {
     state.inFlight.delete(key);
-    state.checkEarlyEnd();
+    state.ending.checkEarlyEnd();
   }
   // The parent's attempt ended while the child ran (a cancel, its deadline): the row stays open
   // and a continue of the parent takes the child up where it stands.
-  state.assertRunning();
+  state.ending.assertRunning();
   if (!at.ended) return park(state, wait);
   if (at.status === "completed") {
     const value = (at as { value: unknown }).value;
-    const text = await state.settings.payloads.encode(value, () => `The value of child run ${JSON.stringify(id)} (step ${JSON.stringify(key)})`, {
+    const text = await state.payloads.encode(value, () => `The value of child run ${JSON.stringify(id)} (step ${JSON.stringify(key)})`, {
       runId: state.runId,
       step: key,
     });
     await settleWait(state, row, { status: "succeeded", value: text.stored, calls: 1 });
     state.ran++;
-    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.settings.clock.now() - row.intendedAt });
-    return state.settings.payloads.decode(text.stored);
+    state.emit({ type: "step-succeeded", runId: state.runId, step: key, durationMs: state.clock.now() - row.intendedAt });
+    return state.payloads.decode(text.stored);
   }
   const childError = (at as { error: ErrorInfo | undefined }).error;
   const failed = new ChildFailedError(

@@ -1,14 +1,16 @@
 /**
- * The WorkflowContext an attempt hands the workflow's code: each member is the attempt's state
- * and one protocol (ctx.step → step-runner.ts, waits → waits.ts, ctx.stop → the state's stop).
+ * The WorkflowContext an attempt hands the workflow's code (its type is workflow/context.ts):
+ * each member is the attempt's state and one protocol (ctx.step → step-runner.ts, waits →
+ * waits.ts, children → child-calls.ts, ctx.stop → the attempt's ending).
  */
 
 import type { StepFunction, StepOptions, WorkflowContext } from "../workflow/context.js";
 import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { runStep } from "./step-runner.js";
-import { failedStepOf, NO_OPTIONS, StopRequest, type AttemptState, type StepCall } from "./state.js";
+import { failedStepOf, StopRequest, type AttemptState } from "./state.js";
+import { newCall, NO_OPTIONS } from "./step-call.js";
 import { sleep, waitForEvent } from "./waits.js";
-import { child, startChild } from "./children.js";
+import { child, startChild } from "./child-calls.js";
 import type { Workflow } from "../workflow/define-workflow.js";
 
 export function contextFor(state: AttemptState): WorkflowContext {
@@ -37,11 +39,8 @@ class AttemptContext {
     this.attempt = state.number;
     this.#state = state;
     this.step = (name, optionsOrFn, maybeFn) => {
-      // Every field set here, in one order: each step's call has the same shape (its position and span are filled in later).
-      const call: StepCall =
-        typeof optionsOrFn === "function"
-          ? { name, options: NO_OPTIONS, fn: optionsOrFn, position: undefined, span: undefined }
-          : { name, options: optionsOrFn ?? NO_OPTIONS, fn: maybeFn!, position: undefined, span: undefined };
+      const call =
+        typeof optionsOrFn === "function" ? newCall("step", name, NO_OPTIONS, optionsOrFn) : newCall("step", name, optionsOrFn ?? NO_OPTIONS, maybeFn!);
       // Watched: a failure nothing observes (a forgotten `await`) must not let the attempt end completed.
       return state.watched.watch(runStep(state, call), name, failedStepOf);
     };
@@ -50,14 +49,14 @@ class AttemptContext {
     this.startChild = (name, workflow, args, options) => startChild(state, name, workflow, args, options);
     this.sleep = (name, msOrDate) => sleep(state, name, msOrDate);
     this.stop = (reason) => {
-      state.endWith("stopped", state.stopError(String(reason)));
+      state.ending.endWith("stopped", state.stopError(String(reason)));
       throw new StopRequest(String(reason));
     };
-    this[IN_SIBLING_WINDOW] = () => (state.siblingsOf !== undefined ? state.newestReused : undefined);
+    this[IN_SIBLING_WINDOW] = () => (state.order.siblingsOf !== undefined ? state.order.newestReused : undefined);
   }
 
   /** Made when first read: most workflows never look at it. */
   get signal(): AbortSignal {
-    return this.#state.signal;
+    return this.#state.ending.signal;
   }
 }

@@ -6,7 +6,7 @@ import type { AttemptEnding, RunStatus } from "../store/types.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { Clock } from "../base/clock.js";
 import type { Workflow } from "../workflow/define-workflow.js";
-import type { Tracing } from "./tracing.js";
+import type { Tracing } from "./step-spans.js";
 
 export type { Clock };
 
