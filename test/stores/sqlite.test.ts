@@ -9,7 +9,8 @@ import { createEngine, defineWorkflow, isSteplogError } from "../../src/entries/
 import { canLoad, Database, LOADABLE_DRIVERS, sourceOf, sqliteStore, statementPrototype, TEST_SQLITE_DRIVER } from "../helpers/sqlite-driver.js";
 import { LeaseLostError } from "../../src/base/errors.js";
 import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
-import { WriteQueue } from "../../src/store/sqlite/write-queue.js";
+import { GroupCommit } from "../../src/store/group-commit.js";
+import { OP_CALL, SqliteBatchWriter } from "../../src/store/sqlite/batch-writer.js";
 import { runtimeStore } from "../../src/store/runtime.js";
 import { tmpDb, tmpDir } from "../helpers/tmp.js";
 import { NOW, attemptRow, runRow, stepRow, takeIfFree } from "../../src/testing/conformance-rows.js";
@@ -679,15 +680,21 @@ describe("sqlite store: group commit", () => {
   it("a write refused after SQLite rolled the batch back fails the batch: no later write runs outside it", async () => {
     const db = new Database(":memory:");
     db.exec("CREATE TABLE t (v TEXT)");
-    const queue = new WriteQueue(db, (error, what) => new Error(`${what}: ${String(error)}`));
+    const queue = new GroupCommit(new SqliteBatchWriter(db, (error, what) => new Error(`${what}: ${String(error)}`)));
     const insert = (v: string) => () => db.prepare("INSERT INTO t (v) VALUES (?)").run(v);
     const results = await Promise.allSettled([
-      queue.enqueue("first", "r1", insert("first")),
-      queue.enqueue("rolled back", "r2", () => {
-        db.exec("ROLLBACK"); // as SQLite does by itself on some errors (SQLITE_FULL, SQLITE_IOERR)
-        throw new LeaseLostError("r2", undefined, "refused after the rollback");
-      }),
-      queue.enqueue("third", "r3", insert("third")),
+      queue.enqueue(OP_CALL, "r1", insert("first"), "first", false),
+      queue.enqueue(
+        OP_CALL,
+        "r2",
+        () => {
+          db.exec("ROLLBACK"); // as SQLite does by itself on some errors (SQLITE_FULL, SQLITE_IOERR)
+          throw new LeaseLostError("r2", undefined, "refused after the rollback");
+        },
+        "rolled back",
+        false,
+      ),
+      queue.enqueue(OP_CALL, "r3", insert("third"), "third", false),
     ]);
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
     expect(db.prepare("SELECT v FROM t").all()).toEqual([]);

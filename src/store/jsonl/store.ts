@@ -4,13 +4,14 @@
  * it in memory and catches up with what other processes appended before every read and write.
  *
  * This file is the Store itself: each write says what it appends (a record) and what it
- * answers, decided against the caught-up state; the write queue (write-queue.ts) commits them
- * under the file lock (lock.ts), and reads (reads.ts) take no lock. The options are checked in
+ * answers, decided against the caught-up state; the group commit (../group-commit.ts) queues
+ * and batches them, batch-writer.ts commits a batch under the file lock (lock.ts), and reads
+ * (reads.ts) take no lock. Closing commits what is pending first, then refuses every later call. The options are checked in
  * options.ts, and warnings are told once each (warnings.ts).
  */
 
 import fs from "node:fs";
-import { StoreUnreadableError } from "../../base/errors.js";
+import { StoreClosedError, StoreUnreadableError, type SteplogError } from "../../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -37,7 +38,8 @@ import { canonicalPath } from "../canonical-path.js";
 import { checkJsonlOptions, type JsonlStoreOptions } from "./options.js";
 import { Reader } from "./reads.js";
 import { Warnings } from "./warnings.js";
-import { UPDATE, WriteQueue } from "./write-queue.js";
+import { CREATES, JsonlBatchWriter, UPDATE, type Prepared } from "./batch-writer.js";
+import { GroupCommit } from "../group-commit.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export type { JsonlStoreOptions } from "./options.js";
@@ -61,7 +63,9 @@ class JsonlStoreImpl implements JsonlStore {
   readonly location: string;
   readonly #file: string;
   #storageId: string | undefined;
-  readonly #queue: WriteQueue;
+  readonly #writer: JsonlBatchWriter;
+  readonly #queue: GroupCommit<(state: JournalState) => Prepared, string>;
+  #closed = false;
   readonly #reader: Reader;
 
   constructor(options: JsonlStoreOptions) {
@@ -79,14 +83,15 @@ class JsonlStoreImpl implements JsonlStore {
       this.location,
       this.#file,
       staleMs,
-      (error) => void this.#queue.failClosed(`proper-lockfile: ${error.message}`),
+      (error) => void this.#writer.failClosed(`proper-lockfile: ${error.message}`),
       (error) =>
         warnings.once(
           `release:${String(error)}`,
           `${this.location}: could not remove the lock ${this.#file}.lock (${error instanceof Error ? error.message : String(error)}); other processes take it over after ${staleMs} ms.`,
         ),
     );
-    this.#queue = new WriteQueue({ file, location: this.location, durability, lockWaitMs, journal, lock, warnings });
+    this.#writer = new JsonlBatchWriter({ file, location: this.location, durability, lockWaitMs, journal, lock, warnings });
+    this.#queue = new GroupCommit(this.#writer);
     this.#reader = new Reader({ file, location: this.location, journal, lock, warn, warnings });
   }
 
@@ -105,7 +110,7 @@ class JsonlStoreImpl implements JsonlStore {
   // ---- writes ------------------------------------------------------------------------------
 
   createRun(run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): Promise<Lease | { exists: RunRow }> {
-    return this.#queue.enqueue("the new run", run.id, true, (state) => {
+    return this.#enqueue("the new run", run.id, true, (state) => {
       const existing = new RunStates(state).taken(run);
       if (existing) return { ok: { exists: structuredClone(existing) } };
       return {
@@ -116,7 +121,7 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
-    return this.#queue.enqueue("the new run", run.id, true, (state) => {
+    return this.#enqueue("the new run", run.id, true, (state) => {
       const existing = new RunStates(state).taken(run);
       if (existing) return { ok: { exists: structuredClone(existing) } };
       return { record: { op: "enqueue", run: run.id, row: run, now }, settle: () => ({ ok: { queued: true as const } }) };
@@ -124,7 +129,7 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
-    return this.#queue.enqueue("the new attempt", runId, false, (state) => {
+    return this.#enqueue("the new attempt", runId, false, (state) => {
       const current = state.get(runId);
       if (!current) return { ok: { kind: "missing" } };
       const facts = flow ? new RunStates(state).flowFacts(runId, flow) : undefined;
@@ -144,7 +149,7 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
-    return this.#queue.enqueue(UPDATE, runId, false, (state) => {
+    return this.#enqueue(UPDATE, runId, false, (state) => {
       const current = state.get(runId);
       if (!current) return { ok: undefined };
       const update = decide(structuredClone(current));
@@ -206,13 +211,29 @@ class JsonlStoreImpl implements JsonlStore {
 
   /** An attempt write: its fence is checked by `apply` when it is committed. */
   #fenced(what: string, fence: Fence, record: (state: JournalState) => JournalRecord): Promise<void> {
-    return this.#queue.enqueue(what, fence.runId, false, (state) => ({ record: record(state), settle: () => ({ ok: undefined }) }));
+    return this.#enqueue(what, fence.runId, false, (state) => ({ record: record(state), settle: () => ({ ok: undefined }) }));
+  }
+
+  /** Queue a write for the next commit: `prepare` decides it under the lock; `creates`: it may make a missing file. */
+  #enqueue<T>(what: string, runId: string, creates: boolean, prepare: (state: JournalState) => Prepared): Promise<T> {
+    if (this.#closed) return Promise.reject(this.#closedError());
+    return this.#queue.enqueue<T>(creates ? CREATES : 0, runId, prepare, what, false);
+  }
+
+  /** A read sees this instance's own earlier writes. */
+  async #writesDone(): Promise<void> {
+    if (this.#closed) throw this.#closedError();
+    await this.#queue.drain();
+  }
+
+  #closedError(): SteplogError {
+    return new StoreClosedError(this.location, "this call");
   }
 
   // ---- reads -------------------------------------------------------------------------------
 
   async loadRunRow(runId: string): Promise<RunRow | undefined> {
-    await this.#queue.writesDone();
+    await this.#writesDone();
     return this.#reader.read((state) => {
       const current = state.get(runId);
       return current ? { ...current.run } : undefined;
@@ -220,7 +241,7 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   async loadRun(runId: string): Promise<StoredRun | undefined> {
-    await this.#queue.writesDone();
+    await this.#writesDone();
     return this.#reader.read((state) => {
       const current = state.get(runId);
       return current ? structuredClone(current) : undefined;
@@ -228,20 +249,20 @@ class JsonlStoreImpl implements JsonlStore {
   }
 
   async listRuns(filter: RunFilter): Promise<RunListing[]> {
-    await this.#queue.writesDone();
+    await this.#writesDone();
     return this.#reader.read((state) => {
       return new RunStates(state).list(filter);
     }, []);
   }
 
   async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
-    await this.#queue.writesDone();
+    await this.#writesDone();
     return this.#reader.read((state) => new RunStates(state).count(filter), []);
   }
 
   /** The journal file's identity, size and time: every write appends to it (a rewritten file is another inode). */
   async changeMarker(): Promise<string> {
-    await this.#queue.writesDone();
+    await this.#writesDone();
     try {
       const stat = await fs.promises.stat(this.#file);
       return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
@@ -251,8 +272,11 @@ class JsonlStoreImpl implements JsonlStore {
     }
   }
 
-  close(): Promise<void> {
-    return this.#queue.close();
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    // Pending writes are committed first, as their callers were promised.
+    await this.#queue.drain();
+    this.#closed = true;
   }
 }
 

@@ -4,9 +4,10 @@
  * schema.ts), so a claim, an update and the fence check of an attempt write never interleave.
  *
  * This file is the Store itself: it checks the options (options.ts), and hands each call to
- * its part — creating, claiming and updating runs to claims.ts, attempt writes to the write
- * queue (write-queue.ts), reads to the database (database.ts, which also opens the pool and
- * the schema); failures are told apart in failures.ts.
+ * its part — creating, claiming and updating runs to claims.ts, attempt writes to the group
+ * commit (../group-commit.ts; batch-writer.ts writes a batch), reads to the database
+ * (database.ts, which also opens the pool and the schema); failures are told apart in
+ * failures.ts.
  */
 
 import type {
@@ -147,7 +148,8 @@ class PostgresStoreImpl implements PostgresStore {
   #write(write: AttemptWrite): Promise<void> {
     try {
       const queue = this.#db.openQueue();
-      return queue ? queue.enqueue(write) : this.#db.connect().then((opened) => opened.queue.enqueue(write));
+      if (queue) return queue.enqueue(0, write.fence.runId, write, undefined, false);
+      return this.#db.connect().then((opened) => opened.queue.enqueue(0, write.fence.runId, write, undefined, false));
     } catch (error) {
       return Promise.reject(error);
     }

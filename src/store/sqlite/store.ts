@@ -2,28 +2,27 @@
  * The SQLite store: the embedded default, on better-sqlite3 or the runtime's built-in SQLite (see drivers/). WAL, busy_timeout, every write
  * transaction BEGIN IMMEDIATE, and `synchronous` set explicitly on every open (an existing
  * WAL database would otherwise drop to NORMAL). Attempt writes issued in the same turn of the
- * event loop share one transaction (group commit, see write-queue.ts).
+ * event loop share one transaction (group commit: ../group-commit.ts queues and settles them,
+ * batch-writer.ts writes a batch).
  *
  * This file is the Store contract's methods and the order each does things in: open on first
  * use, refuse what cannot be written, flush queued writes, then read or write. The parts are
  * beside it: options.ts (checking the options), open.ts (the file, its pragmas, migrations and
  * identity), failures.ts (failures as steplog's errors), sql.ts (the statements), reads.ts and
- * writes.ts (what runs inside a read or a write transaction).
+ * writes.ts (what runs inside a read or a write transaction), step-writes.ts (a step's intent
+ * and outcome).
  */
 
 import fs from "node:fs";
 import { StoreClosedError } from "../../base/errors.js";
-import { taken } from "../claim-result.js";
 import type {
   AttemptEnd,
   AttemptRow,
   ClaimJudge,
   ClaimResult,
-  Effect,
   Fence,
   FlowQuery,
   Lease,
-  LeaseRow,
   RunFilter,
   RunListing,
   RunRow,
@@ -35,20 +34,24 @@ import type {
   WorkflowCount,
 } from "../types.js";
 import { canonicalPath } from "../canonical-path.js";
-import { claimVerdict } from "../state-machine.js";
-import { WriteQueue } from "./write-queue.js";
-import type { SqliteConnection, SqliteDriverName, SqliteStatement } from "./drivers/connection.js";
+import { GroupCommit } from "../group-commit.js";
+import { OP_CALL, SqliteBatchWriter } from "./batch-writer.js";
+import type { SqliteConnection, SqliteDriverName } from "./drivers/connection.js";
 
-/** The store's own queued writes (write-queue.ts applies them through applyOp). */
+/** The store's own queued writes (batch-writer.ts applies them through applyOp). */
 const OP_INTENT = 1;
 const OP_OUTCOME = 2;
+/** Commits a lone writer may make without letting the event loop turn (see group-commit.ts). */
+const LONE_WRITER_STREAK = 32;
 import { NEW_RUN, reading, writeFailed } from "./failures.js";
 import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
 import { dropSnapshot, snapshotStale } from "./snapshot.js";
-import { countRuns, flowFacts, listRuns, loadRun } from "./reads.js";
+import { countRuns, listRuns, loadRun } from "./reads.js";
 import { prepare, type Statements } from "./sql.js";
 import { SqliteWrites, intentDescription } from "./writes.js";
+import { claimInTransaction, updateInTransaction, type Refusal } from "./run-transactions.js";
+import { applyIntent, applyOutcome } from "./step-writes.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
@@ -82,7 +85,7 @@ class SqliteStoreImpl implements SqliteStore {
   #stmts: Statements | undefined;
   /** What the write transactions remember: fences checked in the batch, run numbers, patch statements. */
   #writes: SqliteWrites | undefined;
-  #queue: WriteQueue | undefined;
+  #queue: GroupCommit | undefined;
   #closed = false;
   /** What opening learned of the file: which file it is, and why (and from which snapshot) it is read-only, if it is. */
   readonly #opened: OpenedFile = { readOnlyWhy: undefined, snapshot: undefined, identity: undefined };
@@ -127,8 +130,11 @@ class SqliteStoreImpl implements SqliteStore {
     recordIdentity(this.#settings, this.#opened);
     this.#stmts = prepare(db);
     this.#writes = new SqliteWrites(db, this.#stmts, this.location);
-    this.#queue = new WriteQueue(db, (error, what, runId) => writeFailed(this.location, error, what, runId), {
-      applyOp: (op, a, b) => (op === OP_INTENT ? this.#applyIntent(a as Fence, b as StepRow) : this.#applyOutcome(a as Fence, b as StepOutcome)),
+    const writes = this.#writes;
+    const stmts = this.#stmts;
+    const writer = new SqliteBatchWriter(db, (error, what, runId) => writeFailed(this.location, error, what, runId), {
+      applyOp: (op, a, b) =>
+        op === OP_INTENT ? applyIntent(writes, stmts, a as Fence, b as StepRow) : applyOutcome(writes, stmts, a as Fence, b as StepOutcome),
       describeOp: (op, _a, b) => (op === OP_INTENT ? intentDescription((b as StepRow).key) : "a step outcome"),
       beginBatch: () => {
         this.#checkedForBatch = false;
@@ -140,6 +146,7 @@ class SqliteStoreImpl implements SqliteStore {
         this.#writes!.batchFailed();
       },
     });
+    this.#queue = new GroupCommit(writer, { loneWriterStreak: LONE_WRITER_STREAK });
     return db;
   }
 
@@ -217,16 +224,7 @@ class SqliteStoreImpl implements SqliteStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#queue!.enqueue(NEW_RUN, run.id, (): Lease | { exists: RunRow } => {
-      // In a savepoint of the batch's transaction: a run that cannot be inserted fails alone,
-      // not the other runs' writes that share the commit.
-      try {
-        return this.#writes!.insertNewRun(run, attempt, lease);
-      } catch (error) {
-        if (!this.#db!.inTransaction) throw error; // SQLite rolled the whole batch back: it fails as one
-        throw writeFailed(this.location, error, NEW_RUN, run.id);
-      }
-    });
+    return this.#newRun(run.id, () => this.#writes!.insertNewRun(run, attempt, lease));
   }
 
   enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
@@ -236,69 +234,42 @@ class SqliteStoreImpl implements SqliteStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#queue!.enqueue(NEW_RUN, run.id, (): { queued: true } | { exists: RunRow } => {
-      try {
-        return this.#writes!.insertQueuedRun(run, now);
-      } catch (error) {
-        if (!this.#db!.inTransaction) throw error;
-        throw writeFailed(this.location, error, NEW_RUN, run.id);
-      }
-    });
+    return this.#newRun(run.id, () => this.#writes!.insertQueuedRun(run, now));
+  }
+
+  /**
+   * A new run's insert, queued: in a savepoint of the batch's transaction, so a run that cannot
+   * be inserted fails alone, not the other runs' writes that share the commit.
+   */
+  #newRun<T>(runId: string, insert: () => T): Promise<T> {
+    return this.#queue!.enqueue<T>(
+      OP_CALL,
+      runId,
+      (): T => {
+        try {
+          return insert();
+        } catch (error) {
+          if (!this.#db!.inTransaction) throw error; // SQLite rolled the whole batch back: it fails as one
+          throw writeFailed(this.location, error, NEW_RUN, runId);
+        }
+      },
+      NEW_RUN,
+      false,
+    );
   }
 
   async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
-    let refusal: Error | undefined;
-    const result = this.#transact(false, "the new attempt", runId, (): ClaimResult => {
-      const current = loadRun(this.#stmts!, runId, true);
-      if (!current) return { kind: "missing" };
-      // In the claim's write transaction: no other claim commits between this count and the lease taken.
-      if (flow) current.flow = flowFacts(this.#stmts!, runId, flow);
-      const decision = claimVerdict(decide, current);
-      if (decision.kind === "refuse") {
-        if (decision.run) this.#writes!.patchRun(runId, decision.run);
-        refusal = decision.error;
-        return { kind: "missing" };
-      }
-      this.#writes!.patchRun(runId, decision.run);
-      this.#writes!.insertAttempt(decision.attempt);
-      const epoch = (current.lease?.epoch ?? 0) + 1;
-      const lease: LeaseRow = { runId, epoch, attempt: decision.attempt.number, expiresAt: decision.expiresAt, heartbeatAt: decision.now };
-      this.#stmts!.upsertLease.run(lease.runId, lease.epoch, lease.attempt, lease.expiresAt, lease.heartbeatAt);
-      // A new attempt: its steps go in chunks of its own (a slot of an earlier attempt may be left
-      // if it lost its lease here without ending).
-      this.#writes!.runSlots.delete(runId);
-      return taken(current, decision, lease);
-    });
+    const out: Refusal = {};
+    const result = this.#transact(false, "the new attempt", runId, () => claimInTransaction(this.#stmts!, this.#writes!, runId, decide, flow, out));
     // Thrown after the commit, so a refusal's own patch (say, dead-lettering) is kept.
-    if (refusal) throw refusal;
+    if (out.refusal) throw out.refusal;
     return result ?? { kind: "missing" };
   }
 
   async updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined> {
-    let refusal: Error | undefined;
-    const result = this.#transact(
-      false,
-      "the run update",
-      runId,
-      () => {
-        const current = loadRun(this.#stmts!, runId);
-        if (!current) return undefined;
-        const update = decide(current);
-        if (update.error) {
-          refusal = update.error;
-          return undefined;
-        }
-        if (update.run) this.#writes!.patchRun(runId, update.run);
-        for (const { seq, patch } of update.updateSteps ?? []) this.#writes!.patchStep(runId, seq, patch);
-        for (const step of update.appendSteps ?? []) this.#stmts!.insertStep.run(step);
-        if (update.appendSteps?.length) this.#stmts!.listSideChunk.run(runId);
-        for (const event of update.appendEvents ?? []) this.#stmts!.insertEvent.run(event);
-        if (update.fenceOut) this.#stmts!.fenceOut.run({ runId, heartbeatAt: update.fenceOut.now });
-        return update.result;
-      },
-      true,
-    );
-    if (refusal) throw refusal;
+    const out: Refusal = {};
+    const result = this.#transact(false, "the run update", runId, () => updateInTransaction(this.#stmts!, this.#writes!, runId, decide, out), true);
+    if (out.refusal) throw out.refusal;
     return result;
   }
 
@@ -361,83 +332,17 @@ class SqliteStoreImpl implements SqliteStore {
   // once, see the fence generation in writes.ts).
   writeIntent(fence: Fence, step: StepRow): Promise<void> {
     this.#writable(this.#open(true)!, fence.runId);
-    return this.#queue!.enqueueOp(OP_INTENT, fence.runId, fence, step, true);
+    return this.#queue!.enqueue(OP_INTENT, fence.runId, fence, step, true);
   }
 
   writeOutcome(fence: Fence, outcome: StepOutcome): Promise<void> {
     this.#open(true);
-    return this.#queue!.enqueueOp(OP_OUTCOME, fence.runId, fence, outcome, false);
+    return this.#queue!.enqueue(OP_OUTCOME, fence.runId, fence, outcome, false);
   }
 
   writeOutcomeLater(fence: Fence, outcome: StepOutcome, committed: () => void, failed: (error: unknown) => void): void {
     this.#open(true);
-    this.#queue!.enqueueOpWithCallbacks(OP_OUTCOME, fence.runId, fence, outcome, committed, failed);
-  }
-
-  #applyIntent(fence: Fence, s: StepRow): void {
-    const writes = this.#writes!;
-    const slot = writes.fencedSlot(fence, "intent");
-    const num = slot === null ? null : slot.num;
-    const chunk = slot === null ? null : writes.chunkFor(slot, fence.runId, s.seq, s.key);
-    let rowid: number;
-    const intent =
-      s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null && s.resolution === null
-        ? intentStatement(this.#stmts!, s.effect)
-        : undefined;
-    if (intent !== undefined) {
-      rowid = intent.run(num, chunk, fence.runId, s.seq, s.attempt, s.key, s.name, s.idempotencyKey, s.version, s.intendedAt, s.position)
-        .lastInsertRowid as number;
-    } else {
-      rowid = this.#stmts!.insertStepAt.run(
-        num,
-        chunk,
-        fence.runId,
-        s.seq,
-        s.attempt,
-        s.key,
-        s.name,
-        s.status,
-        s.effect,
-        s.idempotencyKey,
-        s.value,
-        s.error,
-        s.version,
-        s.intendedAt,
-        s.endedAt,
-        s.calls,
-        s.resolution,
-        s.usage,
-        s.position,
-      ).lastInsertRowid as number;
-    }
-    if (slot !== null) slot.intended(s.seq, rowid, chunk!);
-  }
-
-  #applyOutcome(fence: Fence, o: StepOutcome): void {
-    const slot = this.#writes!.fencedSlot(fence, "outcome");
-    if (o.consumes) {
-      const taken = this.#stmts!.consumeEvent.run({ runId: fence.runId, seq: o.consumes.eventSeq, by: o.consumes.by }).changes;
-      if (taken !== 1) throw new Error(`steplog internal: event ${o.consumes.eventSeq} of run ${fence.runId} was consumed already`);
-    }
-    const num = slot === null ? null : slot.num;
-    const stmts = this.#stmts!;
-    // Where the row is looked for: the row its intent was inserted at, if this connection
-    // inserted it last; then the chunk the run's intents go in now; then every chunk of the run
-    // (hints first, checked against run and seq: see RunSlot); last, the run's rows without one.
-    const chunk = slot === null || slot.chunk === 0 ? null : slot.chunk;
-    let changed: number;
-    if (o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null) {
-      changed = slot !== null && slot.lastSeq === o.seq ? stmts.outcomeSucceededAtRow.run(o.value, o.endedAt, o.calls, slot.lastRowid, num, o.seq).changes : 0;
-      if (changed !== 1 && chunk !== null) changed = stmts.outcomeSucceededInChunk.run(o.value, o.endedAt, o.calls, chunk, num, o.seq).changes;
-      if (changed !== 1) changed = stmts.outcomeSucceeded.run(o.value, o.endedAt, o.calls, num, num, o.seq).changes;
-    } else {
-      changed = chunk === null ? 0 : stmts.outcomeInChunk.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, chunk, num, o.seq).changes;
-      if (changed !== 1) changed = stmts.outcome.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, num, num, o.seq).changes;
-    }
-    // A row an older version of steplog wrote without a chunk (a cut-off step a continue settles).
-    if (changed !== 1)
-      changed = stmts.outcomeUnchunked.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.runId, num, o.seq).changes;
-    if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
+    this.#queue!.enqueueWithCallbacks(OP_OUTCOME, fence.runId, fence, outcome, committed, failed);
   }
 
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
@@ -447,15 +352,16 @@ class SqliteStoreImpl implements SqliteStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#queue!.enqueue("the lease renewal", fence.runId, () => {
+    const renew = () => {
       this.#writes!.fence(fence, "lease renewal");
       this.#stmts!.renewLease.run({ runId: fence.runId, expiresAt, heartbeatAt: now });
-    });
+    };
+    return this.#queue!.enqueue(OP_CALL, fence.runId, renew, "the lease renewal", false);
   }
 
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
     this.#open(true);
-    return this.#queue!.enqueue("the attempt's ending", fence.runId, () => {
+    const write = () => {
       const writes = this.#writes!;
       try {
         writes.fence(fence, "attempt ending");
@@ -469,28 +375,13 @@ class SqliteStoreImpl implements SqliteStore {
         // slot for them. The run's slot goes (its steps' rows are done).
         writes.runSlots.delete(fence.runId);
       }
-    });
+    };
+    return this.#queue!.enqueue(OP_CALL, fence.runId, write, "the attempt's ending", false);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#disconnect();
     this.#closed = true;
-  }
-}
-
-/** The common intent's statement for an effect (a switch: most steps are idempotent, and a literal compares fastest). */
-function intentStatement(stmts: Statements, effect: Effect): SqliteStatement | undefined {
-  switch (effect) {
-    case "idempotent":
-      return stmts.insertIntentIdempotent;
-    case "read":
-      return stmts.insertIntentRead;
-    case "compensatable":
-      return stmts.insertIntentCompensatable;
-    case "irreversible":
-      return stmts.insertIntentIrreversible;
-    default:
-      return undefined;
   }
 }

@@ -1,18 +1,18 @@
 /**
- * Group commit of the JSONL store's writes (every Store method but loadRun and listRuns).
- * Writes are queued; those issued in the same turn of the event loop share one commit: take
- * the lock → catch up → decide and validate each write alone against the caught-up state (a
- * stale fence refuses just that write) → append the accepted lines in one write → fsync
- * (durability "power") → let go. No write's promise settles before its commit does.
+ * How the JSONL store writes a batch of its writes (every Store method but the reads;
+ * group-commit.ts queues them, batches those issued in the same turn of the event loop, and
+ * settles them): take the lock → catch up → decide and validate each write alone against the
+ * caught-up state (a stale fence refuses just that write) → append the accepted lines in one
+ * write → fsync (durability "power") → let go.
  *
  * A lock found not to be ours alone (the file grew under it, proper-lockfile saw it taken
- * over) fails the instance closed: it writes nothing more. Closing commits what is pending
- * first, then refuses every later call.
+ * over) fails the instance closed: it writes nothing more.
  */
 
 import { createOwnerOnlyFile } from "../owner-only-files.js";
 import fs from "node:fs";
-import { SteplogError, StoreReadOnlyError, StoreWriteFailedError, StoreClosedError } from "../../base/errors.js";
+import { SteplogError, StoreReadOnlyError, StoreWriteFailedError } from "../../base/errors.js";
+import type { BatchWriter, QueuedWrite } from "../group-commit.js";
 import type { Journal } from "./journal.js";
 import type { FileLock } from "./lock.js";
 import { apply, HEADER_LINE, type JournalRecord, type JournalState } from "./records.js";
@@ -28,21 +28,14 @@ export type Prepared = { record: JournalRecord; settle: (state: JournalState) =>
 /** What a run update is called: it is a command, as a new run is (see Op.command). */
 export const UPDATE = "the run update";
 
-interface Op {
-  what: string;
-  runId: string;
-  /** Only createRun makes a missing file; every other write finds nothing there. */
-  creates: boolean;
-  /** A new run, or a run update outside any attempt (send, cancel, …): for the error's advice. */
-  command?: boolean;
-  /** Its write is a line of the batch being committed. */
-  hasLine?: boolean;
-  /** Set once that line began to be written: from then on a failure may have recorded it. */
-  appendStarted?: boolean;
-  prepare: (state: JournalState) => Prepared;
-  resolve: (value: any) => void;
-  reject: (error: unknown) => void;
-}
+/** A queued write: `a` decides it under the lock, `b` names it; `op` is CREATES for a write that makes a missing file. */
+export type Op = QueuedWrite<(state: JournalState) => Prepared, string>;
+
+/** Only createRun makes a missing file (op CREATES); every other write (op 0) finds nothing there. */
+export const CREATES = 1;
+
+/** A new run, or a run update outside any attempt (send, cancel, …): for the error's advice. */
+const isCommand = (op: Op): boolean => op.b === UPDATE || op.op === CREATES;
 
 export interface WriteQueueSetup {
   file: string;
@@ -54,7 +47,8 @@ export interface WriteQueueSetup {
   warnings: Warnings;
 }
 
-export class WriteQueue {
+export class JsonlBatchWriter implements BatchWriter<(state: JournalState) => Prepared, string> {
+  readonly sync = false;
   readonly #file: string;
   readonly #location: string;
   readonly #durability: "power" | "process";
@@ -62,12 +56,11 @@ export class WriteQueue {
   readonly #journal: Journal;
   readonly #lock: FileLock;
   readonly #warnings: Warnings;
-  #pending: Op[] = [];
-  #scheduled = false;
-  #draining: Promise<void> | undefined;
   /** Set once the lock proved not exclusive: from then on this instance writes nothing. */
   #compromised: Error | undefined;
-  #closed = false;
+  /** The batch's writes that have a line in it, and (once the lines began to be written: a failure may have recorded them) were appended. */
+  #hasLine = new Set<Op>();
+  #appendStarted = new Set<Op>();
 
   constructor(setup: WriteQueueSetup) {
     this.#file = setup.file;
@@ -79,63 +72,23 @@ export class WriteQueue {
     this.#warnings = setup.warnings;
   }
 
-  enqueue<T>(what: string, runId: string, creates: boolean, prepare: (state: JournalState) => Prepared): Promise<T> {
-    if (this.#closed) return Promise.reject(this.#closedError());
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ what, runId, creates, command: what === UPDATE || creates, prepare, resolve, reject });
-      this.#schedule();
-    });
-  }
-
-  /** Commit at the end of this turn, so everything issued in it shares the commit. */
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      void this.#drain();
-    });
-  }
-
-  /** One commit at a time, in order; writes issued while one waits for the lock form the next. */
-  #drain(): Promise<void> {
-    this.#draining ??= (async () => {
-      while (this.#pending.length > 0) await this.#commit(this.#pending.splice(0));
-    })().finally(() => {
-      this.#draining = undefined;
-      if (this.#pending.length > 0) this.#schedule();
-    });
-    return this.#draining;
-  }
-
-  async #commit(batch: Op[]): Promise<void> {
+  async write(batch: Op[]): Promise<void> {
+    this.#hasLine.clear();
+    this.#appendStarted.clear();
+    if (this.#compromised) throw this.#compromised;
     let outcomes: Outcome[];
-    try {
-      if (this.#compromised) throw this.#compromised;
-      if (!fs.existsSync(this.#file)) {
-        if (!batch.some((op) => op.creates)) {
-          // No file, no runs: every write finds nothing, and nothing is created.
-          this.#journal.reset();
-          outcomes = this.#decide(batch, new Map()).outcomes;
-          this.#settle(batch, outcomes);
-          return;
-        }
-        this.#createFile();
+    if (!fs.existsSync(this.#file)) {
+      if (!batch.some((op) => op.op === CREATES)) {
+        // No file, no runs: every write finds nothing, and nothing is created.
+        this.#journal.reset();
+        outcomes = this.#decide(batch, new Map()).outcomes;
+        settle(batch, outcomes);
+        return;
       }
-      outcomes = await this.#lock.run(() => this.#commitLocked(batch), this.#lockWaitMs);
-    } catch (error) {
-      for (const op of batch) op.reject(this.#writeError(error, op));
-      return;
+      this.#createFile();
     }
-    this.#settle(batch, outcomes);
-  }
-
-  #settle(batch: Op[], outcomes: Outcome[]): void {
-    batch.forEach((op, i) => {
-      const outcome = outcomes[i]!;
-      if ("ok" in outcome) op.resolve(outcome.ok);
-      else op.reject(outcome.error);
-    });
+    outcomes = await this.#lock.run(() => this.#commitLocked(batch), this.#lockWaitMs);
+    settle(batch, outcomes);
   }
 
   /** Decide every write alone, in order, applying the accepted ones to `state`. */
@@ -144,7 +97,7 @@ export class WriteQueue {
     const outcomes = batch.map((op): Outcome => {
       let prepared: Prepared;
       try {
-        prepared = op.prepare(state);
+        prepared = op.a(state);
       } catch (error) {
         return { error };
       }
@@ -154,7 +107,7 @@ export class WriteQueue {
       const refused = apply(state, JSON.parse(line) as JournalRecord);
       if (refused) return { error: refused };
       lines.push(line);
-      op.hasLine = true;
+      this.#hasLine.add(op);
       return prepared.settle(state);
     });
     return { outcomes, lines };
@@ -178,7 +131,7 @@ export class WriteQueue {
         const start = tail ? tail.offset : size;
         if (tail) fs.ftruncateSync(fd, start);
         const data = Buffer.from(lines.join("\n") + "\n");
-        for (const op of batch) op.appendStarted = op.hasLine === true;
+        for (const op of this.#hasLine) this.#appendStarted.add(op);
         this.#append(fd, data, start);
         if (fs.fstatSync(fd).size !== start + data.length) throw this.failClosed("another process appended while this one held the lock");
         if (this.#durability === "power") fs.fsyncSync(fd);
@@ -224,7 +177,8 @@ export class WriteQueue {
     return error;
   }
 
-  #writeError(error: unknown, op: Op): SteplogError {
+  /** The error each write of a batch that failed as a whole is rejected with. */
+  failed(error: unknown, op: Op): SteplogError {
     if (error instanceof SteplogError) return error;
     const code = (error as { code?: string }).code ?? "";
     if (NOT_WRITABLE_CODES.has(code)) {
@@ -232,24 +186,16 @@ export class WriteQueue {
     }
     // Once the batch's lines began to be written (a full disk mid-append, a failed fsync), a
     // command's line may be in the file all the same.
-    const command = op.command ? { maybeRecorded: op.appendStarted === true } : undefined;
-    return new StoreWriteFailedError(this.#location, op.what, { cause: error instanceof Error ? error : new Error(String(error)), runId: op.runId }, command);
+    const command = isCommand(op) ? { maybeRecorded: this.#appendStarted.has(op) } : undefined;
+    return new StoreWriteFailedError(this.#location, op.b, { cause: error instanceof Error ? error : new Error(String(error)), runId: op.runId }, command);
   }
+}
 
-  /** A read sees this instance's own earlier writes. */
-  async writesDone(): Promise<void> {
-    if (this.#closed) throw this.#closedError();
-    if (this.#pending.length > 0 || this.#draining) await this.#drain();
-  }
-
-  #closedError(): SteplogError {
-    return new StoreClosedError(this.#location, "this call");
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    // Pending writes are committed first, as their callers were promised.
-    if (this.#pending.length > 0 || this.#draining) await this.#drain();
-    this.#closed = true;
-  }
+/** Each write's outcome as its result, or as its refusal. */
+function settle(batch: Op[], outcomes: Outcome[]): void {
+  batch.forEach((op, i) => {
+    const outcome = outcomes[i]!;
+    if ("ok" in outcome) op.result = outcome.ok;
+    else op.refused = outcome.error;
+  });
 }
