@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { createEngine, defineWorkflow, encryptedCodec, isSteplogError, type RunExport, type Store } from "../../src/entries/index.js";
 import { jsonlStore } from "../../src/entries/jsonl.js";
+import { memoryStore } from "../../src/entries/memory.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { EVERY_STORE } from "../helpers/stores.js";
 import { PG_URL, pgStore } from "../helpers/pg.js";
@@ -271,6 +272,28 @@ describe.each(EVERY_STORE)("export and import (%s)", (_name, makeStore) => {
       expect(error.message).toMatch(message);
       expect(error.message).toContain("Nothing was written");
     }
+    expect(await target.list()).toEqual([]);
+    await source.close();
+    await target.close();
+  });
+});
+
+describe("import into a store without importRuns", () => {
+  it("is refused with INVALID_OPTION naming the store, and nothing is written", async () => {
+    const source = await failedRun(memoryStore());
+    const doc = await source.export("incident-1");
+    const inner = memoryStore({ name: "a store of my own" });
+    // A store that leaves the optional importRuns out.
+    const bare = new Proxy(inner, {
+      get: (target, key) => {
+        if (key === "importRuns") return undefined;
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const target = createEngine({ store: bare });
+    const error = await refused(target.import(doc), "INVALID_OPTION");
+    expect(error.message).toContain("a store of my own cannot import runs (it has no importRuns)");
     expect(await target.list()).toEqual([]);
     await source.close();
     await target.close();
