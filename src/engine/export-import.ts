@@ -5,16 +5,8 @@
 
 import { ImportRunExistsError, RunNotFoundError } from "../base/errors.js";
 import { checkKnownKeys } from "../base/options.js";
-import {
-  checkDocument,
-  exportDocument,
-  exportedRun,
-  importedRuns,
-  redactedRows,
-  type ExportOptions,
-  type ImportResult,
-  type RunExport,
-} from "../operations/export.js";
+import { checkDocument } from "../operations/export-check.js";
+import { exportDocument, exportedRun, importedRuns, redactedRows, type ExportOptions, type ImportResult, type RunExport } from "../operations/export.js";
 import { checkName } from "../workflow/names.js";
 import { EXPORT_KEYS } from "./api.js";
 import type { EngineCore } from "./engine-core.js";
