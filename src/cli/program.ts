@@ -14,6 +14,8 @@ import { cancel } from "./commands/cancel.js";
 import { compensate } from "./commands/compensate.js";
 import { deadLetters } from "./commands/dead-letters.js";
 import { escalations } from "./commands/escalations.js";
+import { exportCommand } from "./commands/export.js";
+import { importCommand } from "./commands/import.js";
 import { recover } from "./commands/recover.js";
 import { resolve } from "./commands/resolve.js";
 import { run } from "./commands/run.js";
@@ -42,6 +44,8 @@ export const COMMANDS: Record<string, Command> = {
   cancel,
   work,
   schedules,
+  export: exportCommand,
+  import: importCommand,
   ui,
 };
 
@@ -178,6 +182,8 @@ export function hintFor(error: unknown, name: string): string | undefined {
       return go ? `${go} --force` : undefined;
     case "RUN_BUSY":
       return id ? `${command("steplog", "show", id)}   (wait for that attempt, or ${command("steplog", "cancel", id)})` : undefined;
+    case "IMPORT_RUN_EXISTS":
+      return id ? `${command("steplog", "show", id)}   (or import into another store: --db FILE, --store URL)` : undefined;
     case "RUN_NOT_FOUND":
       return `steplog runs   (is it in another store? --db FILE, --store URL)`;
     case "STEP_NOT_FOUND":

@@ -84,6 +84,11 @@ export class Session {
     this.io.stderr.write(text.endsWith("\n") ? text : `${text}\n`);
   }
 
+  /** Whether redaction rules are given (--redact PATHS, or STEPLOG_REDACT): what the command shows passes through them. */
+  redacting(): boolean {
+    return redactRules(this.parsed, this.io.env) !== undefined;
+  }
+
   /** Where the records are, for messages. */
   describeStore(): string {
     const s = this.storeSpec;

@@ -14,6 +14,7 @@ import type { ProgressEvent, TestHooks } from "../steps/attempt-settings.js";
 import type { RecoveredRun } from "../operations/recover.js";
 import type { Escalation, Resolution } from "../operations/escalations.js";
 import type { RunSummary, RunView } from "../operations/views.js";
+import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
 import type { RunResult } from "../steps/attempt.js";
 import type { RunStatus, Store } from "../store/types.js";
 import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
@@ -59,6 +60,7 @@ export const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
 export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
 export const CANCEL_KEYS: KnownKeys<CancelOptions> = { reason: true, children: true };
 export const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
+export const EXPORT_KEYS: KnownKeys<ExportOptions> = { children: true, redact: true };
 export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, parent: true, idContains: true, after: true, limit: true };
 export const WORK_KEYS: KnownKeys<WorkOptions> = { concurrency: true, pollMs: true, signal: true, sources: true };
 export const RESOLUTION_KEYS: KnownKeys<{ value?: unknown; redo?: true; by?: string }> = { value: true, redo: true, by: true };
@@ -203,6 +205,22 @@ export interface Engine {
    * none. With { redact: true }, values matching the engine's `redact` rules read "[redacted]".
    */
   get(id: string, options?: { redact?: boolean }): Promise<RunView>;
+  /**
+   * The run as one versioned JSON document (`format: "steplog-run"`, `version: 1`): its run row,
+   * attempts, steps and events as stored (a sealed value stays sealed; the document holds no
+   * key), with `children: true` its child runs' too. RUN_NOT_FOUND if there is none. With
+   * `redact: true` every value is decoded and passed through the `redact` rules, and the
+   * document is marked redacted: for reading, not for importing.
+   */
+  export(id: string, options?: ExportOptions): Promise<RunExport>;
+  /**
+   * Write an exported run (and the child runs in it) into this engine's store, in one
+   * transaction, owned by nobody: a continue goes on with it as with any run cut off. Refused,
+   * with nothing written: IMPORT_RUN_EXISTS when the store has a run with its id,
+   * IMPORT_INVALID for a document of another format or version, a redacted one, or one whose
+   * rows are not a run export's.
+   */
+  import(doc: RunExport): Promise<ImportResult>;
   /** Runs newest first (ties by id), filtered; a page at a time with `limit` and `after`. */
   list(filter?: ListFilter): Promise<RunSummary[]>;
   /** How many runs `list(filter)` would list without its limit, in all and per workflow. */

@@ -38,6 +38,8 @@ import type { EngineCore } from "./engine-core.js";
 import { RunningAttempts } from "./running-attempts.js";
 import { createRun, startRun } from "./start-run.js";
 import * as runMethods from "./run-methods.js";
+import { exportRun, importRun } from "./export-import.js";
+import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
 
 export { TEST_HOOKS } from "./api.js";
 export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunCount, CancelOptions, TracerLike } from "./api.js";
@@ -182,6 +184,14 @@ class SteplogEngine implements Engine {
 
   get(id: string, options: { redact?: boolean } = {}): Promise<RunView> {
     return runMethods.get(this.#core, id, options);
+  }
+
+  export(id: string, options: ExportOptions = {}): Promise<RunExport> {
+    return exportRun(this.#core, id, options);
+  }
+
+  import(doc: unknown): Promise<ImportResult> {
+    return importRun(this.#core, doc);
   }
 
   async work(options: WorkOptions = {}): Promise<WorkSummary> {

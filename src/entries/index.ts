@@ -46,6 +46,7 @@ export type {
 } from "../public/types.js";
 export type { Clock, ProgressEvent } from "../public/types.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../public/types.js";
+export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../public/types.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -73,6 +74,7 @@ export type {
   RunCursor,
   RunListing,
   WorkflowCount,
+  ImportedRun,
 } from "../public/types.js";
 export type { StandardSchemaV1 } from "../public/types.js";
 export * from "../base/errors.js";

@@ -224,7 +224,7 @@ export function redactView(view: RunView, rule: RedactRule | undefined): RunView
   return out;
 }
 
-function redactError(error: ErrorInfo, rule: RedactRule): ErrorInfo {
+export function redactError(error: ErrorInfo, rule: RedactRule): ErrorInfo {
   const out: ErrorInfo = { ...error };
   if (error.fields) out.fields = redact(error.fields, rule) as Record<string, unknown>;
   if (error.cause) out.cause = redactError(error.cause, rule);

@@ -35,6 +35,7 @@ export type {
 export type { Clock } from "../base/clock.js";
 export type { ProgressEvent } from "../steps/attempt-settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../operations/views.js";
+export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../operations/export.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -62,6 +63,7 @@ export type {
   RunCursor,
   RunListing,
   WorkflowCount,
+  ImportedRun,
 } from "../store/types.js";
 export type { StandardSchemaV1 } from "../workflow/value-schemas.js";
 export type { EncryptedCodecOptions } from "../payloads/encrypted-codec.js";

@@ -12,6 +12,7 @@ import type {
   ClaimResult,
   Fence,
   FlowQuery,
+  ImportedRun,
   Lease,
   RunFilter,
   RunListing,
@@ -72,6 +73,14 @@ class MemoryStore implements Store {
     if (existing) return { exists: structuredClone(existing) };
     must(this.#states.enqueue(run, now));
     return { queued: true };
+  }
+
+  async importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
+    this.#writes++;
+    const existing = this.#states.importTaken(runs);
+    if (existing) return { exists: structuredClone(existing) };
+    must(this.#states.importRuns(runs));
+    return { imported: true };
   }
 
   async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {

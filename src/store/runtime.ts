@@ -21,6 +21,7 @@ import type {
   ClaimResult,
   Fence,
   FlowQuery,
+  ImportedRun,
   Lease,
   LeaseRow,
   RunFilter,
@@ -112,6 +113,20 @@ export class RuntimeStore implements Store {
       );
     }
     return this.#call("enqueueRun", () => inner.enqueueRun!(run, now));
+  }
+
+  /** Only for a store that implements it: engine.import (INVALID_OPTION otherwise, before anything is written). */
+  importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
+    const inner = this.#inner;
+    if (!inner.importRuns) {
+      return Promise.reject(
+        new InvalidOptionError(
+          `The ${this.kind} store at ${this.location} cannot import runs (it has no importRuns). Nothing was recorded; import into steplog's SQLite, Postgres, JSONL or memory store, or implement importRuns (docs/stores.md).`,
+          { runId: runs[0]?.run.id },
+        ),
+      );
+    }
+    return this.#call("importRuns", () => inner.importRuns!(runs));
   }
 
   claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {

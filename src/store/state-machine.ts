@@ -17,6 +17,7 @@ import type {
   EventRow,
   FlowFacts,
   FlowQuery,
+  ImportedRun,
   RunCursor,
   RunFilter,
   RunListing,
@@ -166,6 +167,26 @@ export class RunStates {
       events: [],
       lease: { runId: run.id, epoch: 1, attempt: attempt.number, expiresAt: lease.expiresAt, heartbeatAt: lease.now },
     });
+    return undefined;
+  }
+
+  /** The run that takes the place of one of these imported runs (taken's rule, each against the others too), or undefined. */
+  importTaken(runs: ImportedRun[]): RunRow | undefined {
+    const states = new RunStates(new Map(this.runs));
+    for (const { run } of runs) {
+      const existing = states.taken(run);
+      if (existing) return existing;
+      states.runs.set(run.id, { run, attempts: [], steps: [], events: [], lease: null });
+    }
+    return undefined;
+  }
+
+  /** Imported runs, each with every row given (engine.import); the caller has checked importTaken. */
+  importRuns(runs: ImportedRun[]): Error | undefined {
+    if (this.importTaken(runs)) return invariant(`an imported run's place is taken`);
+    for (const { run, attempts, steps, events, lease } of runs) {
+      this.runs.set(run.id, structuredClone({ run: { ...run, parent: run.parent ?? null }, attempts, steps, events, lease }));
+    }
     return undefined;
   }
 

@@ -117,6 +117,17 @@ export interface StoreCapabilities {
 
 export type ClaimResult = { kind: "taken"; state: StoredRun; lease: Lease } | { kind: "missing" };
 
+/** One run's rows as importRuns writes them (engine.import): every row given, the lease as the engine chose it. */
+export interface ImportedRun {
+  run: RunRow;
+  attempts: AttemptRow[];
+  /** In seq order. */
+  steps: StepRow[];
+  /** In order of arrival. */
+  events: EventRow[];
+  lease: LeaseRow;
+}
+
 export interface RunUpdate<T> {
   run?: RunPatch;
   appendSteps?: StepRow[];
@@ -241,6 +252,12 @@ export interface Store {
    * claim of a run with the same keys commits in between (the limits hold across processes).
    */
   claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult>;
+  /**
+   * Optional (engine.import needs it): write these runs, each with every row given (its lease
+   * row as given), all in one transaction. Resolves `{ exists }` and writes nothing when a run's
+   * id is taken, or its `dedupeKey` is held by a run that has not ended (createRun's rule).
+   */
+  importRuns?(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }>;
   /** Read and update one run atomically, outside any attempt (recover, resolve, …). */
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined>;
   loadRun(runId: string): Promise<StoredRun | undefined>;

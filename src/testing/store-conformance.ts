@@ -17,6 +17,7 @@ import { fencingCases } from "./conformance-fencing.js";
 import { durabilityCases } from "./conformance-durability.js";
 import { flowCases } from "./conformance-flow.js";
 import { listingCases } from "./conformance-listing.js";
+import { importCases } from "./conformance-import.js";
 
 export { attemptRow, runRow, stepRow } from "./conformance-rows.js";
 export type { AdditionalTests, StoreConformanceOptions, TestFunctions } from "./conformance-types.js";
@@ -62,6 +63,7 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
     listingCases(suite);
     durabilityCases(suite);
     flowCases(suite);
+    importCases(suite);
 
     options.additionalTests?.({ it: runner.it, withStore, runRow, attemptRow, stepRow, now: NOW });
 

@@ -9,6 +9,10 @@ import { createEngine, TEST_HOOKS, type ContinueOptions } from "../engine/engine
 import { InvalidOptionError, type ErrorInfo } from "../base/errors.js";
 import { checkKnownKeys, nearest, type KnownKeys } from "../base/options.js";
 import { memoryStore } from "../store/memory.js";
+import { runtimeStore } from "../store/runtime.js";
+import { importedRuns, type RunExport } from "../operations/export.js";
+import { checkDocument } from "../operations/export-check.js";
+import type { Codec } from "../payloads/payloads.js";
 import { EFFECTS, type Effect, type Store, type StepRow } from "../store/types.js";
 import { encodeValue } from "../payloads/values.js";
 import type { RunView, StepView } from "../operations/views.js";
@@ -29,8 +33,28 @@ export interface EarlierAttempt {
   effects?: Record<string, Effect>;
 }
 
-export interface TestWorkflowOptions<W extends Workflow<any, any>> {
-  args: WorkflowArgs<W>;
+/**
+ * testWorkflow's options: the run to test is seeded either from `args` and `earlier` (what attempt
+ * 1 recorded, written by hand), or `from` an exported run (engine.export, steplog export): every
+ * record of it, args included, so an incident becomes a test of the next attempt.
+ */
+export type TestWorkflowOptions<W extends Workflow<any, any>> = TestWorkflowSeed &
+  (
+    | { args: WorkflowArgs<W>; from?: undefined }
+    | {
+        /**
+         * An exported run (engine.export, steplog export) of this workflow: its records are the
+         * seed (succeeded steps handed back, intended ones cut off, failed ones run again), its
+         * args the args. Not with `args`, `earlier` or `runId` (the run keeps its id).
+         */
+        from: RunExport;
+        args?: undefined;
+      }
+  );
+
+/** The options of testWorkflow other than where its seed comes from. */
+export interface TestWorkflowSeed {
+  /** Not with `from`. */
   earlier?: EarlierAttempt;
   /** Replace a step's function, by key or name. A step neither seeded nor mocked runs its real function. */
   mocks?: Record<string, (info: StepInfo) => unknown>;
@@ -41,8 +65,10 @@ export interface TestWorkflowOptions<W extends Workflow<any, any>> {
   reuse?: string[];
   /** Default: a fresh memory store. */
   store?: Store;
-  /** Default "test-run". */
+  /** Default "test-run" (with `from`, the exported run's id). */
   runId?: string;
+  /** The codec the run's values were sealed with (a `from` document of an encrypted store): the test's engine reads them with it. */
+  codec?: Codec;
 }
 
 export type CallKind = "function" | "query" | "compensate";
@@ -67,8 +93,10 @@ export interface TestWorkflowResult {
 
 const SEED_OWNER = { host: "steplog-testing-seed", bootId: null, pid: 0, processStart: null };
 
-const OPTION_KEYS: KnownKeys<TestWorkflowOptions<Workflow>> = {
+const OPTION_KEYS: KnownKeys<TestWorkflowSeed & { args?: unknown; from?: unknown }> = {
   args: true,
+  from: true,
+  codec: true,
   earlier: true,
   mocks: true,
   fromStep: true,
@@ -85,8 +113,11 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
   checkKnownKeys("testWorkflow: earlier", options.earlier, EARLIER_KEYS);
   const ownStore = options.store === undefined;
   const store = options.store ?? memoryStore({ name: "testWorkflow memory store" });
-  const runId = options.runId ?? "test-run";
-  await seed(store, workflow, runId, options);
+  let runId: string;
+  if (options.from === undefined) {
+    runId = options.runId ?? "test-run";
+    await seed(store, workflow, runId, options);
+  } else runId = await seedFrom(store, workflow, options);
 
   const counts = new Map<string, number>();
   const ran: string[] = [];
@@ -97,6 +128,7 @@ export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, op
   const engine = createEngine({
     store,
     workflows: [workflow],
+    ...(options.codec === undefined ? {} : { codec: options.codec }),
     onProgress: (event) => {
       if (event.type === "step-reused") reused.push(event.step);
       // Settled without its function: found by a query, or given as a value.
@@ -177,6 +209,33 @@ function refuseUnmatched(options: TestWorkflowOptions<Workflow<any, any>>, enter
     `testWorkflow: ${what} Steps entered: ${keys.length === 0 ? "none" : keys.map(q).join(", ")}. ` +
       `A seed or a mock that matches no step is not used, so the test would check something other than it says.`,
   );
+}
+
+/**
+ * The exported run's records, written as engine.import writes them (owned by nobody). As with
+ * `earlier`, the seed uses up none of the workflow's attempt budget: the attempt under test is
+ * judged alone (a dead-lettered run is seeded failed).
+ */
+async function seedFrom(store: Store, workflow: Workflow, options: TestWorkflowOptions<Workflow<any, any>>): Promise<string> {
+  const given = (["args", "earlier", "runId"] as const).filter((key) => options[key] !== undefined);
+  if (given.length > 0) {
+    throw new InvalidOptionError(
+      `testWorkflow: ${given.join(", ")} ${given.length === 1 ? "is" : "are"} not given with from: the exported run's records are the seed, its args the args, its id the run's id.`,
+    );
+  }
+  const doc = checkDocument(options.from);
+  const id = doc.run.id;
+  if (doc.run.workflow !== workflow.name) {
+    throw new InvalidOptionError(
+      `testWorkflow: from holds run ${JSON.stringify(id)} of workflow ${JSON.stringify(doc.run.workflow)}, not of ${JSON.stringify(workflow.name)}; test it with that workflow.`,
+      { runId: id },
+    );
+  }
+  const [first, ...children] = importedRuns(doc, Date.now());
+  const run = { ...first!.run, budgetUsed: 0, status: first!.run.status === "dead-lettered" ? ("failed" as const) : first!.run.status };
+  const written = await runtimeStore(store).importRuns([{ ...first!, run }, ...children]);
+  if ("exists" in written) throw new Error(`testWorkflow: the store already holds a run ${JSON.stringify(written.exists.id)}; pass a fresh store.`);
+  return id;
 }
 
 /** Write attempt 1 through the store contract, as a real first attempt would have. */

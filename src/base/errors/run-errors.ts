@@ -56,6 +56,47 @@ export class RunExistsError extends SteplogError {
   }
 }
 
+/**
+ * engine.import refused: the store holds a run with an id of the document (or a run that has not
+ * ended with its dedupe key). Nothing of the document was written.
+ */
+export class ImportRunExistsError extends SteplogError {
+  override name = "ImportRunExistsError";
+  /** The run of the document whose place is taken. */
+  readonly importing: string;
+  constructor(runId: string, status: string, storeLocation: string, importing: string = runId) {
+    const id = q(runId);
+    super(
+      "IMPORT_RUN_EXISTS",
+      (importing === runId
+        ? `Run ${id} already exists in ${storeLocation} (status ${status}); import never overwrites a run, and nothing of the document was written. `
+        : `Run ${q(importing)} of the document has a dedupe key that run ${id} (status ${status}) already holds in ${storeLocation}; nothing of the document was written. `) +
+        `To look at the one there, type engine.get(${id}); to import the document anyway, import it into another store (a fresh one: steplog import FILE --db other.db), or remove that run from this one first.`,
+      { runId },
+    );
+    this.importing = importing;
+  }
+}
+
+/** Why engine.import refused a document: not a steplog run export, another version of it, a redacted one, or rows of the wrong shape. */
+export type ImportInvalidReason = "format" | "version" | "redacted" | "shape";
+
+/** engine.import refused the document itself (ImportInvalidReason); nothing was written. */
+export class ImportInvalidError extends SteplogError {
+  override name = "ImportInvalidError";
+  readonly reason: ImportInvalidReason;
+  constructor(reason: ImportInvalidReason, message: string, runId?: string) {
+    const next =
+      reason === "redacted"
+        ? "A redacted document is for reading: export the run again without redaction (steplog export ID, with no --redact and STEPLOG_REDACT unset) to import it."
+        : reason === "version"
+          ? "Import it with the steplog version that exported it, or export the run again with this one."
+          : "Give the file `engine.export(id)` or `steplog export ID` wrote, unchanged.";
+    super("IMPORT_INVALID", `This document cannot be imported: ${message} Nothing was written. ${next}`, runId === undefined ? {} : { runId });
+    this.reason = reason;
+  }
+}
+
 export interface LeaseHolder {
   attempt: number;
   host: string;

@@ -9,7 +9,7 @@
  * `grep '"run":"r1"' steplog.jsonl` shows one run's history.
  */
 
-import type { AttemptEnding, AttemptRow, EventRow, RunPatch, RunRow, StepOutcome, StepRow, StoredRun } from "../types.js";
+import type { AttemptEnding, AttemptRow, EventRow, ImportedRun, RunPatch, RunRow, StepOutcome, StepRow, StoredRun } from "../types.js";
 import { RunStates, type StepPatch } from "../state-machine.js";
 
 /** The format this code writes and the newest it reads. */
@@ -20,6 +20,8 @@ export type { StepPatch };
 
 export type JournalRecord =
   | { op: "create"; run: string; row: RunRow; attempt: AttemptRow; expiresAt: number; now: number }
+  /** Runs imported whole (engine.import): `run` is the first one's id, `runs` every row of each. */
+  | { op: "import"; run: string; runs: ImportedRun[] }
   /** A run queued for its turn (flow control): no attempt yet. */
   | { op: "enqueue"; run: string; row: RunRow; now: number }
   | { op: "claim"; run: string; epoch: number; attempt: AttemptRow; patch: RunPatch; expiresAt: number; now: number }
@@ -50,7 +52,7 @@ export type JournalRecord =
 
 export type JournalState = Map<string, StoredRun>;
 
-const OPS = new Set(["create", "enqueue", "claim", "update", "intent", "outcome", "renew", "end"]);
+const OPS = new Set(["create", "import", "enqueue", "claim", "update", "intent", "outcome", "renew", "end"]);
 
 export type Header = { version: number };
 
@@ -82,6 +84,8 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
   switch (record.op) {
     case "create":
       return runs.create(record.row, record.attempt, { expiresAt: record.expiresAt, now: record.now });
+    case "import":
+      return runs.importRuns(record.runs);
     case "enqueue":
       return runs.enqueue(record.row, record.now);
     case "claim":

@@ -19,6 +19,7 @@ import type {
   ClaimResult,
   Fence,
   FlowQuery,
+  ImportedRun,
   Lease,
   RunFilter,
   RunListing,
@@ -125,6 +126,14 @@ class JsonlStoreImpl implements JsonlStore {
       const existing = new RunStates(state).taken(run);
       if (existing) return { ok: { exists: structuredClone(existing) } };
       return { record: { op: "enqueue", run: run.id, row: run, now }, settle: () => ({ ok: { queued: true as const } }) };
+    });
+  }
+
+  importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
+    return this.#enqueue("the imported runs", runs[0]?.run.id ?? "", true, (state) => {
+      const existing = new RunStates(state).importTaken(runs);
+      if (existing) return { ok: { exists: structuredClone(existing) } };
+      return { record: { op: "import", run: runs[0]?.run.id ?? "", runs }, settle: () => ({ ok: { imported: true as const } }) };
     });
   }
 

@@ -17,6 +17,7 @@ import type {
   FlowQuery,
   ClaimResult,
   Fence,
+  ImportedRun,
   Lease,
   RunFilter,
   RunListing,
@@ -33,6 +34,7 @@ import * as claims from "./claims.js";
 import { Database } from "./database.js";
 import { Failures, secretsOf } from "./failures.js";
 import { NewRuns } from "./new-runs.js";
+import { importRuns } from "./import-runs.js";
 import { checkPostgresOptions, type PostgresStoreOptions } from "./options.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { listLimit } from "../state-machine.js";
@@ -98,6 +100,10 @@ class PostgresStoreImpl implements PostgresStore {
 
   enqueueRun(run: RunRow, now: number): Promise<{ queued: true } | { exists: RunRow }> {
     return claims.enqueueRun(this.#db, run, now);
+  }
+
+  importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
+    return importRuns(this.#db, runs);
   }
 
   claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {

@@ -22,6 +22,7 @@ import type {
   ClaimResult,
   Fence,
   FlowQuery,
+  ImportedRun,
   Lease,
   RunFilter,
   RunListing,
@@ -52,6 +53,7 @@ import { prepare, type Statements } from "./sql.js";
 import { SqliteWrites, intentDescription } from "./writes.js";
 import { claimInTransaction, updateInTransaction, type Refusal } from "./run-transactions.js";
 import { applyIntent, applyOutcome } from "./step-writes.js";
+import { importInTransaction } from "./import-runs.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
@@ -256,6 +258,10 @@ class SqliteStoreImpl implements SqliteStore {
       NEW_RUN,
       false,
     );
+  }
+
+  async importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
+    return this.#transact(true, "the imported runs", runs[0]?.run.id ?? "", () => importInTransaction(this.#stmts!, this.#writes!, runs), true)!;
   }
 
   async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
