@@ -19,7 +19,7 @@ import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-out
 import type { Plan, StepDecision } from "./plan.js";
 import type { StepOutcomeName } from "./step-spans.js";
 import { handBack, supply } from "./hand-back.js";
-import { newRow } from "./step-log.js";
+import { newRow, writeIntent } from "./step-log.js";
 import type { AttemptState } from "./state.js";
 import type { StepCall } from "./step-call.js";
 import { enter } from "./door.js";
@@ -159,13 +159,7 @@ async function run(state: AttemptState, call: StepCall): Promise<unknown> {
     call.row = row;
     if (call.span) call.span.row = row;
     fault("before-intent", key);
-    // step-log.ts's writeIntent, inline. perf: its async call is a promise and a turn a step (about 2,800 instructions, callgrind).
-    try {
-      await state.writes.store.writeIntent(state.writes.fence, row);
-    } catch (error) {
-      throw state.writes.failed(error);
-    }
-    state.order.replaceLatest(row);
+    await writeIntent(state, row);
     fault("after-intent", key);
     // The attempt may have ended while the intent was being written: then the function is not called.
     const endedBefore = state.writes.endIfFailed();
