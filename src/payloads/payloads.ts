@@ -34,6 +34,11 @@ export interface Codec {
 
 const SEALED = /^enc:v1:([^:]*):/;
 
+/** A step's sealed input, from its resolution's text (steps/step-input.ts writes it there); null for none. */
+function sealedInput(resolution: string | null): string | null {
+  return resolution === null ? null : (/"input":"(enc:v1:[^"]*)"/.exec(resolution)?.[1] ?? null);
+}
+
 /** Without a codec, a sealed payload cannot be read: say which key it needs rather than fail to parse it. */
 function plainOrRefuse(stored: string): string {
   const sealed = SEALED.exec(stored);
@@ -146,7 +151,7 @@ export class Payloads {
     const argsKey = this.missingKey(current.run.args);
     if (argsKey !== undefined) return new CodecKeyMissingError(argsKey, this.keyIds, { runId });
     for (const step of current.steps) {
-      const keyId = this.missingKey(step.value) ?? this.missingKey(step.error);
+      const keyId = this.missingKey(step.value) ?? this.missingKey(step.error) ?? this.missingKey(sealedInput(step.resolution));
       if (keyId !== undefined) return new CodecKeyMissingError(keyId, this.keyIds, { runId, step: step.key });
     }
     for (const event of current.events) {

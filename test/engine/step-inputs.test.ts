@@ -9,6 +9,8 @@ import { createEngine, defineWorkflow, encryptedCodec, type StepInfo } from "../
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { testWorkflow } from "../../src/entries/testing.js";
 import { STORES } from "../helpers/stores.js";
+import { Payloads } from "../../src/payloads/payloads.js";
+import type { StoredRun } from "../../src/store/types.js";
 import { tmpDb } from "../helpers/tmp.js";
 
 /** A loop of same-named steps over a list the test changes between attempts; the last step fails while `failing`. */
@@ -198,6 +200,16 @@ describe("a sealed input", () => {
     expect(bytes.includes(Buffer.from("hmac-sha256:k1:"))).toBe(true);
   });
 
+  it("a step whose input alone is sealed with a key this engine lacks: the run is named as holding it (CODEC_KEY_MISSING before a claim)", () => {
+    const sealed = encryptedCodec({ keys, current: "k1" }).encode('{"card":"4111"}') as string;
+    const step = { key: "charge", value: null, error: null, resolution: JSON.stringify({ input: sealed, inputDigest: "hmac-sha256:k1:00" }) };
+    const stored = { run: { id: "s", args: "null" }, steps: [step], events: [] } as unknown as StoredRun;
+    const other = new Payloads(1_000, encryptedCodec({ keys: { k2: Buffer.alloc(32, 9) }, current: "k2" }));
+    expect(other.sealedBeyond(stored)).toMatchObject({ code: "CODEC_KEY_MISSING", step: "charge" });
+    expect(new Payloads(1_000, encryptedCodec({ keys, current: "k1" })).sealedBeyond(stored)).toBeUndefined();
+    // The args are plain and the step has no value or error: only its input is sealed.
+  });
+
   it("a changed sealed input is caught, its recorded preview opened with the key", async () => {
     let card = "4111";
     let failing = true;
@@ -217,6 +229,41 @@ describe("a sealed input", () => {
     const stopped = await engine.continue("s");
     expect(stopped).toMatchObject({ status: "stopped", error: { code: "STEP_INPUT_CHANGED", step: "charge" } });
     expect(stopped.error!.message).toContain(`recorded: {"card":"4111"}; now: {"card":"5500"}`);
+    await engine.close();
+  });
+});
+
+describe("a step's input in an export", () => {
+  it("is carried by engine.export and engine.import (format version 1): the imported run still catches a changed input", async () => {
+    const { workflow, state } = greeter();
+    const from = createEngine({ store: sqliteStore({ path: tmpDb() }), workflows: [workflow] });
+    await from.start(workflow, undefined, { id: "g" });
+    const doc = await from.export("g");
+    expect(doc.version).toBe(1);
+    await from.close();
+    const to = createEngine({ store: sqliteStore({ path: tmpDb() }), workflows: [workflow] });
+    await to.import(doc);
+    expect((await to.get("g")).steps.filter((s) => s.name === "greet").map((s) => s.input)).toEqual([{ who: "ann" }, { who: "bob" }, { who: "cy" }]);
+    state.list = ["cy"];
+    state.failing = false;
+    expect(await to.continue("g")).toMatchObject({ status: "stopped", error: { code: "STEP_INPUT_CHANGED", step: "greet" } });
+    await to.close();
+  });
+
+  it("a redacted export writes the input plain and redacted, without its digest", async () => {
+    const workflow = defineWorkflow({
+      name: "secretive",
+      async run(ctx) {
+        await ctx.step("login", { input: { user: "ann", token: "s3cret" } }, async () => "ok");
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: tmpDb() }), workflows: [workflow], redact: ["token"] });
+    await engine.start(workflow, undefined, { id: "r" });
+    const doc = await engine.export("r", { redact: true });
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain("s3cret");
+    expect(text).toContain("ann");
+    expect(text).not.toContain("inputDigest");
     await engine.close();
   });
 });
