@@ -57,6 +57,13 @@ export async function recordInput(state: AttemptState, call: StepCall): Promise<
   const sealed = stored ?? state.payloads.seal(plain);
   const input = typeof sealed === "string" ? sealed : await sealed;
   row.resolution = withResolution(row.resolution, digest === undefined ? { input } : { input, inputDigest: digest });
+  // Run again for another input than its record's: a key of its own (from the input's digest), so a
+  // service that deduplicates on the key does not hand back the effect made for the old input.
+  if (call.input!.change !== undefined && digest !== undefined) {
+    const idempotencyKey = `${row.idempotencyKey}:input-${digest.slice(-12)}`;
+    row.idempotencyKey = idempotencyKey;
+    call.identity = { ...call.identity!, idempotencyKey };
+  }
 }
 
 /**
@@ -75,7 +82,7 @@ export async function recordedAsGiven(state: AttemptState, record: StepRow): Pro
  * A cut-off row whose input differs from the call's, settled by its policy for its recorded
  * input: a re-drive it owes is made with that input. Then, as for a settled record with another
  * input: the attempt stops (STEP_INPUT_CHANGED), or with onInputChange "redo" the step runs
- * again with the new input under a new idempotency key (an irreversible one only with `redo`).
+ * again with the new input under a key of its own (an irreversible one only with `redo`).
  */
 export async function afterChangedResolution(
   state: AttemptState,
@@ -97,6 +104,7 @@ export async function afterChangedResolution(
     throw error;
   }
   call.input = given;
-  call.identity = { idempotencyKey: `${state.idempotencyKeyFor(key)}:${state.number}` };
+  // recordInput gives it a key of its own, from the new input's digest.
+  call.identity = { idempotencyKey: state.idempotencyKeyFor(key) };
   return await start(state, call);
 }

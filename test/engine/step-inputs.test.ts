@@ -111,6 +111,13 @@ describe.each(STORES)("a step's input (%s)", (_name, makeStore) => {
     expect(state.calls).toEqual(["ann", "bob", "cy", "bob", "ann", "cy"]);
     const greets = (await engine.get("g")).steps.filter((s) => s.name === "greet" && s.attempt === 2);
     expect(greets.map((s) => s.input)).toEqual([{ who: "bob" }, { who: "ann" }, { who: "cy" }]);
+    // Run for another input than its record's: a key of its own, so a service deduplicating on keys acts on the new input.
+    expect(greets.map((s) => s.idempotencyKey)).toEqual([
+      expect.stringMatching(/^g:greet:input-[0-9a-f]{12}$/),
+      // After the start point every step runs anew; one whose input changed gets a key of its own too.
+      expect.stringMatching(/^g:greet#2:input-[0-9a-f]{12}$/),
+      "g:greet#3",
+    ]);
     await engine.close();
   });
 
