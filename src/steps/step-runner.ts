@@ -163,7 +163,10 @@ async function run(state: AttemptState, call: StepCall): Promise<unknown> {
     const row = newRow(state, call, call.identity!.idempotencyKey);
     call.row = row;
     if (call.span) call.span.row = row;
-    if (call.input !== undefined) await recordInput(state, call);
+    if (call.input !== undefined) {
+      const sealing = recordInput(state, call);
+      if (sealing) await sealing;
+    }
     fault("before-intent", key);
     // step-log.ts's writeIntent, inline. perf: its async call is a promise and a turn a step (about 2,800 instructions, callgrind).
     try {
