@@ -44,6 +44,9 @@ export interface TimelineEntry {
   wait?: WaitingFor;
   /** What the step returned (as recorded, redacted like the rest of the view); absent when it recorded none. */
   value?: unknown;
+  /** What the step acted on (its `input`, as recorded); absent for a step given none. */
+  input?: unknown;
+  inputDigest?: string;
   /** The error of each call that failed (a retried step's earlier calls too). */
   callErrors?: Array<{ call: number; error: ErrorInfo }>;
   /** A failure the workflow caught and went on from: a continue throws it again (as a reused entry: thrown again). */
@@ -251,6 +254,8 @@ function entryOf(row: StepView, now: number, live: boolean): TimelineEntry {
   if (row.usage) entry.usage = row.usage;
   if (row.error) entry.error = row.error;
   if ("value" in row) entry.value = row.value;
+  if ("input" in row) entry.input = row.input;
+  if (row.inputDigest !== undefined) entry.inputDigest = row.inputDigest;
   if (row.callErrors) entry.callErrors = row.callErrors;
   if (row.handled) entry.handled = true;
   if (resolution) {

@@ -169,9 +169,13 @@ export async function redactedRows(rows: ExportedRun, payloads: Payloads, rule: 
   };
   const resolution = async (text: string | null): Promise<string | null> => {
     const parsed = parseResolution(text);
-    if (!parsed.callErrors) return text;
-    const callErrors = await Promise.all(parsed.callErrors.map(async (c) => ({ call: c.call, error: (await error(c.error))! })));
-    return formatResolution({ ...parsed, callErrors });
+    if (!parsed.callErrors && parsed.input === undefined) return text;
+    const out = { ...parsed };
+    if (parsed.callErrors) out.callErrors = await Promise.all(parsed.callErrors.map(async (c) => ({ call: c.call, error: (await error(c.error))! })));
+    // A redacted input no longer matches its digest, and a plain digest of a redacted secret could be guessed at: left out.
+    if (parsed.input !== undefined) out.input = (await value(parsed.input))!;
+    delete out.inputDigest;
+    return formatResolution(out);
   };
   const out: ExportedRun = {
     run: { ...rows.run, args: (await value(rows.run.args))!, value: await value(rows.run.value), error: await error(rows.run.error) },

@@ -54,7 +54,11 @@ export interface StepView {
    */
   handled?: true;
   /** How the row was settled other than by its function: query, redrive, compensate, escalate, supplied. */
-  resolution?: Omit<StepResolution, "thrown" | "callErrors">;
+  resolution?: Omit<StepResolution, "thrown" | "callErrors" | "input" | "inputDigest">;
+  /** What the step acts on (its `input`), decoded; absent for a step given none. */
+  input?: unknown;
+  /** The input's digest (keyed by the codec when there is one); absent when none was recorded. */
+  inputDigest?: string;
   version: string | null;
   /** Where the step was entered in its attempt's call order, from 0; null for rows of an older steplog. */
   position: number | null;
@@ -181,7 +185,10 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
         // A failure's mark of having been thrown into the code is the engine's (see `handled`), not a resolution.
         const resolution = shownResolution(s.resolution);
         if (resolution) step.resolution = resolution;
-        const callErrors = parseResolution(s.resolution).callErrors;
+        const recorded = parseResolution(s.resolution);
+        if (recorded.input !== undefined) step.input = await payloads.decode(recorded.input);
+        if (recorded.inputDigest !== undefined) step.inputDigest = recorded.inputDigest;
+        const callErrors = recorded.callErrors;
         if (callErrors?.length)
           step.callErrors = await Promise.all(callErrors.map(async (c) => ({ call: c.call, error: await payloads.decodeError(c.error) })));
         if (handled.has(s.key) && current.get(s.key) === s.seq) step.handled = true;
@@ -206,7 +213,7 @@ function sumUsage(all: Array<string | null>): Record<string, number> {
 }
 
 /**
- * The view with every recorded value (args, step values, result) and every error's own fields
+ * The view with every recorded value (args, step inputs and values, result) and every error's own fields
  * (an HTTP client's error may carry its request's headers) passed through the redaction rules.
  */
 export function redactView(view: RunView, rule: RedactRule | undefined): RunView {
@@ -214,6 +221,7 @@ export function redactView(view: RunView, rule: RedactRule | undefined): RunView
   const steps = view.steps.map((s) => {
     const out: StepView = "value" in s ? { ...s, value: redact(s.value, rule) } : { ...s };
     if (s.error) out.error = redactError(s.error, rule);
+    if ("input" in s) out.input = redact(s.input, rule);
     if (s.callErrors) out.callErrors = s.callErrors.map((c) => ({ call: c.call, error: redactError(c.error, rule) }));
     return out;
   });

@@ -22,6 +22,8 @@ export interface EncryptedCodecOptions {
 const nodeCrypto = onFirstUse<typeof import("node:crypto")>("node:crypto");
 
 const PREFIX = "enc:v1:";
+/** A keyed digest: hmac-sha256:<key id>:<hex>. */
+const DIGEST_PREFIX = "hmac-sha256:";
 /** What a key id may be. */
 export const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -53,6 +55,8 @@ export function encryptedCodec(options: EncryptedCodecOptions): Codec {
       `encryptedCodec: current key ${JSON.stringify(options.current)} is not among keys (${[...keys.keys()].join(", ") || "none"}).`,
     );
   const crypto = nodeCrypto();
+  // Each key's digest key: derived from it, never the key itself, so a digest tells nothing of the sealing key.
+  const digestKeys = new Map([...keys].map(([id, key]) => [id, crypto.createHmac("sha256", key).update("steplog input digest v1").digest()]));
   return {
     keyIds: [...keys.keys()],
     encode(plain: string): string {
@@ -60,6 +64,11 @@ export function encryptedCodec(options: EncryptedCodecOptions): Codec {
       const cipher = crypto.createCipheriv("aes-256-gcm", current, iv);
       const sealed = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
       return `${PREFIX}${options.current}:${iv.toString("base64")}:${cipher.getAuthTag().toString("base64")}:${sealed.toString("base64")}`;
+    },
+    digest(plain: string, like?: string): string {
+      const likeId = like?.startsWith(DIGEST_PREFIX) ? like.slice(DIGEST_PREFIX.length).split(":")[0] : undefined;
+      const id = likeId !== undefined && digestKeys.has(likeId) ? likeId : options.current;
+      return `${DIGEST_PREFIX}${id}:${crypto.createHmac("sha256", digestKeys.get(id)!).update(plain).digest("hex")}`;
     },
     decode(stored: string): string {
       if (!stored.startsWith(PREFIX)) return stored;

@@ -8,6 +8,10 @@
 import { CodecKeyMissingError, StoreUnreadableError, type ErrorInfo, type SteplogErrorDetails } from "../base/errors.js";
 import { decodeValue, encodeValueAndDecoded, NOT_DECODED, type EncodeLimits, type ValueName } from "./values.js";
 import type { StoredRun } from "../store/types.js";
+import { onFirstUse } from "../base/on-first-use.js";
+
+/** node:crypto, loaded on the first digest. */
+const nodeCrypto = onFirstUse<typeof import("node:crypto")>("node:crypto");
 
 /** Turns stored text into other stored text and back; async allowed. */
 export interface Codec {
@@ -19,9 +23,21 @@ export interface Codec {
    * no attempt.
    */
   readonly keyIds?: readonly string[];
+  /**
+   * A keyed digest of `plain` that reveals nothing of it without the key (encryptedCodec: an
+   * HMAC-SHA-256 under a key derived from its current key). `like`, a digest this codec made
+   * earlier, names the key to use, so a digest made before a key rotation still compares. A step's
+   * input is compared by it on a continue; a codec without it records no digest for an input.
+   */
+  digest?(plain: string, like?: string): string;
 }
 
 const SEALED = /^enc:v1:([^:]*):/;
+
+/** A step's sealed input, from its resolution's text (steps/step-input.ts writes it there); null for none. */
+function sealedInput(resolution: string | null): string | null {
+  return resolution === null ? null : (/"input":"(enc:v1:[^"]*)"/.exec(resolution)?.[1] ?? null);
+}
 
 /** Without a codec, a sealed payload cannot be read: say which key it needs rather than fail to parse it. */
 function plainOrRefuse(stored: string): string {
@@ -135,7 +151,7 @@ export class Payloads {
     const argsKey = this.missingKey(current.run.args);
     if (argsKey !== undefined) return new CodecKeyMissingError(argsKey, this.keyIds, { runId });
     for (const step of current.steps) {
-      const keyId = this.missingKey(step.value) ?? this.missingKey(step.error);
+      const keyId = this.missingKey(step.value) ?? this.missingKey(step.error) ?? this.missingKey(sealedInput(step.resolution));
       if (keyId !== undefined) return new CodecKeyMissingError(keyId, this.keyIds, { runId, step: step.key });
     }
     for (const event of current.events) {
@@ -148,6 +164,21 @@ export class Payloads {
   /** The key ids this engine can open, for a message. */
   get keyIds(): readonly string[] {
     return this.codec?.keyIds ?? [];
+  }
+
+  /**
+   * The digest of a step's input, by its plain encoding: without a codec, `sha256:<hex>` of it;
+   * with one, the codec's keyed digest (none when the codec makes none). `like`: the recorded
+   * digest it will be compared with.
+   */
+  digest(plain: string, like?: string): string | undefined {
+    if (!this.codec) return `sha256:${nodeCrypto().createHash("sha256").update(plain).digest("hex")}`;
+    return this.codec.digest?.(plain, like);
+  }
+
+  /** Seal a plain encoding with the codec (as is without one). */
+  seal(plain: string): string | Promise<string> {
+    return this.codec ? this.codec.encode(plain) : plain;
   }
 
   async encodeError(info: ErrorInfo): Promise<string> {

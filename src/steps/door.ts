@@ -10,6 +10,7 @@ import { planStep, type Plan } from "./plan.js";
 import type { AttemptState } from "./state.js";
 import type { StepCall } from "./step-call.js";
 import { checkOptions } from "./step-options.js";
+import { takeInput } from "./step-input.js";
 
 /**
  * Enter `call`: its key, position and record set on it, the plan's decision returned. The start
@@ -30,7 +31,9 @@ export function enter(state: AttemptState, call: StepCall): Plan {
   const record = order.latestRow(key);
   call.record = record;
   const launched = (options as Record<symbol, unknown>)[LAUNCHED_BESIDE_START];
-  const plan = planStep(order, { kind, key, record, effect: options.effect, launchedBeside: typeof launched === "number" ? launched : undefined });
+  // A step's input, encoded and compared with its record's (none for a step without one).
+  const inputChange = options.input === undefined ? undefined : takeInput(state, call);
+  const plan = planStep(order, { kind, key, record, effect: options.effect, launchedBeside: typeof launched === "number" ? launched : undefined, inputChange });
   order.follow(plan);
   return plan;
 }

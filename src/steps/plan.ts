@@ -18,14 +18,20 @@
  *   (`redo` runs it, `reuse` hands it back, else the attempt stops); an escalation nobody
  *   resolved stays in force; a cut-off row from another attempt is an unknown outcome, settled
  *   by the step's policy before anything else.
+ * - A settled step whose record was made for another input than the call's (its digest differs)
+ *   is not handed back: the attempt stops before it (STEP_INPUT_CHANGED), unless the continue
+ *   names it in `reuse` (handed back) or `redo`, or the workflow's onInputChange is "redo" (then
+ *   it is a start point, and an irreversible one still needs consent).
  * - From the start point a wait whose row is still open (intended, waiting) is reopened, to go
  *   on waiting or take what arrived; any other wait begins anew.
  */
 
-import { RedoIrreversibleError, RunEscalatedError, ValueMissingError, type SteplogError } from "../base/errors.js";
+import { RedoIrreversibleError, RunEscalatedError, StepInputChangedError, ValueMissingError, type SteplogError } from "../base/errors.js";
 import type { Effect, StepRow } from "../store/types.js";
 import { parseResolution } from "../workflow/step-resolution.js";
-import type { CallKind } from "./step-call.js";
+import type { CallKind, InputChange } from "./step-call.js";
+
+export type { InputChange } from "./step-call.js";
 
 export type StepDecision =
   /** Hand the record back: a success's value, or a handled failure thrown again. */
@@ -82,6 +88,8 @@ export interface PlanStep {
   effect: Effect | undefined;
   /** Set when an agent's tool call was launched beside the start point and runs later: IN_SIBLING_WINDOW's answer then. */
   launchedBeside: number | undefined;
+  /** Set when the call's input differs from its record's (both digested): what the workflow does then, and both inputs' previews. */
+  inputChange?: InputChange;
 }
 
 export interface Plan {
@@ -108,34 +116,45 @@ export function planStep(state: PlanState, step: PlanStep): Plan {
   const { key, record, kind } = step;
   if (state.mode === "compensate") return { decision: REPLAY, started: state.started, siblings: "keep" };
   const settled = isSettled(record, state.handled);
+  // A settled record made for another input is handed back only with `reuse`.
+  const change = settled && kind === "step" && !state.reuse.has(key) ? step.inputChange : undefined;
   let started = state.started;
   let startsHere = false;
   let siblings: Plan["siblings"] = "keep";
   if (!started) {
     const fromStep = state.fromStep;
-    started = fromStep !== undefined ? key === fromStep : !settled || (redoStarts(kind) && state.redo.has(key)) || key === state.carriedStart;
+    started =
+      fromStep !== undefined
+        ? key === fromStep
+        : !settled || (redoStarts(kind) && state.redo.has(key)) || key === state.carriedStart || change?.onChange === "redo";
     startsHere = started && fromStep === undefined;
   } else if (kind === "step" && (state.siblingsOf !== undefined || step.launchedBeside !== undefined)) {
     const bound = step.launchedBeside ?? state.newestReused;
-    if (record && settled && record.attempt >= bound) return { decision: HAND_BACK, started, siblings };
+    if (change?.onChange === "stop") return { decision: inputChanged(state, key, change), started, siblings };
+    if (record && settled && record.attempt >= bound && !change) return { decision: HAND_BACK, started, siblings };
     // Not handed back (run, re-driven, settled by a query): what follows may depend on its new value.
     siblings = "close";
   }
   if (kind !== "step") {
     // A wait at or after the start point takes what arrives now: calls after it are not siblings.
-    return { decision: started ? decideWait(record) : decideBefore(state, step, settled), started, siblings: started ? "close" : "keep" };
+    return { decision: started ? decideWait(record) : decideBefore(state, step, settled, undefined), started, siblings: started ? "close" : "keep" };
   }
-  const decision = started ? decide(state, step) : decideBefore(state, step, settled);
+  const decision = started ? decide(state, step) : decideBefore(state, step, settled, change);
   if (startsHere && decision.kind !== "stop") siblings = "open";
   return { decision, started, siblings };
 }
 
 /** Before the start point: hand the record back, supply a given value, or stop for one (steps and waits alike). */
-function decideBefore(state: PlanState, step: PlanStep, settled: boolean): StepDecision {
+function decideBefore(state: PlanState, step: PlanStep, settled: boolean, change: InputChange | undefined): StepDecision {
   const { key, record } = step;
-  if (record && settled) return HAND_BACK;
+  if (record && settled) return change ? inputChanged(state, key, change) : HAND_BACK;
   if (state.values && Object.hasOwn(state.values, key)) return SUPPLY;
   return { kind: "stop", error: new ValueMissingError(state.runId, key, state.fromStep!, state.notReached()), ending: "stopped" };
+}
+
+/** STEP_INPUT_CHANGED: the attempt stops before a step whose record was made for another input. */
+function inputChanged(state: PlanState, key: string, change: InputChange): StepDecision {
+  return { kind: "stop", error: new StepInputChangedError(state.runId, key, change.recorded, change.given), ending: "stopped" };
 }
 
 /** A step from the start point. */

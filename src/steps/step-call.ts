@@ -20,6 +20,28 @@ export interface Identity {
   previous?: StepInfo["previous"];
 }
 
+/** A call's input as the door encoded it. */
+export interface GivenInput {
+  /** Its plain encoding (tagged JSON, as a value is encoded). */
+  plain: string;
+  /** Its digest; undefined under a codec that makes none (then it is not compared). */
+  digest: string | undefined;
+  /** What the function gets as `info.input`. */
+  value: unknown;
+  /** Set when it differs from its record's input. */
+  change?: InputChange;
+  /** Already sealed (a recorded input a cut-off row is re-driven with): written as it is. */
+  stored?: string;
+}
+
+/** A step's input that differs from the one its record was made for (step-input.ts). */
+export interface InputChange {
+  /** The workflow's onInputChange. */
+  onChange: "stop" | "redo";
+  given: string;
+  recorded: string;
+}
+
 /** One call as the protocol carries it. */
 export interface StepCall {
   kind: CallKind;
@@ -40,6 +62,8 @@ export interface StepCall {
   policy: RetryPolicy | undefined;
   /** Its OpenTelemetry span, when the attempt is traced (step-spans.ts). */
   span: StepSpan | undefined;
+  /** Its `input` as the door encoded it (step-input.ts), when it was given one. */
+  input: GivenInput | undefined;
 }
 
 /** The options of a step called without any (shared: never written to). */
@@ -50,7 +74,20 @@ const WAIT_OPTIONS: StepOptions = Object.freeze({ effect: "read" });
 
 /** A call as the workflow makes it, before the door: every field set, in one order (perf: one shape for every call). */
 export function newCall(kind: CallKind, name: string, options: StepOptions, fn: StepFunction<unknown>): StepCall {
-  return { kind, name, options, fn, key: "", position: -1, record: undefined, identity: undefined, row: undefined, policy: undefined, span: undefined };
+  return {
+    kind,
+    name,
+    options,
+    fn,
+    key: "",
+    position: -1,
+    record: undefined,
+    identity: undefined,
+    row: undefined,
+    policy: undefined,
+    span: undefined,
+    input: undefined,
+  };
 }
 
 /** A wait's call (waitForEvent, sleep, a child): a read with no function of its own. */

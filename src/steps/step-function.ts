@@ -145,6 +145,7 @@ export class CallInfo implements StepInfo {
   #link: SignalLink | undefined;
   /** Kept as an own property (not a method or getter) so `const { usage } = info` and `{ ...info }` keep it. */
   declare readonly usage: (used: Usage) => void;
+  declare readonly input?: unknown;
   readonly #state: AttemptState;
 
   constructor(state: AttemptState, call: StepCall, retry: number) {
@@ -156,6 +157,7 @@ export class CallInfo implements StepInfo {
     this.#state = state;
     const row = call.row!;
     this.usage = (used: Usage) => addUsage(row, used);
+    if (call.input !== undefined) this.input = call.input.value;
   }
 
   get signal(): AbortSignal {

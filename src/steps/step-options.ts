@@ -20,6 +20,7 @@ const STEP_KEYS: KnownKeys<StepOptions> = {
   timeoutMs: true,
   approval: true,
   errors: true,
+  input: true,
 };
 
 export function checkOptions(state: AttemptState, call: StepCall): void {

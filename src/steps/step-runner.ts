@@ -25,6 +25,7 @@ import type { StepCall } from "./step-call.js";
 import { enter } from "./door.js";
 import { callAgain, callOnce, endedUnderway, startCall } from "./step-function.js";
 import { recordValue } from "./step-outcome.js";
+import { afterChangedResolution, recordInput, recordedAsGiven } from "./step-input.js";
 
 /**
  * ctx.step: enter the step, then carry out its plan (traced: inside its span). perf: not an async
@@ -112,7 +113,11 @@ async function resolveThenRun(state: AttemptState, call: StepCall): Promise<unkn
       const { options } = call;
       call.span.policy = options.onUnknown ?? defaultPolicy(options.effect ?? "idempotent", options.query !== undefined, options.compensate !== undefined);
     }
+    // A cut-off row is settled for the input it was recorded with, never the call's new one (step-input.ts).
+    const changed = call.input?.change !== undefined ? call.input : undefined;
+    if (changed) call.input = await recordedAsGiven(state, call.record!);
     const resolved = await resolveUnknownOutcome(state, call);
+    if (changed) return await afterChangedResolution(state, call, resolved, changed, start);
     if (resolved.kind === "found") return resolved.value;
     if (call.span) call.span.outcome = "ran";
     call.identity = resolved.identity;
@@ -158,6 +163,10 @@ async function run(state: AttemptState, call: StepCall): Promise<unknown> {
     const row = newRow(state, call, call.identity!.idempotencyKey);
     call.row = row;
     if (call.span) call.span.row = row;
+    if (call.input !== undefined) {
+      const sealing = recordInput(state, call);
+      if (sealing) await sealing;
+    }
     fault("before-intent", key);
     await writeIntent(state, row);
     fault("after-intent", key);

@@ -8,7 +8,7 @@
  *   escalate   record the step escalated and end the attempt; a person resolves it
  */
 
-import type { UnknownOutcomePolicy } from "../workflow/context.js";
+import type { QueryInfo, UnknownOutcomePolicy } from "../workflow/context.js";
 import { QueryAnswerInvalidError, QueryFailedError, ResultRejectedError, RunEscalatedError, toErrorInfo } from "../base/errors.js";
 import { validate } from "../workflow/value-schemas.js";
 import type { Effect, StepRow } from "../store/types.js";
@@ -56,7 +56,10 @@ export async function resolveUnknownOutcome(state: AttemptState, call: StepCall)
     let answer;
     try {
       state.hooks?.onCall?.(key, "query");
-      answer = await options.query!({ idempotencyKey: record.idempotencyKey, runId: state.runId, step: key });
+      const info: QueryInfo = { idempotencyKey: record.idempotencyKey, runId: state.runId, step: key };
+      // The recorded input (resolveThenRun set it): the query asks about the call that was cut off.
+      if (call.input !== undefined) info.input = call.input.value;
+      answer = await options.query!(info);
     } catch (error) {
       const failed = new QueryFailedError(state.runId, key, error);
       state.ending.endWith("failed", failed);
@@ -189,7 +192,7 @@ async function recordFound(state: AttemptState, call: StepCall, found: unknown):
     value = checked.value;
   }
   const resolution: Resolution = { policy: "query", found: "done", attempt: state.number };
-  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.clock.now(), resolution: formatResolution(resolution) };
+  const row: StepRow = { ...record, status: "succeeded", value: text.stored, endedAt: state.clock.now(), resolution: withInputOf(record, resolution) };
   await writeOutcome(state, row);
   state.resolved++;
   state.emit({ type: "step-resolved", runId: state.runId, step: key, policy: "query", found: "done" });
@@ -205,9 +208,16 @@ async function settle(state: AttemptState, record: StepRow, how: { status: "fail
     status,
     error: await state.payloads.encodeError(toErrorInfo(Object.assign(new Error(error.message), { name: error.name }), record.key)),
     endedAt: state.clock.now(),
-    resolution: formatResolution(resolution),
+    resolution: withInputOf(record, resolution),
   };
   await writeOutcome(state, row);
+}
+
+/** A settled cut-off row's resolution, keeping the input it was recorded with. */
+function withInputOf(record: StepRow, resolution: Resolution): string | null {
+  const { input, inputDigest } = parseResolution(record.resolution);
+  if (input === undefined) return formatResolution(resolution);
+  return formatResolution(inputDigest === undefined ? { ...resolution, input } : { ...resolution, input, inputDigest });
 }
 
 async function compensateThenRedrive(state: AttemptState, call: StepCall, retrying: boolean): Promise<Resolved> {

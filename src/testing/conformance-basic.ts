@@ -92,6 +92,19 @@ export function writeAndClaimCases({ it, withStore }: SuiteCases): void {
   );
 
   it(
+    "a step's input (sealed text and digest, carried in its resolution) reads back with the intent and stays through its outcome",
+    withStore(async (store) => {
+      const lease = await created(store, "r");
+      const resolution = `{"input":"enc:v1:k1:aXY=:dGFn:c2VhbGVk","inputDigest":"hmac-sha256:k1:${"ab".repeat(32)}"}`;
+      const row = stepRow("r", 1, "a", { effect: "irreversible", resolution });
+      await store.writeIntent(lease, row);
+      assert.deepEqual((await store.loadRun("r"))!.steps, [row]);
+      await store.writeOutcome(lease, { seq: 1, status: "succeeded", value: '"ok"', error: null, endedAt: NOW + 1, calls: 1, resolution, usage: null });
+      assert.deepEqual((await store.loadRun("r"))!.steps[0], { ...row, status: "succeeded", value: '"ok"', endedAt: NOW + 1, calls: 1 });
+    }),
+  );
+
+  it(
     "an outcome needs an open intent",
     withStore(async (store) => {
       const lease = await created(store, "r");

@@ -12,7 +12,8 @@ import { memoryStore } from "../store/memory.js";
 import { runtimeStore } from "../store/runtime.js";
 import { importedRuns, type RunExport } from "../operations/export.js";
 import { checkDocument } from "../operations/export-check.js";
-import type { Codec } from "../payloads/payloads.js";
+import { Payloads, type Codec } from "../payloads/payloads.js";
+import { formatResolution } from "../workflow/step-resolution.js";
 import { EFFECTS, type Effect, type Store, type StepRow } from "../store/types.js";
 import { encodeValue } from "../payloads/values.js";
 import type { RunView, StepView } from "../operations/views.js";
@@ -31,6 +32,11 @@ export interface EarlierAttempt {
    * irreversible step that succeeded as irreversible, or a compensation will reach past it.
    */
   effects?: Record<string, Effect>;
+  /**
+   * The input each seeded step was recorded with (ctx.step(name, { input }, fn)), by step key:
+   * a continue compares the call's input with it (STEP_INPUT_CHANGED when they differ).
+   */
+  inputs?: Record<string, unknown>;
 }
 
 /**
@@ -106,7 +112,7 @@ const OPTION_KEYS: KnownKeys<TestWorkflowSeed & { args?: unknown; from?: unknown
   store: true,
   runId: true,
 };
-const EARLIER_KEYS: KnownKeys<EarlierAttempt> = { steps: true, intended: true, version: true, effects: true };
+const EARLIER_KEYS: KnownKeys<EarlierAttempt> = { steps: true, intended: true, version: true, effects: true, inputs: true };
 
 export async function testWorkflow<W extends Workflow<any, any>>(workflow: W, options: TestWorkflowOptions<W>): Promise<TestWorkflowResult> {
   checkKnownKeys("testWorkflow", options, OPTION_KEYS);
@@ -244,13 +250,26 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
   const earlier = options.earlier ?? {};
   const version = earlier.version ?? workflow.version ?? null;
   const seeded = new Set([...Object.keys(earlier.steps ?? {}), ...(earlier.intended ?? [])]);
-  for (const key of Object.keys(earlier.effects ?? {})) {
-    if (!seeded.has(key)) {
-      throw new InvalidOptionError(
-        `testWorkflow: earlier.effects names ${JSON.stringify(key)}, which is neither in earlier.steps nor in earlier.intended; an effect is declared for a seeded step.`,
-      );
+  for (const [field, keys] of [
+    ["effects", Object.keys(earlier.effects ?? {})],
+    ["inputs", Object.keys(earlier.inputs ?? {})],
+  ] as const) {
+    for (const key of keys) {
+      if (!seeded.has(key)) {
+        throw new InvalidOptionError(
+          `testWorkflow: earlier.${field} names ${JSON.stringify(key)}, which is neither in earlier.steps nor in earlier.intended; ${field === "effects" ? "an effect" : "an input"} is declared for a seeded step.`,
+        );
+      }
     }
   }
+  // Seeded inputs are written plain, with the digest the test's engine makes (keyed by its codec's, when it has one).
+  const digests = new Payloads(Number.MAX_SAFE_INTEGER, options.codec);
+  const inputOf = (key: string): string | null => {
+    if (!Object.hasOwn(earlier.inputs ?? {}, key)) return null;
+    const input = encodeValue(earlier.inputs![key], `The seeded input of step ${JSON.stringify(key)}`, { maxBytes: Number.MAX_SAFE_INTEGER });
+    const inputDigest = digests.digest(input);
+    return formatResolution(inputDigest === undefined ? { input } : { input, inputDigest });
+  };
   const lease = await store.createRun(
     {
       id: runId,
@@ -300,7 +319,7 @@ async function seed(store: Store, workflow: Workflow, runId: string, options: Te
     intendedAt: now + seq,
     endedAt: status === "intended" ? null : now + seq,
     calls: status === "intended" ? 0 : 1,
-    resolution: null,
+    resolution: inputOf(key),
     usage: null,
     position: seq - 1,
   });

@@ -31,6 +31,8 @@ export interface StepInfo {
    * is stored on the step's record and summed per run (engine.get, the steplog command).
    */
   usage(used: Usage): void;
+  /** The step's `input`, when it was given one. */
+  input?: unknown;
 }
 
 /** What a step used. Every field is optional and numeric; other numeric fields are kept too. */
@@ -45,6 +47,8 @@ export interface QueryInfo {
   runId: string;
   step: string;
   idempotencyKey: string;
+  /** The input the cut-off call was recorded with (never the call's new one), when it had one. */
+  input?: unknown;
 }
 
 export type QueryAnswer<T> = { done: true; value: T } | { done: false };
@@ -99,6 +103,13 @@ export interface StepOptions<T = unknown> {
    * back as an instance of it (matched by class name), so `instanceof` works in the handler.
    */
   errors?: readonly ErrorClass[];
+  /**
+   * What the step acts on (the user, the amount, a tool call's arguments): plain data, encoded
+   * like a value. Recorded with the intent (sealed by the codec) with a digest; the function gets
+   * it as `info.input`. A continue that reaches the step's settled record with another input
+   * stops before it (STEP_INPUT_CHANGED), unless the workflow's `onInputChange` is "redo".
+   */
+  input?: unknown;
 }
 
 export type StepFunction<T> = (info: StepInfo) => T | Promise<T>;

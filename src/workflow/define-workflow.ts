@@ -50,6 +50,13 @@ export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
    */
   onOrderChange?: "warn" | "stop";
   /**
+   * What a continue does when a step's settled record was made for another `input` than the code
+   * gives it now: "stop" (default: the attempt stops before it, STEP_INPUT_CHANGED) or "redo"
+   * (the step runs again with the new input, a start point; an irreversible step still needs
+   * `redo` consent, REDO_IRREVERSIBLE).
+   */
+  onInputChange?: "stop" | "redo";
+  /**
    * Start a run on every tick of a cron pattern: every worker (engine.work(), steplog work) on a
    * store starts the tick's run, exactly one per tick, with the id `<name>@<tick, ISO UTC>`.
    * See docs/schedules.md.
@@ -77,6 +84,7 @@ export interface Workflow<Args = unknown, R = unknown> {
   readonly autoResume: boolean;
   readonly timeoutMs: number | undefined;
   readonly onOrderChange: "warn" | "stop";
+  readonly onInputChange: "stop" | "redo";
   /** Its schedule, checked, when it has one: workers start a run on each tick. */
   readonly schedule: Schedule | undefined;
   /** Its concurrency and rate limits and priority, checked. */
@@ -98,6 +106,7 @@ const DEFINITION_KEYS: KnownKeys<WorkflowDefinition<undefined, unknown>> = {
   autoResume: true,
   timeoutMs: true,
   onOrderChange: true,
+  onInputChange: true,
   schedule: true,
   concurrency: true,
   rateLimit: true,
@@ -123,6 +132,9 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
   if (definition.onOrderChange !== undefined && definition.onOrderChange !== "warn" && definition.onOrderChange !== "stop") {
     throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onOrderChange must be "warn" or "stop".`);
   }
+  if (definition.onInputChange !== undefined && definition.onInputChange !== "stop" && definition.onInputChange !== "redo") {
+    throw new InvalidOptionError(`Workflow ${JSON.stringify(definition.name)}: onInputChange must be "stop" or "redo".`);
+  }
   if (definition.timeoutMs !== undefined && !(typeof definition.timeoutMs === "number" && Number.isFinite(definition.timeoutMs) && definition.timeoutMs > 0)) {
     throw new InvalidOptionError(
       `Workflow ${JSON.stringify(definition.name)}: timeoutMs must be a number of milliseconds > 0, got ${String(definition.timeoutMs)}.`,
@@ -143,6 +155,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     autoResume: definition.autoResume === true,
     timeoutMs: definition.timeoutMs,
     onOrderChange: definition.onOrderChange ?? "warn",
+    onInputChange: definition.onInputChange ?? "stop",
     schedule,
     flow,
     run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,

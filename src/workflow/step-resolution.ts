@@ -9,6 +9,7 @@
  * - `compensation`: the row is a compensation (its step's effect undone), not the step's result.
  * - `wait`: a wait's row, what it waits for.
  * - `thrown`: a failure thrown into the workflow's code (see steps/handled-failures.ts).
+ * - `input`/`inputDigest`: what the step acts on, recorded with its intent (steps/step-input.ts).
  */
 
 export type ResolutionPolicy = "query" | "redrive" | "compensate" | "escalate" | "supplied";
@@ -49,6 +50,10 @@ export interface StepResolution {
    * short (name, code, message), at most MAX_CALL_ERRORS (the first, then the latest).
    */
   callErrors?: Array<{ call: number; error: string }>;
+  /** The step's input (ctx.step(name, { input }, fn)), encoded as a value and sealed by the codec, when it was given one. */
+  input?: string;
+  /** The input's digest (keyed by the codec when there is one): what a continue compares the call's input with. */
+  inputDigest?: string;
 }
 
 /** Call errors kept on one row, at most. */
@@ -87,8 +92,8 @@ export function isCompensation(row: { resolution: string | null }): boolean {
   return parseResolution(row.resolution).compensation === true;
 }
 
-/** The resolution as a run's view shows it: a failure's `thrown` mark is the engine's (the view says `handled`) and the call errors are shown decoded, so both are left out; undefined when nothing is left. */
-export function shownResolution(text: string | null): Omit<StepResolution, "thrown" | "callErrors"> | undefined {
-  const { thrown: _thrown, callErrors: _calls, ...shown } = parseResolution(text);
+/** The resolution as a run's view shows it: a failure's `thrown` mark is the engine's (the view says `handled`), the call errors and the input are shown decoded, so they are left out; undefined when nothing is left. */
+export function shownResolution(text: string | null): Omit<StepResolution, "thrown" | "callErrors" | "input" | "inputDigest"> | undefined {
+  const { thrown: _thrown, callErrors: _calls, input: _input, inputDigest: _digest, ...shown } = parseResolution(text);
   return Object.keys(shown).length > 0 ? shown : undefined;
 }

@@ -418,3 +418,75 @@ describe("isSettled", () => {
     expect(isSettled(undefined, new Set())).toBe(false);
   });
 });
+
+describe("planStep: a step whose input changed (its record was made for another input)", () => {
+  const stop = { onChange: "stop" as const, given: '{"who":"bob"}', recorded: '{"who":"ann"}' };
+  const redo = { ...stop, onChange: "redo" as const };
+  const changed = (key: string, record: StepRow | undefined, change: PlanStep["inputChange"] = stop) => step(key, record, { inputChange: change });
+  const cases: Array<[string, PlanState, PlanStep, Expected]> = [
+    [
+      "a success before the start point stops the attempt",
+      state(),
+      changed("a", row("a", "succeeded")),
+      { kind: "stop", code: "STEP_INPUT_CHANGED", ending: "stopped", started: false, siblings: "keep" },
+    ],
+    [
+      "a handled failure before the start point stops the attempt too",
+      state({ handled: new Set(["a"]) }),
+      changed("a", row("a", "failed")),
+      { kind: "stop", code: "STEP_INPUT_CHANGED", ending: "stopped", started: false, siblings: "keep" },
+    ],
+    [
+      "named in reuse: handed back",
+      state({ reuse: new Set(["a"]) }),
+      changed("a", row("a", "succeeded")),
+      { kind: "hand-back", started: false, siblings: "keep" },
+    ],
+    [
+      "named in redo: the start point, run",
+      state({ redo: new Set(["a"]) }),
+      changed("a", row("a", "succeeded")),
+      { kind: "run", started: true, siblings: "open" },
+    ],
+    ['onInputChange "redo": the start point, run', state(), changed("a", row("a", "succeeded"), redo), { kind: "run", started: true, siblings: "open" }],
+    [
+      'onInputChange "redo" of a succeeded irreversible step: REDO_IRREVERSIBLE (consent still needed)',
+      state(),
+      changed("charge", irreversible("succeeded"), redo),
+      { kind: "stop", code: "REDO_IRREVERSIBLE", ending: "stopped", started: true, siblings: "keep" },
+    ],
+    [
+      "before fromStep: stops (the record is not handed back for another input)",
+      state({ fromStep: "b" }),
+      changed("a", row("a", "succeeded")),
+      { kind: "stop", code: "STEP_INPUT_CHANGED", ending: "stopped", started: false, siblings: "keep" },
+    ],
+    [
+      "a success after the start point runs again, as without an input",
+      state({ started: true }),
+      changed("a", row("a", "succeeded")),
+      { kind: "run", started: true, siblings: "keep" },
+    ],
+    [
+      "a cut-off row is resolved (by its policy for the recorded input; step-input.ts)",
+      state(),
+      changed("a", row("a", "intended")),
+      { kind: "resolve", started: true, siblings: "open" },
+    ],
+    [
+      "in the window of steps launched beside the start point: stops rather than hand back",
+      state({ started: true, siblingsOf: "start", newestReused: 1 }),
+      changed("b", row("b", "succeeded", { attempt: 2 })),
+      { kind: "stop", code: "STEP_INPUT_CHANGED", ending: "stopped", started: true, siblings: "keep" },
+    ],
+    [
+      "a wait is never compared (no input)",
+      state(),
+      { kind: "event", key: "e", record: row("e", "succeeded"), effect: "read", launchedBeside: undefined, inputChange: stop },
+      { kind: "hand-back", started: false, siblings: "keep" },
+    ],
+  ];
+  it.each(cases)("%s", (_name, s, p, expected) => {
+    expect(plan(s, p)).toEqual(expected);
+  });
+});

@@ -22,6 +22,21 @@ export class RedoIrreversibleError extends SteplogError {
   }
 }
 
+/** A continue reached a settled step whose recorded input differs from the input the code gives it now. */
+export class StepInputChangedError extends SteplogError {
+  override name = "StepInputChangedError";
+  constructor(runId: string, step: string, recorded: string, given: string) {
+    super(
+      "STEP_INPUT_CHANGED",
+      `Run ${q(runId)} stopped before step ${q(step)}: its record was made for another input than the code gives it now ` +
+        `(recorded: ${recorded}; now: ${given}), so handing it back would answer for something else (a list reordered or changed between attempts?). ` +
+        `To run it with the new input, type engine.continue(${q(runId)}, { redo: [${q(step)}] }) (steplog run --continue --id ${runId} --redo ${step}); ` +
+        `to keep its record and go on after it, engine.continue(${q(runId)}, { reuse: [${q(step)}] }) (--reuse ${step}).`,
+      { runId, step },
+    );
+  }
+}
+
 /** A continue handed records back in another order than they were recorded in, and the workflow asked to stop on it. */
 export class OrderChangedError extends SteplogError {
   override name = "OrderChangedError";

@@ -16,12 +16,12 @@ export const show: Command = {
     summary: "a run's timeline: every attempt, every step, time, cost, what reuse saved, what to type next",
     usage: ["steplog show <id> [--full] [--json] [--html FILE]"],
     description: [
-      "Prints the run attempt by attempt: each step it reused (↺, with the attempt that recorded it) or ran (✓ ✗ ■ ⚠), how long it took, its error, its usage, what it returned (= …, cut to a line; --full for all of it) and the error of each call that failed (a retried step's too); escalations waiting for a person; the totals of time and recorded cost; what reuse saved (the time and cost of the original rows of the reused steps); and the commands that move the run on. --json carries the same, with every value and the run's args.",
+      "Prints the run attempt by attempt: each step it reused (↺, with the attempt that recorded it) or ran (✓ ✗ ■ ⚠), how long it took, its error, its usage, what it acted on (input …) and what it returned (= …, each cut to a line; --full for all of it) and the error of each call that failed (a retried step's too); escalations waiting for a person; the totals of time and recorded cost; what reuse saved (the time and cost of the original rows of the reused steps); and the commands that move the run on. --json carries the same, with every value and the run's args.",
       "--html FILE writes, instead, a self-contained page (no script, no network) with the timeline drawn as bars per attempt and step.",
     ],
     options: {
       html: { type: "string", value: "FILE", description: "Write the timeline as a self-contained HTML page to FILE (instead of printing it)." },
-      full: { type: "boolean", description: "Print each step's value whole (pretty JSON), not cut to a line." },
+      full: { type: "boolean", description: "Print each step's input and value whole (pretty JSON), not cut to a line." },
     },
     positionals: { min: 1, max: 1, names: ["<id>"] },
     examples: ["steplog show 212", "steplog show 212 --json | jq .totals", "steplog show 212 --html run-212.html"],
@@ -156,12 +156,18 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number, options: 
 }
 
 /**
- * The lines under a step's row: what it returned (`= …`, one line cut to fit, or with `full`
+ * The lines under a step's row: what it acted on (`input …`, likewise), what it returned (`= …`, one line cut to fit, or with `full`
  * the whole value as pretty JSON) and, when a call failed, each failed call's error.
  */
 function detailLines(e: TimelineEntry, paint: Paint, full: boolean): string[] {
   const lines: string[] = [];
   const indent = "      ";
+  if ("input" in e) {
+    if (full) {
+      const text = prettyJson(e.input).split("\n");
+      lines.push(...text.map((line, i) => paint("gray", `${indent}${i === 0 ? "input " : "      "}${safe(line)}`)));
+    } else lines.push(paint("gray", `${indent}input ${oneLineJson(e.input, 100)}`));
+  }
   if ("value" in e) {
     if (full) {
       const text = prettyJson(e.value).split("\n");
