@@ -9,6 +9,7 @@ import { sqliteStore } from "../../src/entries/sqlite.js";
 import { EVERY_STORE } from "../helpers/stores.js";
 import { PG_URL, pgStore } from "../helpers/pg.js";
 import { tmpDb } from "../helpers/tmp.js";
+import { attemptRow, runRow, stepRow } from "../../src/testing/conformance-rows.js";
 
 /** A workflow of three steps whose third fails while `failing.c` is set; `ran` lists each call. */
 function orderWorkflow() {
@@ -118,63 +119,12 @@ describe.each(EVERY_STORE)("export and import (%s)", (_name, makeStore) => {
     const store = makeStore();
     // As a crashed process leaves it: running, its attempt without an ending, a step intended.
     const lease = await store.createRun(
-      {
-        id: "cut",
-        workflow: "order",
-        version: null,
-        args: '{"order":"o-9"}',
-        status: "running",
-        attempts: 1,
-        budgetUsed: 1,
-        source: null,
-        deadline: null,
-        value: null,
-        error: null,
-        waitingFor: null,
-        wakeAt: null,
-        parent: null,
-        createdAt: Date.now() - 1000,
-        updatedAt: Date.now() - 1000,
-      },
-      {
-        runId: "cut",
-        number: 1,
-        host: "prod-7",
-        bootId: "another-boot",
-        pid: 4242,
-        processStart: 1,
-        startedAt: Date.now() - 1000,
-        endedAt: null,
-        ending: null,
-        fromStep: null,
-        forced: false,
-        error: null,
-      },
+      runRow("cut", { workflow: "order", version: null, args: '{"order":"o-9"}', createdAt: Date.now() - 1000, updatedAt: Date.now() - 1000 }),
+      attemptRow("cut", 1, { host: "prod-7", bootId: "another-boot", processStart: 1, startedAt: Date.now() - 1000 }),
       { expiresAt: Date.now() + 60_000, now: Date.now() - 1000 },
     );
     if ("exists" in lease) throw new Error("exists");
-    const step = {
-      runId: "cut",
-      attempt: 1,
-      status: "intended" as const,
-      effect: "idempotent" as const,
-      value: null,
-      error: null,
-      version: null,
-      endedAt: null,
-      calls: 0,
-      resolution: null,
-      usage: null,
-    };
-    await store.writeIntent(lease, {
-      ...step,
-      seq: 1,
-      key: "reserve",
-      name: "reserve",
-      idempotencyKey: "cut:reserve",
-      intendedAt: Date.now() - 900,
-      position: 0,
-    });
+    await store.writeIntent(lease, stepRow("cut", 1, "reserve", { version: null, intendedAt: Date.now() - 900 }));
     await store.writeOutcome(lease, {
       seq: 1,
       status: "succeeded",
@@ -185,7 +135,7 @@ describe.each(EVERY_STORE)("export and import (%s)", (_name, makeStore) => {
       resolution: null,
       usage: null,
     });
-    await store.writeIntent(lease, { ...step, seq: 2, key: "charge", name: "charge", idempotencyKey: "cut:charge", intendedAt: Date.now() - 700, position: 1 });
+    await store.writeIntent(lease, stepRow("cut", 2, "charge", { version: null, intendedAt: Date.now() - 700 }));
     const { workflow, ran, failing } = orderWorkflow();
     failing.c = false;
     const source = createEngine({ store, workflows: [workflow] });
