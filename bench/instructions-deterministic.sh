@@ -7,7 +7,7 @@
 #   bench/instructions-deterministic.sh [checkout] [1] [2]
 #
 # checkout: a directory with bench/, dist/ (built), package.json and node_modules (default: this
-# repository). Case 1: 2,000 → 6,000 sequential steps (V8 still compiling steplog's hot functions: their
+# repository). Case 1 (1i: the same with an input on every step): 2,000 → 6,000 sequential steps (V8 still compiling steplog's hot functions: their
 # one-time TurboFan cost is in this span) and 6,000 → 14,000 (steady); case 2: 100 runs at once,
 # 10,000 → 30,000 steps in all.
 set -euo pipefail
@@ -36,7 +36,8 @@ per_step() { # case kind n1 n2 [n3]: per step between each size and the next
 for c in "${cases[@]}"; do
   case $c in
     1) per_step 1 steplog 2000 6000 14000 ;;
+    1i) per_step 1i steplog-input 2000 6000 14000 ;;
     2) per_step 2 steplog-conc 10000 30000 ;;
-    *) echo "unknown case $c (1 or 2)" >&2 && exit 2 ;;
+    *) echo "unknown case $c (1, 1i or 2)" >&2 && exit 2 ;;
   esac
 done

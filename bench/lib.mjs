@@ -394,6 +394,15 @@ export const seqWorkflow = defineWorkflow({
   },
 });
 
+/** Case 1 with an input on every step (what a tool call's arguments look like): its cost against seqWorkflow. */
+export const seqInputWorkflow = defineWorkflow({
+  name: "bench-seq-input",
+  async run(ctx, n) {
+    for (let i = 1; i <= n; i++) await ctx.step("noop", { input: { user: "u-1042", item: i } }, async () => ({ ok: true, i }));
+    return n;
+  },
+});
+
 /** Case 6's raw Postgres step table: steplog's step columns without its audit trail. */
 export const rawPgTable = (table) => `CREATE TABLE ${table} (
   run_id text NOT NULL, seq integer NOT NULL, attempt integer NOT NULL, key text NOT NULL, name text NOT NULL,

@@ -14,7 +14,7 @@ import fs from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { REPS, cleanup, machineInfo, rawDriversHere, tmpFile } from "./lib.mjs";
-import { concurrentCase, sequentialCase } from "./cases/sequential.mjs";
+import { concurrentCase, inputCase, sequentialCase } from "./cases/sequential.mjs";
 import { continueCase } from "./cases/continue.mjs";
 import { bigStoreCase, buildBigStore } from "./cases/big-store.mjs";
 import { memoryCase } from "./cases/memory.mjs";
@@ -137,6 +137,25 @@ await section(1, "sequential steps", async () => {
         r.ratio <= target,
       );
     }
+});
+
+await section(1, "sequential steps with an input on every step", async () => {
+  const n = SIZES.sequentialSteps;
+  for (const [durability, target] of [
+    ["power", 1.1],
+    ["process", null],
+  ]) {
+    const r = await inputCase(durability, n);
+    results.cases[`1-input-${durability}`] = { ...r, target: target === null ? "info" : `<= ${target}`, pass: target === null || r.ratio <= target };
+    row(
+      `1. ${int(n)} sequential steps with an input each vs without, ${durability} (medians of ${r.rounds})`,
+      `${fix((r.baselineMedianMs * 1000) / n)} µs/step`,
+      `${fix((r.steplogMedianMs * 1000) / n)} µs/step`,
+      times(r.ratio),
+      target === null ? "info" : `≤ ${fix(target, 2)}×`,
+      target === null ? undefined : r.ratio <= target,
+    );
+  }
 });
 
 await section(2, "concurrent runs", async () => {

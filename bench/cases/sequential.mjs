@@ -13,6 +13,7 @@ import {
   openRaw,
   rawGroupCommit,
   rawRunId,
+  seqInputWorkflow,
   seqWorkflow,
   sqliteStore,
   syncFor,
@@ -143,4 +144,22 @@ export async function concurrentCase(runs, steps, seqSteps, driver = "better-sql
     ratio: concRate / seqRate,
     ratioToRawGroupCommit: concRate / groupRate,
   };
+}
+
+/**
+ * Case 1 with an input on every step (issue 40): `n` sequential steps each given `{ input }`,
+ * against the same steps without one, on one engine at one durability (interleaved rounds).
+ */
+export async function inputCase(durability, n) {
+  const engine = createEngine({ store: sqliteStore({ path: tmpFile(`c1-input-${durability}`), durability }), workflows: [seqWorkflow, seqInputWorkflow] });
+  expectStatus(await engine.start(seqWorkflow, 200), "completed", "warm-up");
+  expectStatus(await engine.start(seqInputWorkflow, 200), "completed", "warm-up");
+  const timed = (workflow) => async () => {
+    const t = now();
+    expectStatus(await engine.start(workflow, n), "completed", "case 1 with input");
+    return now() - t;
+  };
+  const timing = await interleave(timed(seqWorkflow), timed(seqInputWorkflow), SEQUENTIAL_REPS);
+  await engine.close();
+  return { durability, steps: n, rounds: SEQUENTIAL_REPS, ...timing, ratio: timing.steplogMedianMs / timing.baselineMedianMs };
 }

@@ -65,6 +65,27 @@ describe.each(STORES)("a step's input (%s)", (_name, makeStore) => {
     await engine.close();
   });
 
+  it("a step retried within its attempt keeps its input beside its calls' errors", async () => {
+    let calls = 0;
+    const workflow = defineWorkflow({
+      name: "retried-input",
+      async run(ctx) {
+        await ctx.step("first", { input: { n: 1 } }, async () => "ok");
+        return ctx.step("flaky", { input: { n: 2 }, retry: { maxAttempts: 2, backoffMs: 1 } }, async (info) => {
+          if (++calls === 1) throw new Error("try again");
+          return info.input;
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: { n: 2 } });
+    const [first, flaky] = (await engine.get("r")).steps;
+    expect(first).toMatchObject({ input: { n: 1 }, status: "succeeded" });
+    expect(flaky).toMatchObject({ input: { n: 2 }, status: "succeeded", calls: 2, callErrors: [{ call: 1, error: { message: "try again" } }] });
+    expect(flaky!.inputDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    await engine.close();
+  });
+
   it("over maxValueBytes: VALUE_TOO_LARGE naming it the step's input, before the function is called", async () => {
     let called = false;
     const workflow = defineWorkflow({

@@ -129,6 +129,8 @@ export interface Statements {
   insertIntentRead: Stmt;
   insertIntentCompensatable: Stmt;
   insertIntentIrreversible: Stmt;
+  /** The common intent with a resolution (a step's recorded input): the 10 values, then effect and resolution. */
+  insertIntentWithResolution: Stmt;
   /** A step's outcome, its row found through the run's chunks: status … usage, run number twice, seq. */
   outcome: Stmt;
   /** outcome with the row looked for in one chunk (the run slot's current one, a hint): status … usage, chunk, run number, seq. */
@@ -215,6 +217,10 @@ export function prepare(db: SqliteConnection): Statements {
     insertIntentRead: insertIntent(db, "read"),
     insertIntentCompensatable: insertIntent(db, "compensatable"),
     insertIntentIrreversible: insertIntent(db, "irreversible"),
+    insertIntentWithResolution: db.prepare(
+      `INSERT INTO steps (run_num, chunk, run_id, seq, attempt, key, name, idempotency_key, version, intended_at, position, effect, resolution, status, value, error, ended_at, calls, usage)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'intended', NULL, NULL, NULL, 0, NULL)`,
+    ),
     // The intent row's error, resolution and usage are what the outcome carries when they are null
     // (the engine writes one row object, adding to it): the common success leaves them be.
     outcome: db.prepare(`UPDATE steps SET ${OUTCOME_SET} WHERE ${inRunChunks("?")} AND seq = ? AND status = 'intended'`),

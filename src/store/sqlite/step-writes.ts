@@ -15,13 +15,28 @@ export function applyIntent(writes: SqliteWrites, stmts: Statements, fence: Fenc
   const num = slot === null ? null : slot.num;
   const chunk = slot === null ? null : writes.chunkFor(slot, fence.runId, s.seq, s.key);
   let rowid: number;
-  const intent =
-    s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null && s.resolution === null
-      ? intentStatement(stmts, s.effect)
-      : undefined;
+  const common = s.status === "intended" && s.value === null && s.error === null && s.endedAt === null && s.calls === 0 && s.usage === null;
+  const intent = common && s.resolution === null ? intentStatement(stmts, s.effect) : undefined;
   if (intent !== undefined) {
     rowid = intent.run(num, chunk, fence.runId, s.seq, s.attempt, s.key, s.name, s.idempotencyKey, s.version, s.intendedAt, s.position)
       .lastInsertRowid as number;
+  } else if (common) {
+    // An intent with its input recorded (the resolution): 13 values bound instead of 19.
+    rowid = stmts.insertIntentWithResolution.run(
+      num,
+      chunk,
+      fence.runId,
+      s.seq,
+      s.attempt,
+      s.key,
+      s.name,
+      s.idempotencyKey,
+      s.version,
+      s.intendedAt,
+      s.position,
+      s.effect,
+      s.resolution,
+    ).lastInsertRowid as number;
   } else {
     rowid = stmts.insertStepAt.run(
       num,
@@ -45,7 +60,7 @@ export function applyIntent(writes: SqliteWrites, stmts: Statements, fence: Fenc
       s.position,
     ).lastInsertRowid as number;
   }
-  if (slot !== null) slot.intended(s.seq, rowid, chunk!);
+  if (slot !== null) slot.intended(s.seq, rowid, chunk!, s.resolution);
 }
 
 /** A step's outcome: its open intent's row, updated where it is found first. */
@@ -61,7 +76,10 @@ export function applyOutcome(writes: SqliteWrites, stmts: Statements, fence: Fen
   // (hints first, checked against run and seq: see RunSlot); last, the run's rows without one.
   const chunk = slot === null || slot.chunk === 0 ? null : slot.chunk;
   let changed: number;
-  if (o.status === "succeeded" && o.error === null && o.resolution === null && o.usage === null) {
+  // The common success: nothing to record but its value (a resolution the intent wrote as it is,
+  // a step's input, is left in the row as the succeeded statements leave it).
+  const resolutionAsWritten = o.resolution === null || (slot !== null && slot.lastSeq === o.seq && o.resolution === slot.lastResolution);
+  if (o.status === "succeeded" && o.error === null && resolutionAsWritten && o.usage === null) {
     changed = slot !== null && slot.lastSeq === o.seq ? stmts.outcomeSucceededAtRow.run(o.value, o.endedAt, o.calls, slot.lastRowid, num, o.seq).changes : 0;
     if (changed !== 1 && chunk !== null) changed = stmts.outcomeSucceededInChunk.run(o.value, o.endedAt, o.calls, chunk, num, o.seq).changes;
     if (changed !== 1) changed = stmts.outcomeSucceeded.run(o.value, o.endedAt, o.calls, num, num, o.seq).changes;

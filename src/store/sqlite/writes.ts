@@ -293,6 +293,8 @@ export class RunSlot {
   fenceGeneration = -1;
   lastSeq = -1;
   lastRowid = 0;
+  /** The resolution the run's last intent was inserted with (its outcome need not write it again when unchanged). */
+  lastResolution: string | null = null;
   /** The chunk this store writes the run's intents into, or 0 for none yet (chunks it takes are above 0). */
   chunk = 0;
   chunkRows = 0;
@@ -301,9 +303,10 @@ export class RunSlot {
   constructor(readonly num: number) {}
 
   /** The run's intent is in `chunk` at `rowid` (after chunkFor, in the same transaction). */
-  intended(seq: number, rowid: number, chunk: number): void {
+  intended(seq: number, rowid: number, chunk: number, resolution: string | null): void {
     this.lastSeq = seq;
     this.lastRowid = rowid;
+    this.lastResolution = resolution;
     if (this.chunk === chunk) {
       this.chunkRows++;
     } else {
