@@ -17,6 +17,7 @@ import type { WorkflowContext } from "../workflow/context.js";
 import { InvalidOptionError } from "../base/errors.js";
 import { markFatal, nextCallNumber, throwIfFatal } from "./run-state.js";
 import { checkToolOptions, durableCall, type DurableToolsOptions } from "./tools.js";
+import { unlessAnswerLost } from "./mcp-lost.js";
 
 /**
  * The `_meta` key a durable call carries its idempotency key under (`${runId}:${step}`, the same
@@ -249,7 +250,9 @@ export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client
       { toolCallId: callId },
       { ...toolOptions, effects: { ...toolOptions.effects, [name]: effect } },
       (_input, durable) =>
-        client.callTool({ ...sent, _meta: { ...sent._meta, [MCP_IDEMPOTENCY_KEY]: durable.idempotencyKey } }, ...withSignal(rest, durable.abortSignal)),
+        unlessAnswerLost(effect, durable.abortSignal, () =>
+          client.callTool({ ...sent, _meta: { ...sent._meta, [MCP_IDEMPOTENCY_KEY]: durable.idempotencyKey } }, ...withSignal(rest, durable.abortSignal)),
+        ),
       { approval: needsApproval },
     );
   };

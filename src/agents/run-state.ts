@@ -11,7 +11,7 @@
 
 import { StopRequest } from "../steps/state.js";
 import type { WorkflowContext } from "../workflow/context.js";
-import { isSteplogError } from "../base/errors.js";
+import { isOutcomeUnknown, isSteplogError } from "../base/errors.js";
 
 interface Entry {
   seq: number;
@@ -40,7 +40,8 @@ export function stateOf(ctx: WorkflowContext): AgentState {
 
 /** True when `error` comes from steplog's machinery rather than from the app's own code. */
 export function isMachineryError(error: unknown, signal?: AbortSignal): boolean {
-  return isSteplogError(error) || error instanceof StopRequest || signal?.aborted === true;
+  // An unknown outcome too: not the tool's answer for the model, but the step left intended.
+  return isSteplogError(error) || error instanceof StopRequest || isOutcomeUnknown(error) || signal?.aborted === true;
 }
 
 /** Keep the first error that ended the agent's part of this attempt. */

@@ -5,7 +5,7 @@
  * recorded failed or stopped.
  */
 
-import { StepTimedOutError, toErrorInfo, type SteplogError } from "../base/errors.js";
+import { isOutcomeUnknown, StepOutcomeUnknownError, type OutcomeUnknown, StepTimedOutError, toErrorInfo, type SteplogError } from "../base/errors.js";
 import type { StepFunction, StepInfo, Usage } from "../workflow/context.js";
 import { backoffDelay, type RetryPolicy } from "../workflow/retry-policy.js";
 import type { StepRow } from "../store/types.js";
@@ -13,6 +13,7 @@ import { noteCallError, settle, thrownNow } from "./step-log.js";
 import { markFailedStep, StopRequest, type AttemptState } from "./state.js";
 import type { EndReason } from "./attempt-ending.js";
 import type { StepCall } from "./step-call.js";
+import { defaultPolicy } from "./unknown-outcome.js";
 
 /** Whether the call is watched: a timeout, test hooks or a span (the common call is none of these). */
 function watched(state: AttemptState, call: StepCall): boolean {
@@ -74,6 +75,7 @@ async function afterFailedCall(state: AttemptState, call: StepCall, error: unkno
     await settle(state, row, { status: "stopped", error: toErrorInfo(state.ending.reason?.error ?? error, key) });
     throw error;
   }
+  if (isOutcomeUnknown(error)) throw leftUnknown(state, call, error);
   // Every failed call's error is kept on the row, the ones a retry follows too.
   const callError = toErrorInfo(error, key);
   call.span?.callFailed(row.calls, callError);
@@ -98,6 +100,21 @@ async function afterFailedCall(state: AttemptState, call: StepCall, error: unkno
   }
   await settle(state, row, { status: "failed", error: info, thrown: thrownNow(state) });
   throw markFailedStep(error, key);
+}
+
+/**
+ * The function cannot tell whether its effect happened: not retried, not recorded failed (a
+ * continue would redo it). The row stays intended, the attempt ends, and the next continue
+ * settles the step by its policy, as after a crash inside the effect.
+ */
+function leftUnknown(state: AttemptState, call: StepCall, reason: OutcomeUnknown): SteplogError {
+  const { key, options } = call;
+  const effect = call.row!.effect;
+  const policy = options.onUnknown ?? defaultPolicy(effect, options.query !== undefined, options.compensate !== undefined);
+  const error = new StepOutcomeUnknownError(state.runId, key, effect, reason, policy);
+  state.ending.endWith("failed", error);
+  markFailedStep(error, key);
+  return error;
 }
 
 /**

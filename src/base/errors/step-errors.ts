@@ -41,6 +41,43 @@ export class StepTimedOutError extends SteplogError {
   }
 }
 
+/**
+ * Thrown by a step's function (or an adapter) when it cannot tell whether its effect happened: a
+ * connection lost after the request was sent, a timeout with no reply. Not a failure a continue
+ * would simply redo: the step is left intended and the next continue settles it by its policy,
+ * as after a crash inside the effect. The attempt ends with StepOutcomeUnknownError.
+ */
+export class OutcomeUnknown extends Error {
+  override name = "OutcomeUnknown";
+  constructor(message = "the step's function cannot tell whether its effect happened", options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Whether `error` is an OutcomeUnknown, by name as well (one from another copy of steplog: ESM and CommonJS side by side). */
+export const isOutcomeUnknown = (error: unknown): error is OutcomeUnknown =>
+  error instanceof OutcomeUnknown || (error instanceof Error && error.name === "OutcomeUnknown");
+
+/** The attempt's error when a step's function threw OutcomeUnknown. */
+export class StepOutcomeUnknownError extends SteplogError {
+  override name = "StepOutcomeUnknownError";
+  constructor(runId: string, step: string, effect: string, reason: OutcomeUnknown, policy: "query" | "redrive" | "compensate" | "escalate") {
+    const settled = {
+      query: "asking its query whether the effect happened",
+      escalate: "the human queue (steplog escalations), where a person records what happened",
+      compensate: "running its compensate, then calling it again with a new idempotency key",
+      redrive: "calling it again with the same idempotency key",
+    }[policy];
+    super(
+      "STEP_OUTCOME_UNKNOWN",
+      `Run ${q(runId)}: step ${q(step)} (${effect}) cannot tell whether its effect happened: ${reason.message}. ` +
+        `It is left intended (an unknown outcome, not a failure a continue would simply redo), and the attempt ended. ` +
+        `Type engine.continue(${q(runId)}): the step is settled by ${settled}.`,
+      { runId, step, cause: reason },
+    );
+  }
+}
+
 /** A step failed and nothing observed it (a forgotten `await`): the attempt that would have completed fails instead. */
 export class UnawaitedStepFailedError extends SteplogError {
   override name = "UnawaitedStepFailedError";
