@@ -140,6 +140,27 @@ describe.each(EVERY_STORE)("approvals bound to the step's input (%s)", (_name, m
   });
 });
 
+describe("an approval's input in a redacted export", () => {
+  it("is written plain and redacted, in the wait and in the approval, without its digests", async () => {
+    const { memoryStore } = await import("../../src/entries/memory.js");
+    const { workflow, state } = mailer();
+    state.draft = { to: "ana@example.com", body: "secret one" };
+    const engine = createEngine({ store: memoryStore(), workflows: [workflow], redact: ["body"] });
+    await engine.start(workflow, undefined, { id: "m" });
+    await engine.approve("m", "send", { by: "ana" });
+    state.draft = { to: "ana@example.com", body: "secret two" };
+    expect(await engine.continue("m")).toMatchObject({ status: "waiting", waitingFor: { stale: { by: "ana" } } });
+    const whole = JSON.stringify(await engine.export("m"));
+    expect(whole).toContain("secret one");
+    expect(whole).toContain("secret two");
+    const redacted = JSON.stringify(await engine.export("m", { redact: true }));
+    expect(redacted).not.toContain("secret");
+    expect(redacted).not.toContain("sha256:");
+    expect(redacted).toContain("ana@example.com");
+    await engine.close();
+  });
+});
+
 describe("a sealed input waiting for approval", () => {
   const keys = { k1: Buffer.alloc(32, 7) };
 
