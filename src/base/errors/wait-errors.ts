@@ -71,8 +71,8 @@ export class ApprovalStaleError extends SteplogError {
   constructor(runId: string, step: string, given: string, pending: string | undefined) {
     super(
       "APPROVAL_STALE",
-      `Run ${q(runId)}: the approval of step ${q(step)} was for input ${given}, but the input now waiting for approval is ` +
-        `${pending === undefined ? "none (the step waits for approval without an input)" : pending}: it changed since it was shown. Nothing was recorded. ` +
+      `Run ${q(runId)}: the approval of step ${q(step)} names the input with digest ${given}, but the input waiting for approval now ` +
+        `${pending === undefined ? "is none (the step waits for approval without an input)" : `has digest ${pending}`}: it changed since it was shown. Nothing was recorded. ` +
         `Look again at what is to be approved (steplog approvals, or engine.approvals()) and approve that input's digest.`,
       { runId, step },
     );
