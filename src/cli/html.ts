@@ -144,12 +144,13 @@ function renderEntry(entry: TimelineEntry, a: TimelineAttempt, span: number): st
   const info = [time, usage].filter(Boolean).join(" · ");
   const note = words.note ? `<span class="note">${e(truncate(words.note, 300))}</span>` : "";
   // What it returned, and each failed call's error: as text, like every recorded value.
+  const input = "input" in entry ? `<span class="value input"><code>input ${e(oneLineJson(entry.input, 300))}</code></span>` : "";
   const value = "value" in entry ? `<span class="value"><code>= ${e(oneLineJson(entry.value, 300))}</code></span>` : "";
   const calls = (entry.callErrors ?? [])
     .filter(() => (entry.callErrors?.length ?? 0) > 1 || entry.calls > 1)
     .map((c) => `<span class="call">call ${c.call} ✗ ${e(truncate(errorText(c.error), 300))}</span>`)
     .join("");
-  return `<li class="row ${toneClass(words.tone)}"><span class="label"><span class="glyph">${e(words.glyph)}</span> <span class="key">${e(entry.key)}</span> <span class="muted small">${e(words.label)}</span>${note}${value}${calls}</span><span class="track">${bar}</span><span class="info">${e(info)}</span></li>`;
+  return `<li class="row ${toneClass(words.tone)}"><span class="label"><span class="glyph">${e(words.glyph)}</span> <span class="key">${e(entry.key)}</span> <span class="muted small">${e(words.label)}</span>${note}${input}${value}${calls}</span><span class="track">${bar}</span><span class="info">${e(info)}</span></li>`;
 }
 
 function waitText(t: Timeline): string {

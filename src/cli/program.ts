@@ -10,6 +10,7 @@ import { isSteplogError } from "../base/errors.js";
 import { COMMON_OPTIONS, parseCommand, renderHelp, type Parsed } from "./args.js";
 import type { Command } from "./command.js";
 import { approve, reject } from "./commands/approve.js";
+import { approvals } from "./commands/approvals.js";
 import { cancel } from "./commands/cancel.js";
 import { compensate } from "./commands/compensate.js";
 import { deadLetters } from "./commands/dead-letters.js";
@@ -36,6 +37,7 @@ export const COMMANDS: Record<string, Command> = {
   recover,
   escalations,
   resolve,
+  approvals,
   approve,
   reject,
   send,

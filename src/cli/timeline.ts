@@ -289,7 +289,13 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
       const w = run.waitingFor;
       if (w?.kind === "event") return [`${command("steplog", "send", id, w.event ?? "<event>")} '<json>'`, command("steplog", "work")];
       if (w?.kind === "approval")
-        return [command("steplog", "approve", id, w.step), command("steplog", "reject", id, w.step, "--reason", "<why>"), command("steplog", "work")];
+        return [
+          // A step given an input: look at it first (steplog approvals), then approve what was seen.
+          ...(w.inputDigest === undefined ? [] : [command("steplog", "approvals")]),
+          w.inputDigest === undefined ? command("steplog", "approve", id, w.step) : command("steplog", "approve", id, w.step, "--input-digest", w.inputDigest),
+          command("steplog", "reject", id, w.step, "--reason", "<why>"),
+          command("steplog", "work"),
+        ];
       if (w?.kind === "child" && w.child !== undefined) return [command("steplog", "show", w.child), command("steplog", "work")];
       return [command("steplog", "work"), go];
     }

@@ -13,6 +13,14 @@ import type { RedactRule } from "../payloads/redact.js";
 import type { ProgressEvent, TestHooks } from "../steps/attempt-settings.js";
 import type { RecoveredRun } from "../operations/recover.js";
 import type { Escalation, Resolution } from "../operations/escalations.js";
+import type { ApprovalsFilter, PendingApproval } from "../operations/approvals.js";
+
+export interface ApproveOptions {
+  /** Who approved (recorded). */
+  by?: string;
+  /** Approve only the input with this digest (as engine.approvals() showed it). */
+  inputDigest?: string;
+}
 import type { RunSummary, RunView } from "../operations/views.js";
 import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
 import type { RunResult } from "../steps/attempt.js";
@@ -56,7 +64,9 @@ export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = {
   signal: true,
 };
 export const SEND_KEYS: KnownKeys<SendOptions> = { keep: true, key: true };
-export const APPROVE_KEYS: KnownKeys<{ by?: string }> = { by: true };
+export const APPROVE_KEYS: KnownKeys<ApproveOptions> = { by: true, inputDigest: true };
+export const APPROVALS_KEYS: KnownKeys<ApprovalsFilter> = { workflow: true, runId: true, redact: true };
+export const ESCALATIONS_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
 export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
 export const CANCEL_KEYS: KnownKeys<CancelOptions> = { reason: true, children: true };
 export const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
@@ -243,8 +253,14 @@ export interface Engine {
    * is woken at once.
    */
   send(id: string, event: string, payload?: unknown, options?: SendOptions): Promise<Delivery>;
-  /** Approve an `approval: true` step the run is parked on; a worker picks the run up. */
-  approve(id: string, step: string, options?: { by?: string }): Promise<void>;
+  /**
+   * Approve an `approval: true` step the run is parked on; a worker picks the run up. A step
+   * given an `input` is approved for the input waiting now (its digest is recorded); with
+   * `inputDigest` only for that input: refused (APPROVAL_STALE) if the input waiting is another.
+   */
+  approve(id: string, step: string, options?: ApproveOptions): Promise<void>;
+  /** The pending approvals across runs (newest run first), each with the input to be approved and its digest, and `stale` when an earlier approval was for another input. */
+  approvals(filter?: ApprovalsFilter): Promise<PendingApproval[]>;
   /** Reject it: the run ends `stopped`, with the reason. */
   reject(id: string, step: string, options?: { by?: string; reason?: string }): Promise<void>;
   /**
@@ -259,7 +275,7 @@ export interface Engine {
   /** Each schedule of this engine's workflows, with its last started tick and its next ticks (on the engine's clock). */
   schedules(options?: SchedulesOptions): Promise<ScheduleView[]>;
   /** The human queue: steps cut off inside an effect that must not be repeated blindly. */
-  escalations(): Promise<Escalation[]>;
+  escalations(options?: { redact?: boolean }): Promise<Escalation[]>;
   /**
    * A person's answer for an escalated step: `{ value }` (it happened; the value is checked by the
    * step's result schema when the next continue reuses it) or `{ redo: true }` (it did not; the

@@ -13,7 +13,7 @@ import type { Payloads } from "../payloads/payloads.js";
 import { decodeValue } from "../payloads/values.js";
 import type { RunResult } from "../steps/attempt.js";
 import type { RunRow, StoredRun } from "../store/types.js";
-import type { WaitingFor } from "../steps/waits.js";
+import { shownWaitingFor, type StoredWait } from "../workflow/step-resolution.js";
 
 export type IfExists = "attach" | "refuse";
 
@@ -104,7 +104,7 @@ export async function storedResult(stored: StoredRun, judge: Judge, payloads: Pa
     runStatus: derivedStatus(run, lease, holder ?? last, judge),
     attempt: last?.number ?? run.attempts,
   };
-  if (run.waitingFor !== null) result.waitingFor = JSON.parse(run.waitingFor) as WaitingFor;
+  if (run.waitingFor !== null) result.waitingFor = shownWaitingFor(JSON.parse(run.waitingFor) as StoredWait);
   if (run.value !== null) result.value = await payloads.decode(run.value);
   const error = run.error ?? last?.error ?? null;
   if (error !== null) result.error = await payloads.decodeError(error);

@@ -26,7 +26,8 @@ import { checkKnownKeys } from "../base/options.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import type { RunStatus, Store } from "../store/types.js";
 import { summarize, type Judge, type RunSummary, type RunView } from "../operations/views.js";
-import { LIST_KEYS, WORK_KEYS } from "./api.js";
+import { APPROVALS_KEYS, ESCALATIONS_KEYS, LIST_KEYS, WORK_KEYS, type ApproveOptions } from "./api.js";
+import { listApprovals, type ApprovalsFilter, type PendingApproval } from "../operations/approvals.js";
 import type { CancelOptions, ContinueOptions, Engine, EngineOptions, ListFilter, RunCount, StartOptions } from "./api.js";
 import { countRuns, listRuns } from "./listing.js";
 import { engineSetup } from "./engine-setup.js";
@@ -166,8 +167,14 @@ class SteplogEngine implements Engine {
     return runMethods.send(this.#core, id, event, payload, options);
   }
 
-  approve(id: string, step: string, options: { by?: string } = {}): Promise<void> {
+  approve(id: string, step: string, options: ApproveOptions = {}): Promise<void> {
     return runMethods.approve(this.#core, id, step, options);
+  }
+
+  async approvals(filter: ApprovalsFilter = {}): Promise<PendingApproval[]> {
+    this.#open();
+    checkKnownKeys("approvals", filter, APPROVALS_KEYS);
+    return listApprovals(this.#store, this.#settings.payloads, filter, this.#core.redact);
   }
 
   reject(id: string, step: string, options: { by?: string; reason?: string } = {}): Promise<void> {
@@ -239,9 +246,10 @@ class SteplogEngine implements Engine {
     }
   }
 
-  async escalations(): Promise<Escalation[]> {
+  async escalations(options: { redact?: boolean } = {}): Promise<Escalation[]> {
     this.#open();
-    return listEscalations(this.#store);
+    checkKnownKeys("escalations", options, ESCALATIONS_KEYS);
+    return listEscalations(this.#store, this.#settings.payloads, options.redact ? this.#core.redact : undefined);
   }
 
   async schedules(options: SchedulesOptions = {}): Promise<ScheduleView[]> {

@@ -9,11 +9,12 @@ import { InvalidOptionError, RunBusyError, RunCancelledError, RunNotFoundError }
 import { checkKnownKeys } from "../base/options.js";
 import { cancelStoredRun } from "../operations/cancel.js";
 import { resolveEscalation, type Resolution } from "../operations/escalations.js";
-import { answerApproval, sendEvent, type Delivery, type SendOptions } from "../operations/events.js";
+import { sendEvent, type Delivery, type SendOptions } from "../operations/events.js";
+import { answerApproval } from "../operations/approvals.js";
 import { holderGone, redactView, summarize, viewRun, type RunView } from "../operations/views.js";
 import { ENDED_STATUSES, type RunStatus } from "../store/types.js";
 import { checkName } from "../workflow/names.js";
-import { APPROVE_KEYS, CANCEL_KEYS, GET_KEYS, REJECT_KEYS, RESOLUTION_KEYS, SEND_KEYS, type CancelOptions } from "./api.js";
+import { APPROVE_KEYS, type ApproveOptions, CANCEL_KEYS, GET_KEYS, REJECT_KEYS, RESOLUTION_KEYS, SEND_KEYS, type CancelOptions } from "./api.js";
 import type { EngineCore } from "./engine-core.js";
 
 export async function send(core: EngineCore, id: string, event: string, payload: unknown, options: SendOptions): Promise<Delivery> {
@@ -26,15 +27,24 @@ export async function send(core: EngineCore, id: string, event: string, payload:
   return sent;
 }
 
-export async function approve(core: EngineCore, id: string, step: string, options: { by?: string }): Promise<void> {
+export async function approve(core: EngineCore, id: string, step: string, options: ApproveOptions): Promise<void> {
   core.open();
   checkName("run id", id);
   checkKnownKeys(`approve(${JSON.stringify(id)}, ${JSON.stringify(step)})`, options, APPROVE_KEYS, { runId: id });
+  if (options.inputDigest !== undefined && (typeof options.inputDigest !== "string" || options.inputDigest === ""))
+    throw new InvalidOptionError(
+      `approve(${JSON.stringify(id)}, ${JSON.stringify(step)}): inputDigest must be the digest engine.approvals() shows for the step, a non-empty string.`,
+      { runId: id, step },
+    );
   await answerApproval(
     core.store,
     id,
     step,
-    { approved: true, ...(options.by === undefined ? {} : { by: options.by }) },
+    {
+      approved: true,
+      ...(options.by === undefined ? {} : { by: options.by }),
+      ...(options.inputDigest === undefined ? {} : { inputDigest: options.inputDigest }),
+    },
     core.settings.clock.now(),
     core.settings.payloads,
   );

@@ -8,7 +8,8 @@ import { NotEscalatedError, RunNotFoundError, StepNotFoundError } from "../base/
 import type { Effect, Store, StoredRun } from "../store/types.js";
 import { latestRows } from "../store/latest-rows.js";
 import type { Payloads } from "../payloads/payloads.js";
-import { formatResolution } from "../workflow/step-resolution.js";
+import { formatResolution, parseResolution } from "../workflow/step-resolution.js";
+import { redact, type RedactRule } from "../payloads/redact.js";
 
 export interface Escalation {
   runId: string;
@@ -26,6 +27,8 @@ export interface Escalation {
   escalatedAt: string | null;
   /** What it was doing: the workflow, the step and its effect, in a sentence. */
   summary: string;
+  /** What the step acted on (its `input`, as recorded with its intent), decoded; absent for a step given none, or sealed with a key this engine lacks. */
+  input?: unknown;
 }
 
 export type Resolution = { value: unknown; by?: string } | { redo: true; by?: string };
@@ -47,12 +50,19 @@ export function escalationsOf(stored: StoredRun): Escalation[] {
   }));
 }
 
-export async function listEscalations(store: Store): Promise<Escalation[]> {
+/** The escalations of the store's runs, each with its step's recorded input (decoded; passed through `rule` when given). */
+export async function listEscalations(store: Store, payloads: Payloads, rule: RedactRule | undefined): Promise<Escalation[]> {
   const out: Escalation[] = [];
   // A cancelled run keeps an unresolved escalation in force (a continue escalates it again), so it is listed too.
   for (const { run } of await store.listRuns({ status: ["escalated", "cancelled"] })) {
     const stored = await store.loadRun(run.id);
-    if (stored) out.push(...escalationsOf(stored));
+    if (!stored) continue;
+    for (const escalation of escalationsOf(stored)) {
+      const row = stored.steps.findLast((s) => s.key === escalation.step && s.status === "escalated");
+      const input = row === undefined ? undefined : parseResolution(row.resolution).input;
+      if (input !== undefined && payloads.missingKey(input) === undefined) escalation.input = redact(await payloads.decode(input), rule);
+      out.push(escalation);
+    }
   }
   return out;
 }

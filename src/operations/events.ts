@@ -1,13 +1,14 @@
 /**
- * Sending to a parked run: events, approvals and rejections. Each is recorded in the run's
+ * Sending to a parked run: events (approvals and rejections are in approvals.ts). Each is recorded in the run's
  * events (in order of arrival) in one transaction with waking the run, so a worker sees it.
  */
 
-import { NotWaitingError, RunNotFoundError, StoppedError } from "../base/errors.js";
+import { NotWaitingError, RunNotFoundError } from "../base/errors.js";
 import { checkName } from "../workflow/names.js";
 import type { EventRow, Store, StoredRun } from "../store/types.js";
 import type { Payloads } from "../payloads/payloads.js";
-import { approvalEvent, describeWait, type WaitingFor } from "../steps/waits.js";
+import { describeWait } from "../steps/waits.js";
+import type { StoredWait } from "../workflow/step-resolution.js";
 
 export interface SendOptions {
   /** Keep the event for a later wait even though the run does not wait for it now. */
@@ -32,17 +33,20 @@ export interface Delivery {
   duplicate: boolean;
 }
 
-const waitingFor = (current: StoredRun): WaitingFor | undefined =>
-  current.run.status === "waiting" && current.run.waitingFor !== null ? (JSON.parse(current.run.waitingFor) as WaitingFor) : undefined;
+/** What the run waits for, while it is parked. */
+export const waitingFor = (current: StoredRun): StoredWait | undefined =>
+  current.run.status === "waiting" && current.run.waitingFor !== null ? (JSON.parse(current.run.waitingFor) as StoredWait) : undefined;
 
-function describeState(current: StoredRun): string {
+/** What the run does now, for a refusal's message. */
+export function describeState(current: StoredRun): string {
   const waiting = waitingFor(current);
   if (waiting) return `waits for ${describeWait(waiting)}`;
   if (current.run.status === "waiting") return "has had its wait answered and is about to go on";
   return `is ${current.run.status}`;
 }
 
-function event(current: StoredRun, name: string, payload: string, now: number, key: string | null = null): EventRow {
+/** The run's next event row. */
+export function event(current: StoredRun, name: string, payload: string, now: number, key: string | null = null): EventRow {
   return { runId: current.run.id, seq: (current.events.at(-1)?.seq ?? 0) + 1, name, payload, sentAt: now, consumedBy: null, key };
 }
 
@@ -83,30 +87,4 @@ export async function sendEvent(
   });
   if (sent === undefined) throw new RunNotFoundError(runId, store.location);
   return sent;
-}
-
-export interface ApprovalAnswer {
-  approved: boolean;
-  by?: string;
-  reason?: string;
-}
-
-export async function answerApproval(store: Store, runId: string, step: string, answer: ApprovalAnswer, now: number, payloads: Payloads): Promise<void> {
-  const payload = (await payloads.encode({ ...answer, at: new Date(now).toISOString() }, "The approval", { runId })).stored;
-  const reason = `approval of step ${JSON.stringify(step)} was rejected${answer.by ? ` by ${answer.by}` : ""}${answer.reason ? `: ${answer.reason}` : ""}`;
-  const stopped = new StoppedError(runId, step, reason, `To ask again, type engine.continue(${JSON.stringify(runId)}).`);
-  const error = await payloads.encodeError({ name: stopped.name, message: stopped.message, code: stopped.code, step });
-  const done = await store.updateRun(runId, (current) => {
-    const sealed = payloads.sealedBeyond(current);
-    if (sealed) return { error: sealed, result: false };
-    const waiting = waitingFor(current);
-    if (waiting?.kind !== "approval" || waiting.step !== step) {
-      return { error: new NotWaitingError(runId, `approval of step ${JSON.stringify(step)}`, describeState(current), "approval"), result: false };
-    }
-    const row = event(current, approvalEvent(step), payload, now);
-    // Answered once: a second approve or a reject after it is refused.
-    if (answer.approved) return { appendEvents: [row], run: { wakeAt: now, waitingFor: null, updatedAt: now }, result: true };
-    return { appendEvents: [row], run: { status: "stopped" as const, error, waitingFor: null, wakeAt: null, updatedAt: now }, result: true };
-  });
-  if (done === undefined) throw new RunNotFoundError(runId, store.location);
 }

@@ -14,7 +14,9 @@ import type { ErrorInfo } from "../base/errors.js";
 import { Payloads } from "../payloads/payloads.js";
 import { redact, type RedactRule } from "../payloads/redact.js";
 import type { AttemptRow, EventRow, ImportedRun, LeaseRow, RunRow, StepRow, Store, StoredRun } from "../store/types.js";
-import { formatResolution, parseResolution } from "../workflow/step-resolution.js";
+import { formatResolution, parseResolution, parseWaitingFor, type StoredWait } from "../workflow/step-resolution.js";
+import { approvalEvent } from "../steps/waits.js";
+import type { ApprovalRecord } from "../steps/approval-gate.js";
 import { redactError } from "./views.js";
 
 export const EXPORT_FORMAT = "steplog-run";
@@ -177,13 +179,37 @@ export async function redactedRows(rows: ExportedRun, payloads: Payloads, rule: 
     delete out.inputDigest;
     return formatResolution(out);
   };
+  // An input kept with an approval's wait or answer (as stored, inside their JSON): written plain and redacted, its digests left out (as above).
+  const input = async (stored: string | undefined) => (stored === undefined ? {} : { input: (await value(stored))! });
+  const waitingFor = async (text: string | null): Promise<string | null> => {
+    const wait = parseWaitingFor(text);
+    if (wait?.kind !== "approval" || (wait.inputDigest === undefined && wait.input === undefined)) return text;
+    const { input: stored, inputDigest: _digest, stale, ...rest } = wait;
+    const out: StoredWait = { ...rest, ...(await input(stored)) };
+    if (stale) {
+      const { input: approved, inputDigest: _approvedDigest, ...earlier } = stale;
+      out.stale = { ...earlier, ...(await input(approved)) };
+    }
+    return JSON.stringify(out);
+  };
+  const payload = async (e: EventRow): Promise<string> => {
+    if (!e.name.startsWith(approvalEvent(""))) return (await value(e.payload))!;
+    const { input: stored, inputDigest: _digest, ...answer } = (await payloads.decode(e.payload)) as ApprovalRecord;
+    return (await plain.encode({ ...(redact(answer, rule) as object), ...(await input(stored)) }, "A redacted value")).stored;
+  };
   const out: ExportedRun = {
-    run: { ...rows.run, args: (await value(rows.run.args))!, value: await value(rows.run.value), error: await error(rows.run.error) },
+    run: {
+      ...rows.run,
+      args: (await value(rows.run.args))!,
+      value: await value(rows.run.value),
+      error: await error(rows.run.error),
+      waitingFor: await waitingFor(rows.run.waitingFor),
+    },
     attempts: await Promise.all(rows.attempts.map(async (a) => ({ ...a, error: await error(a.error) }))),
     steps: await Promise.all(
       rows.steps.map(async (s) => ({ ...s, value: await value(s.value), error: await error(s.error), resolution: await resolution(s.resolution) })),
     ),
-    events: await Promise.all(rows.events.map(async (e) => ({ ...e, payload: (await value(e.payload))! }))),
+    events: await Promise.all(rows.events.map(async (e) => ({ ...e, payload: await payload(e) }))),
   };
   if (rows.children) out.children = await Promise.all(rows.children.map((c) => redactedRows(c, payloads, rule)));
   return out;

@@ -11,7 +11,7 @@ import type { Payloads } from "../payloads/payloads.js";
 import { findHandledFailures } from "../steps/handled-failures.js";
 import { redact, type RedactRule } from "../payloads/redact.js";
 import type { WaitingFor } from "../steps/waits.js";
-import { parseResolution, shownResolution, type StepResolution } from "../workflow/step-resolution.js";
+import { parseResolution, shownResolution, shownWaitingFor, type StepResolution, type StoredWait } from "../workflow/step-resolution.js";
 
 export interface AttemptView {
   number: number;
@@ -196,7 +196,7 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
       }),
     ),
   };
-  if (run.waitingFor !== null) view.waitingFor = JSON.parse(run.waitingFor) as WaitingFor;
+  if (run.waitingFor !== null) view.waitingFor = shownWaitingFor(JSON.parse(run.waitingFor) as StoredWait);
   if (run.wakeAt !== null) view.wakeAt = iso(run.wakeAt);
   if (run.value !== null) view.value = await payloads.decode(run.value);
   if (run.error !== null) view.error = await payloads.decodeError(run.error);

@@ -34,7 +34,7 @@ export interface Codec {
 
 const SEALED = /^enc:v1:([^:]*):/;
 
-/** A step's sealed input, from its resolution's text (steps/step-input.ts writes it there); null for none. */
+/** A step's sealed input, from its resolution's text (steps/step-input.ts writes it there), or a parked run's from its waitingFor (steps/approval-gate.ts); null for none. */
 function sealedInput(resolution: string | null): string | null {
   return resolution === null ? null : (/"input":"(enc:v1:[^"]*)"/.exec(resolution)?.[1] ?? null);
 }
@@ -148,7 +148,7 @@ export class Payloads {
    */
   sealedBeyond(current: StoredRun): CodecKeyMissingError | undefined {
     const runId = current.run.id;
-    const argsKey = this.missingKey(current.run.args);
+    const argsKey = this.missingKey(current.run.args) ?? this.missingKey(sealedInput(current.run.waitingFor));
     if (argsKey !== undefined) return new CodecKeyMissingError(argsKey, this.keyIds, { runId });
     for (const step of current.steps) {
       const keyId = this.missingKey(step.value) ?? this.missingKey(step.error) ?? this.missingKey(sealedInput(step.resolution));

@@ -8,7 +8,9 @@
 // steplog: workflows, the engine, runs, the context a workflow is given.
 export type { Workflow, WorkflowDefinition, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
 export type { Schedule, ScheduleDefinition, CatchUp } from "../workflow/schedule.js";
-export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunCount, CancelOptions, TracerLike } from "../engine/api.js";
+export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunCount, CancelOptions, TracerLike, ApproveOptions } from "../engine/api.js";
+export type { PendingApproval, ApprovalsFilter } from "../operations/approvals.js";
+export type { StaleApproval } from "../workflow/step-resolution.js";
 export type { RunResult } from "../steps/attempt.js";
 export type { RecoveredRun } from "../operations/recover.js";
 export type { Escalation, Resolution } from "../operations/escalations.js";

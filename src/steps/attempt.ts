@@ -15,6 +15,7 @@ import { runSaga, unreachable } from "./saga.js";
 import { contextFor } from "./context-impl.js";
 import { findHandledFailures } from "./handled-failures.js";
 import { AttemptState, failedStepOf, type EndReason, type WaitingFor } from "./state.js";
+import { shownWaitingFor } from "../workflow/step-resolution.js";
 import type { AttemptPlan } from "./attempt-plan.js";
 import type { AttemptEnding, Lease, RunStatus, StoredRun } from "../store/types.js";
 import { decodeValue } from "../payloads/values.js";
@@ -271,7 +272,7 @@ export class Attempt {
     }
     await this.#wakeAcrossChildren(runStatus, parked);
     const result: RunResult = { id: this.state.runId, status: ending, runStatus, attempt: this.state.number };
-    if (parked) result.waitingFor = parked;
+    if (parked) result.waitingFor = shownWaitingFor(parked);
     if (value !== null) result.value = decodeValue(value.plain);
     if (error) result.error = error;
     if (this.state.listening) {

@@ -14,7 +14,7 @@ import { PivotOrderError } from "../base/errors.js";
 import { fault } from "../base/faults.js";
 import { retryPolicy } from "../workflow/retry-policy.js";
 import { replayForSaga } from "./saga.js";
-import { checkApproval } from "./waits.js";
+import { checkApproval } from "./approval-gate.js";
 import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
 import type { Plan, StepDecision } from "./plan.js";
 import type { StepOutcomeName } from "./step-spans.js";
@@ -148,7 +148,7 @@ export function start(state: AttemptState, call: StepCall): Promise<unknown> {
 }
 
 async function approvedThenRun(state: AttemptState, call: StepCall): Promise<unknown> {
-  await checkApproval(state, call.key);
+  await checkApproval(state, call);
   // Another step may have started while the approval was looked up.
   if (call.options.effect === "irreversible") checkPivotOrder(state, call.key);
   call.policy = retryPolicy(call.options.retry, call.key);

@@ -19,7 +19,7 @@ import { newWaitCall, type StepCall } from "./step-call.js";
 
 export type { WaitingFor };
 import type { EventRow, StepRow } from "../store/types.js";
-import { formatResolution, parseResolution, withResolution } from "../workflow/step-resolution.js";
+import { formatResolution, parseResolution, withResolution, type StoredWait } from "../workflow/step-resolution.js";
 
 export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined> {
   /** Checked when the run consumes the event. */
@@ -52,7 +52,7 @@ export function waitOf(row: StepRow | undefined): WaitingFor | undefined {
   return row ? parseResolution(row.resolution).wait : undefined;
 }
 
-export function park(state: AttemptState, waitingFor: WaitingFor): never {
+export function park(state: AttemptState, waitingFor: StoredWait): never {
   const parked = new Parked(waitingFor);
   state.ending.park(waitingFor, Object.assign(parked, { code: "WAITING" }) as never);
   throw parked;
@@ -186,14 +186,6 @@ export async function sleep(state: AttemptState, name: string, msOrDate: number 
     return;
   }
   park(state, wait);
-}
-
-/** Before an `approval: true` step runs: go on if it was approved, else park until it is. */
-export async function checkApproval(state: AttemptState, key: string): Promise<void> {
-  const answers = state.stored.events.filter((e) => e.name === approvalEvent(key));
-  const last = answers.at(-1);
-  if (last && ((await state.payloads.decode(last.payload)) as { approved?: boolean }).approved === true) return;
-  park(state, { kind: "approval", step: key });
 }
 
 export type { ErrorInfo };

@@ -23,6 +23,29 @@ export interface WaitingFor {
   child?: string;
   /** Wall-clock ms: the timer, or the wait's timeout. */
   until?: number;
+  /** Kind "approval" of a step given an `input`: the digest of the input to be approved (what `approve(id, step, { inputDigest })` must name). */
+  inputDigest?: string;
+  /** Kind "approval": the step was approved before for another input; that approval no longer holds (it is kept in the run's events). */
+  stale?: StaleApproval;
+}
+
+/** An earlier approval of a step, given for another input than the one now to be approved. */
+export interface StaleApproval {
+  /** Who gave it, when it said so. */
+  by?: string;
+  /** When it was given (ISO time). */
+  at: string;
+  /** The digest of the input it approved; absent for an approval given before its step had an input. */
+  inputDigest?: string;
+}
+
+/**
+ * What a parked run's row records it waits for: a WaitingFor, and for an approval of a step given
+ * an input that input as stored (sealed by the codec), and the one a stale approval approved.
+ */
+export interface StoredWait extends Omit<WaitingFor, "stale"> {
+  input?: string;
+  stale?: StaleApproval & { input?: string };
 }
 
 export interface Thrown {
@@ -60,14 +83,22 @@ export interface StepResolution {
 export const MAX_CALL_ERRORS = 10;
 
 /** What a parked run waits for, from its run row's `waitingFor` text; undefined for none (or text that is not an object). */
-export function parseWaitingFor(text: string | null): WaitingFor | undefined {
+export function parseWaitingFor(text: string | null): StoredWait | undefined {
   if (text === null || text === "") return undefined;
   try {
     const parsed: unknown = JSON.parse(text);
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as WaitingFor) : undefined;
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as StoredWait) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** A stored wait as the views show it: without the stored (sealed) inputs, which engine.approvals() shows decoded. */
+export function shownWaitingFor(wait: StoredWait): WaitingFor {
+  const { input: _input, stale, ...shown } = wait;
+  if (stale === undefined) return shown;
+  const { input: _staleInput, ...staleShown } = stale;
+  return { ...shown, stale: staleShown };
 }
 
 /** The resolution of a row's stored text; `{}` for none. A text that is not an object reads as none. */

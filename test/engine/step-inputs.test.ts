@@ -164,6 +164,35 @@ describe.each(STORES)("a step's input (%s)", (_name, makeStore) => {
     await engine.close();
   });
 
+  it("a value given by hand (continue { values }) records no input, and the next continue hands it back whatever the input", async () => {
+    const state = { added: false, failing: true, amount: 1, calls: 0 };
+    const workflow = defineWorkflow({
+      name: "given",
+      async run(ctx) {
+        await ctx.step("a", async () => "a");
+        // A step added since the first attempt, given an input.
+        const b = state.added ? await ctx.step("b", { input: { amount: state.amount } }, async () => (state.calls++, "ran")) : undefined;
+        await ctx.step("c", async () => {
+          if (state.failing) throw new Error("later failure");
+        });
+        return b;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    await engine.start(workflow, undefined, { id: "v" });
+    state.added = true;
+    expect(await engine.continue("v", { fromStep: "c", values: { b: "given" } })).toMatchObject({ status: "failed" });
+    const b = (await engine.get("v")).steps.find((s) => s.key === "b")!;
+    expect(b).toMatchObject({ status: "succeeded", value: "given", resolution: { policy: "supplied" } });
+    expect(b).not.toHaveProperty("input");
+    expect(b).not.toHaveProperty("inputDigest");
+    state.amount = 2;
+    state.failing = false;
+    expect(await engine.continue("v")).toMatchObject({ status: "completed", value: "given" });
+    expect(state.calls).toBe(0);
+    await engine.close();
+  });
+
   it('onInputChange "redo": a changed step runs again with its new input, without being told', async () => {
     const { workflow, state } = greeter("redo");
     const engine = createEngine({ store: makeStore(), workflows: [workflow] });

@@ -64,3 +64,17 @@ export class ChildFailedError extends SteplogError {
     this.childStatus = child.status;
   }
 }
+
+/** engine.approve(id, step, { inputDigest }) naming another input than the one now waiting for approval. */
+export class ApprovalStaleError extends SteplogError {
+  override name = "ApprovalStaleError";
+  constructor(runId: string, step: string, given: string, pending: string | undefined) {
+    super(
+      "APPROVAL_STALE",
+      `Run ${q(runId)}: the approval of step ${q(step)} names the input with digest ${given}, but the input waiting for approval now ` +
+        `${pending === undefined ? "is none (the step waits for approval without an input)" : `has digest ${pending}`}: it changed since it was shown. Nothing was recorded. ` +
+        `Look again at what is to be approved (steplog approvals, or engine.approvals()) and approve that input's digest.`,
+      { runId, step },
+    );
+  }
+}

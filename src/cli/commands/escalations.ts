@@ -2,7 +2,7 @@
 
 import type { Command } from "../command.js";
 import { EXIT } from "../exit.js";
-import { columns, command, formatAge, safe } from "../format.js";
+import { columns, command, formatAge, oneLineJson, safe } from "../format.js";
 
 export const escalations: Command = {
   help: {
@@ -16,7 +16,7 @@ export const escalations: Command = {
     positionals: { min: 0, max: 0, names: [] },
   },
   async run(session) {
-    const list = await session.read((engine) => engine.escalations());
+    const list = await session.read((engine) => engine.escalations({ redact: true }));
     if (session.json) {
       session.printJson(
         list.map((e) => ({
@@ -40,6 +40,7 @@ export const escalations: Command = {
           ["  cut off", `attempt ${e.attempt}, ${formatAge(Date.parse(e.cutOffAt), now)}`],
           ["  key", safe(e.idempotencyKey)],
           ["  what", safe(e.summary)],
+          ...("input" in e ? [["  input", safe(oneLineJson(e.input, 100))]] : []),
           ["  if it happened", session.paint("cyan", command("steplog", "resolve", e.runId, e.step, "--value", "<json>"))],
           ["  if it did not", session.paint("cyan", command("steplog", "resolve", e.runId, e.step, "--redo"))],
         ]),

@@ -30,9 +30,12 @@ export async function runAction(ctx: UiContext, action: Action, runId: string, f
   try {
     const step = form.get("step") ?? "";
     switch (action) {
-      case "approve":
-        await ctx.engine.approve(runId, step, { by: BY });
+      case "approve": {
+        // The digest of the input the page showed: a person approves what they saw (APPROVAL_STALE if it changed since).
+        const inputDigest = form.get("inputDigest") ?? "";
+        await ctx.engine.approve(runId, step, { by: BY, ...(inputDigest ? { inputDigest } : {}) });
         return to(page, "done", `Step ${step} of run ${runId} approved. A worker (steplog work) goes on with it, or press Continue.`);
+      }
       case "reject": {
         const reason = form.get("reason")?.trim();
         await ctx.engine.reject(runId, step, { by: BY, ...(reason ? { reason } : {}) });
@@ -65,6 +68,7 @@ export async function runAction(ctx: UiContext, action: Action, runId: string, f
   } catch (error) {
     // A refusal (RUN_BUSY, NOT_ESCALATED, a workflow file that will not load, …) is said on the page.
     if (!isSteplogError(error) && !(error instanceof CliError)) throw error;
-    return to(page, "error", error instanceof CliError && error.hint ? `${error.message} ${error.hint}` : error.message);
+    if (error instanceof CliError) return to(page, "error", error.hint ? `${error.message} ${error.hint}` : error.message);
+    return to(page, "error", `${error.code}: ${error.message}`);
   }
 }

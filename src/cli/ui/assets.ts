@@ -69,6 +69,7 @@ button.danger{border-color:var(--bad);background:var(--bad)}
 .bar.k-reused{background:repeating-linear-gradient(45deg,var(--reused) 0 4px,#cfdcf8 4px 8px);width:14px}
 .bar.open{background-image:repeating-linear-gradient(-45deg,rgba(255,255,255,.45) 0 5px,transparent 5px 10px)}
 details.inspect{margin-top:3px}
+.stale-mark{color:var(--warn);text-transform:uppercase;font-size:11px}
 details.inspect summary{cursor:pointer;font-size:12px;color:#2f5fc4}
 .legend{display:flex;gap:14px;flex-wrap:wrap;font-size:12px;color:var(--muted);margin:6px 0 12px}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px}

@@ -6,16 +6,12 @@
  * `cancel` do.
  */
 
-import { parseWaitingFor } from "../../workflow/step-resolution.js";
+import { approvalCard, inputInspector } from "./approval-card.js";
 import { actionForm, badge, flash, h, runHref, when, type Rendered, type UiContext } from "./layout.js";
 
 export async function queuePage(ctx: UiContext, url: URL): Promise<Rendered> {
-  const escalations = await ctx.engine.escalations();
-  const waiting = await ctx.engine.store.listRuns({ status: ["waiting"] });
-  const approvals = waiting.flatMap((l) => {
-    const w = parseWaitingFor(l.run.waitingFor);
-    return w?.kind === "approval" ? [{ runId: l.run.id, workflow: l.run.workflow, step: w.step, since: new Date(l.run.updatedAt).toISOString() }] : [];
-  });
+  const escalations = await ctx.engine.escalations({ redact: true });
+  const approvals = await ctx.engine.approvals({ redact: true });
   const dead = await ctx.engine.list({ status: "dead-lettered" });
   const section = (title: string, items: string[], empty: string) =>
     `<h2>${h(title)} <span class="muted small">${items.length}</span></h2>${items.length ? items.join("\n") : `<p class="empty">${h(empty)}</p>`}`;
@@ -23,17 +19,18 @@ export async function queuePage(ctx: UiContext, url: URL): Promise<Rendered> {
   const escalationCards = escalations.map((e) => {
     const base = runHref(e.runId);
     return `<div class="card t-warn" data-run="${h(e.runId)}"><strong><a href="${base}">${h(e.runId)}</a></strong> · step ${h(e.step)} <span class="muted small">${h(e.effect)}, cut off ${h(when(e.cutOffAt))}</span>
-<div class="muted small">${h(e.summary)}</div>
+<div class="muted small">${h(e.summary)}</div>${"input" in e ? inputInspector(e.input, `escalation:${e.runId}:${e.step}`) : ""}
 <div class="actions">${actionForm(ctx, `${base}/resolve`, `<input type="hidden" name="step" value="${h(e.step)}"><input type="hidden" name="how" value="value"><label class="small">Its value (JSON)<br><textarea name="value" rows="2" cols="40"></textarea></label>`, "It happened: record this value")}
 ${actionForm(ctx, `${base}/resolve`, `<input type="hidden" name="step" value="${h(e.step)}"><input type="hidden" name="how" value="redo">`, "It did not happen: redo it", "quiet")}
 ${actionForm(ctx, `${base}/cancel`, "", "Cancel the run", "danger")}</div></div>`;
   });
-  const approvalCards = approvals.map((a) => {
-    const base = runHref(a.runId);
-    return `<div class="card t-wait" data-run="${h(a.runId)}"><strong><a href="${base}">${h(a.runId)}</a></strong> · ${h(a.workflow)} · step ${h(a.step)} <span class="muted small">waiting since ${h(when(a.since))}</span>
-<div class="actions">${actionForm(ctx, `${base}/approve`, `<input type="hidden" name="step" value="${h(a.step)}">`, "Approve")}
-${actionForm(ctx, `${base}/reject`, `<input type="hidden" name="step" value="${h(a.step)}"><input name="reason" placeholder="why" size="24">`, "Reject", "danger")}</div></div>`;
-  });
+  const approvalCards = approvals.map((a) =>
+    approvalCard(
+      ctx,
+      a,
+      `<strong><a href="${runHref(a.runId)}">${h(a.runId)}</a></strong> · ${h(a.workflow)} · step ${h(a.step)} <span class="muted small">waiting since ${h(when(a.since))}</span>`,
+    ),
+  );
   const deadCards = dead.map((r) => {
     const base = runHref(r.id);
     return `<div class="card t-bad" data-run="${h(r.id)}"><strong><a href="${base}">${h(r.id)}</a></strong> · ${h(r.workflow)} ${badge(r.status)} <span class="muted small">${r.attemptCount} attempts, last ${h(when(r.updatedAt))}</span>

@@ -8,6 +8,8 @@
 
 import { isSteplogError } from "../../base/errors.js";
 import type { Escalation } from "../../operations/escalations.js";
+import type { PendingApproval } from "../../operations/approvals.js";
+import { approvalCard, inputInspector } from "./approval-card.js";
 import { describeEntry, errorText } from "../describe.js";
 import { formatDuration, formatUsage, oneLineJson, prettyJson, truncate } from "../format.js";
 import { buildTimeline, type Timeline, type TimelineAttempt, type TimelineEntry } from "../timeline.js";
@@ -55,9 +57,10 @@ export async function runPage(ctx: UiContext, url: URL, id: string): Promise<Ren
       main: `<h1>No run ${h(id)}</h1><p class="muted">This store has no run with that id. <a href="/">All runs</a></p>`,
     };
   }
-  const escalations = view.status === "escalated" ? (await ctx.engine.escalations()).filter((e) => e.runId === id) : [];
+  const escalations = view.status === "escalated" ? (await ctx.engine.escalations({ redact: true })).filter((e) => e.runId === id) : [];
+  const approvals = view.waitingFor?.kind === "approval" ? await ctx.engine.approvals({ runId: id, redact: true }) : [];
   const t = buildTimeline(view, escalations, ctx.now());
-  const parts = [flash(url), `<h1>Run ${h(t.id)} ${badge(t.status)}</h1>`, facts(t), actions(ctx, t, escalations)];
+  const parts = [flash(url), `<h1>Run ${h(t.id)} ${badge(t.status)}</h1>`, facts(t), actions(ctx, t, escalations, approvals)];
   if (t.error) parts.push(`<div class="card t-bad"><strong>Error</strong><pre>${h(errorText(t.error), true)}</pre></div>`);
   if ("value" in t)
     parts.push(
@@ -97,21 +100,16 @@ function facts(t: Timeline): string {
 }
 
 /** The buttons that do what the matching steplog commands do (none in read-only mode). */
-function actions(ctx: UiContext, t: Timeline, escalations: Escalation[]): string {
+function actions(ctx: UiContext, t: Timeline, escalations: Escalation[], approvals: PendingApproval[]): string {
   if (ctx.readOnly) return "";
   const base = runHref(t.id);
   const cards: string[] = [];
   for (const e of escalations) {
-    cards.push(`<div class="card t-warn"><strong>Step ${h(e.step)} waits for a person.</strong> <span class="muted">${h(e.summary)}</span>
+    cards.push(`<div class="card t-warn"><strong>Step ${h(e.step)} waits for a person.</strong> <span class="muted">${h(e.summary)}</span>${"input" in e ? inputInspector(e.input, `escalation:${e.step}`) : ""}
 <div class="actions">${actionForm(ctx, `${base}/resolve`, `<input type="hidden" name="step" value="${h(e.step)}"><label class="small">Its value (JSON)<br><textarea name="value" rows="2" cols="40" placeholder='{"id":"ch_1"}'></textarea></label><input type="hidden" name="how" value="value">`, "It happened: record this value")}
 ${actionForm(ctx, `${base}/resolve`, `<input type="hidden" name="step" value="${h(e.step)}"><input type="hidden" name="how" value="redo">`, "It did not happen: redo it", "quiet")}</div></div>`);
   }
-  if (t.waitingFor?.kind === "approval") {
-    const step = t.waitingFor.step;
-    cards.push(`<div class="card t-wait"><strong>Step ${h(step)} waits for approval.</strong>
-<div class="actions">${actionForm(ctx, `${base}/approve`, `<input type="hidden" name="step" value="${h(step)}">`, "Approve")}
-${actionForm(ctx, `${base}/reject`, `<input type="hidden" name="step" value="${h(step)}"><input name="reason" placeholder="why" size="24">`, "Reject", "danger")}</div></div>`);
-  }
+  for (const a of approvals) cards.push(approvalCard(ctx, a, `<strong>Step ${h(a.step)} waits for approval.</strong>`));
   const buttons: string[] = [];
   const due = t.status === "waiting" && t.wakeAt !== undefined && Date.parse(t.wakeAt) <= ctx.now();
   if (["failed", "stopped", "timed-out", "cancelled", "interrupted", "ready"].includes(t.status) || due) {
@@ -173,6 +171,7 @@ function step(e: TimelineEntry, a: TimelineAttempt, start: number, span: number)
     e.callErrors && (e.callErrors.length > 1 || e.calls > 1)
       ? e.callErrors.map((c) => `<span class="call">call ${c.call} ✗ ${h(truncate(errorText(c.error), 300))}</span>`).join("")
       : "";
+  const input = "input" in e ? inputInspector(e.input, `a${a.number}:${e.kind}:${e.key}:${e.seq}:input`) : "";
   const inspector =
     "value" in e
       ? `<details class="inspect" data-key="${h(`a${a.number}:${e.kind}:${e.key}:${e.seq}`)}"><summary>value <code>${h(oneLineJson(e.value, 60))}</code></summary><pre>${h(truncate(prettyJson(e.value), 20_000), true)}</pre></details>`
@@ -180,5 +179,5 @@ function step(e: TimelineEntry, a: TimelineAttempt, start: number, span: number)
   const time =
     e.kind === "reused" ? `saved ${formatDuration(e.durationMs ?? 0)}` : e.kind === "resolved" || e.durationMs === null ? "" : formatDuration(e.durationMs);
   const info = [time, formatUsage(e.usage)].filter(Boolean).join(" · ");
-  return `<div class="step k-${look}" data-step="${h(e.key)}" data-look="${look}"><div class="name"><span class="glyph">${h(words.glyph)}</span> ${h(e.key)}<span class="label">${h(words.label)}</span><span class="detail">${h(detail)}</span>${words.note ? `<span class="detail">${h(truncate(words.note, 300))}</span>` : ""}${calls}${inspector}</div><div class="track">${bar}</div><div class="info">${h(info)}</div></div>`;
+  return `<div class="step k-${look}" data-step="${h(e.key)}" data-look="${look}"><div class="name"><span class="glyph">${h(words.glyph)}</span> ${h(e.key)}<span class="label">${h(words.label)}</span><span class="detail">${h(detail)}</span>${words.note ? `<span class="detail">${h(truncate(words.note, 300))}</span>` : ""}${calls}${input}${inspector}</div><div class="track">${bar}</div><div class="info">${h(info)}</div></div>`;
 }
