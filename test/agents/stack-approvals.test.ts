@@ -25,11 +25,17 @@ interface Script {
   to: string;
 }
 
+type Gate = boolean | "rule";
+const atExample = (input: { to: string }) => input.to.endsWith("@example.com");
+
 /** One agent of a stack: `run(ctx)` makes the model ask for sendEmail({ to }) under the call id "call_send", then answers. */
 interface Stack {
   name: string;
-  /** The agent's loop in a workflow; `gate` makes sendEmail need approval the stack's way. */
-  agent(ctx: WorkflowContext, script: Script, sent: string[], gate: boolean): Promise<string>;
+  /**
+   * The agent's loop in a workflow; `gate` makes sendEmail need approval the stack's way: always
+   * (true), or by a function of the arguments that asks for addresses at example.com ("rule").
+   */
+  agent(ctx: WorkflowContext, script: Script, sent: string[], gate: Gate): Promise<string>;
 }
 
 const STACKS: Stack[] = [
@@ -49,7 +55,7 @@ const STACKS: Stack[] = [
             name: "sendEmail",
             description: "Send an email",
             parameters: z.object({ to: z.string() }),
-            needsApproval: gate,
+            needsApproval: gate === "rule" ? async (_runContext, input) => atExample(input) : gate,
             execute: async ({ to }) => (sent.push(to), { messageId: `m-${sent.length}` }),
           }),
         ],
@@ -88,7 +94,7 @@ const STACKS: Stack[] = [
       const tools = durableTools(
         ctx,
         { sendEmail: async ({ to }: { to: string }) => (sent.push(to), { messageId: `m-${sent.length}` }) },
-        { effects: { sendEmail: "irreversible" }, ...(gate ? { approval: ["sendEmail"] as const } : {}) },
+        { effects: { sendEmail: "irreversible" }, ...(gate ? { approval: gate === "rule" ? { sendEmail: atExample } : (["sendEmail"] as const) } : {}) },
       );
       const messages: Anthropic.MessageParam[] = [{ role: "user", content: "Tell Ada." }];
       for (;;) {
@@ -135,7 +141,10 @@ const STACKS: Stack[] = [
         description: "Send an email",
         schema: z.object({ to: z.string() }),
       });
-      const [tool] = durableLangChainTools(ctx, [sendEmail], { effects: { sendEmail: "irreversible" }, ...(gate ? { approval: ["sendEmail"] } : {}) });
+      const [tool] = durableLangChainTools(ctx, [sendEmail], {
+        effects: { sendEmail: "irreversible" },
+        ...(gate ? { approval: gate === "rule" ? { sendEmail: atExample } : ["sendEmail"] } : {}),
+      });
       const model = durableChatModel(ctx, new Chat({}));
       const messages: BaseMessage[] = [new HumanMessage("Tell Ada.")];
       for (;;) {
@@ -149,7 +158,7 @@ const STACKS: Stack[] = [
 ];
 
 describe.each(STACKS)("$name", (stack) => {
-  function setup(gate: boolean) {
+  function setup(gate: Gate) {
     const script: Script = { to: "ada@example.com" };
     const sent: string[] = [];
     const workflow = defineWorkflow({ name: "stack-agent", run: (ctx) => stack.agent(ctx, script, sent, gate) });
@@ -210,6 +219,24 @@ describe.each(STACKS)("$name", (stack) => {
     expect(await engine.continue("r").catch((error: { code: string }) => error.code)).toBe("RUN_COMPLETED");
     expect(sent).toEqual(["ada@example.com"]);
     await engine.close();
+  });
+
+  it("a rule (a function of the arguments) parks only the calls it says need approval", async () => {
+    const parked = setup("rule");
+    expect(await parked.engine.start(parked.workflow, undefined, { id: "r" })).toMatchObject({
+      status: "waiting",
+      waitingFor: { kind: "approval", step: "tool:sendEmail:call_send" },
+    });
+    expect(parked.sent).toEqual([]);
+    await parked.engine.approve("r", "tool:sendEmail:call_send");
+    expect(await parked.engine.continue("r")).toMatchObject({ status: "completed" });
+    expect(parked.sent).toEqual(["ada@example.com"]);
+    await parked.engine.close();
+    const free = setup("rule");
+    free.script.to = "ada@elsewhere.org";
+    expect(await free.engine.start(free.workflow, undefined, { id: "r" })).toMatchObject({ status: "completed", value: "Sent to ada@elsewhere.org." });
+    expect(free.sent).toEqual(["ada@elsewhere.org"]);
+    await free.engine.close();
   });
 
   it("a rejected call never runs: the run ends stopped", async () => {
