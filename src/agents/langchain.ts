@@ -87,6 +87,7 @@ function wrapTool<T extends LangChainToolLike>(ctx: WorkflowContext, tool: T, op
  * `tool.invoke(toolCall)` (what a model's `tool_calls` hold); a tool invoked with bare input is
  * numbered per name in call order. The tool's function gets its config with `idempotencyKey`,
  * `step` and, when re-driven after a crash, `previous`. Every other field and method is kept.
+ * A call's step input is the tool's parsed input; `approval` parks the calls it names for a person.
  *
  *   const tools = durableLangChainTools(ctx, [lookupOrder, saveDraft, sendEmail], {
  *     effects: { lookupOrder: "read", sendEmail: "irreversible" },

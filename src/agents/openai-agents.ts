@@ -10,6 +10,7 @@ import type { RetryOptions, WorkflowContext } from "../workflow/context.js";
 import { InvalidOptionError } from "../base/errors.js";
 import { modelTurn, usageOf, type TurnUsage } from "./model-turn.js";
 import { readTurn, type TurnToolCall } from "./messages.js";
+import { Channel } from "./channel.js";
 import { markFatal, throwIfFatal } from "./run-state.js";
 import { approvalCheck, checkToolOptions, durableCall, type DurableToolCallFields, type DurableToolsOptions } from "./tools.js";
 
@@ -132,38 +133,6 @@ const isAgent = (value: unknown): value is AgentLike =>
 
 const isHandoff = (value: unknown): value is HandoffLike =>
   typeof value === "object" && value !== null && isAgent((value as HandoffLike).agent) && typeof (value as HandoffLike).clone === "function";
-
-/** A queue read as an async iterable: the live part of a streamed turn, handed on as it comes. */
-class Channel<T> implements AsyncIterable<T> {
-  private items: T[] = [];
-  private ended: { error?: unknown } | undefined;
-  private wake: (() => void) | undefined;
-
-  push(item: T): void {
-    this.items.push(item);
-    this.wake?.();
-  }
-
-  end(error?: unknown): void {
-    this.ended = error === undefined ? {} : { error };
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    for (;;) {
-      if (this.items.length > 0) {
-        yield this.items.shift()!;
-        continue;
-      }
-      if (this.ended) {
-        if ("error" in this.ended) throw this.ended.error;
-        return;
-      }
-      await new Promise<void>((resolve) => (this.wake = resolve));
-      this.wake = undefined;
-    }
-  }
-}
 
 /**
  * Wrap an Agents SDK Model so each call is a model turn: `getResponse` records the response
@@ -376,6 +345,8 @@ function toolNames(agent: AgentLike, seen = new Set<AgentLike>()): string[] {
  *     effects: { lookupOrder: "read", sendEmail: "irreversible" },
  *   }), ticket);
  *
+ * A tool's `needsApproval` (or `options.approval`) makes its calls step approvals: the call parks
+ * the run until engine.approve(id, step); the SDK's own interruption is switched off for it.
  * An agent that names its model by a string gets it from the Runner's model provider: wrap that
  * one with durableModelProvider. A tool call that follows a model turn steplog did not record is
  * refused (INVALID_OPTION) before the tool runs. Hosted tools run on OpenAI's side and MCP
