@@ -12,7 +12,8 @@ import { durableModel, durableTools } from "../../dist/agents.js";
 import { costUsd, scriptedAnswer, tokens } from "./world.mjs";
 
 /** The app's tools, as it had them before steplog: AI SDK tool() objects. */
-export function supportTools(world) {
+/** `approval`: sendEmail declares needsApproval (the SDK's flag; durableTools makes it a step approval). */
+export function supportTools(world, { approval = false } = {}) {
   return {
     lookupOrder: tool({
       description: "Look an order up by its id",
@@ -27,6 +28,7 @@ export function supportTools(world) {
     sendEmail: tool({
       description: "Send a saved draft to the customer",
       inputSchema: z.object({ draftId: z.string() }),
+      ...(approval ? { needsApproval: true } : {}),
       execute: (input, options) => world.sendEmail(input, options),
     }),
   };
@@ -68,13 +70,13 @@ export function scriptedModel(world, ticket) {
  * in durableModel, the tools in durableTools (with each tool's effect), and the call sits in
  * a workflow's run(ctx).
  */
-export function aiSdkAgent(world, { sendEmailQuery }) {
+export function aiSdkAgent(world, { sendEmailQuery, sendEmailApproval }) {
   return defineWorkflow({
     name: "example-support-agent-ai-sdk",
     version: "1.0.0",
     args: z.object({ ticket: z.string() }),
     async run(ctx, { ticket }) {
-      const tools = durableTools(ctx, supportTools(world), {
+      const tools = durableTools(ctx, supportTools(world, { approval: sendEmailApproval }), {
         effects: { lookupOrder: "read", saveDraft: "idempotent", sendEmail: "irreversible" },
         // With a query, a crash inside sendEmail is answered by asking the mail provider
         // whether an email with this key went out; without one, a person is asked.

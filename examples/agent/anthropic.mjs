@@ -55,7 +55,7 @@ const TOOLS = [
  * The workflow: the app's loop, unchanged but for three lines — the client wrapped in
  * durableAnthropic, the handlers in durableTools, and `{ toolCallId: block.id }` passed to each.
  */
-export function anthropicAgent(world, { sendEmailQuery }) {
+export function anthropicAgent(world, { sendEmailQuery, sendEmailApproval }) {
   return defineWorkflow({
     name: "example-support-agent-anthropic",
     version: "1.0.0",
@@ -72,6 +72,8 @@ export function anthropicAgent(world, { sendEmailQuery }) {
         },
         {
           effects: { lookupOrder: "read", saveDraft: "idempotent", sendEmail: "irreversible" },
+          // With approval, each sendEmail call waits for a person's yes (engine.approve) before it runs.
+          ...(sendEmailApproval ? { approval: ["sendEmail"] } : {}),
           ...(sendEmailQuery
             ? {
                 query: {

@@ -10,6 +10,8 @@
 //   STEPLOG_AGENT_DIR    the store is <dir>/steplog.db; default .steplog/steplog.db
 //   STEPLOG_AGENT_WORLD  the world's directory (outbox, drafts, call ledgers); required
 //   STEPLOG_AGENT_QUERY  "1": sendEmail has a query (the mail provider can look an email up by key)
+//   STEPLOG_AGENT_APPROVAL "1": sendEmail needs a person's approval (the stack's own flag: needsApproval
+//                        on the AI SDK and the OpenAI Agents SDK, the helper's `approval` elsewhere)
 //   STEPLOG_AGENT_CRASH  "in-effect": SIGKILL inside sendEmail, after the email left, before its
 //                        outcome is recorded; "after-outcome": SIGKILL right after the outcome is durable
 //   STEPLOG_FAULT        steplog's own fault points (src/base/faults.ts), e.g. after-fn@model#2: SIGKILL
@@ -55,7 +57,7 @@ const beforeOutcome = (tool, sent) => {
   if (crash === "in-effect" && tool === "sendEmail") die(`sendEmail: email ${sent.messageId} to ${sent.to} left, its outcome not yet recorded`);
 };
 const world = openWorld(process.env.STEPLOG_AGENT_WORLD, { beforeOutcome });
-const options = { sendEmailQuery: process.env.STEPLOG_AGENT_QUERY === "1", beforeOutcome };
+const options = { sendEmailQuery: process.env.STEPLOG_AGENT_QUERY === "1", sendEmailApproval: process.env.STEPLOG_AGENT_APPROVAL === "1", beforeOutcome };
 const workflow = (await AGENTS[agent]())(world, options);
 
 const engine = createEngine({

@@ -75,7 +75,7 @@ export class ScriptedChatModel extends BaseChatModel {
  * The workflow: the app's loop, unchanged but for two lines — the tools wrapped in
  * durableLangChainTools, the chat model in durableChatModel.
  */
-export function langChainAgent(world, { sendEmailQuery }) {
+export function langChainAgent(world, { sendEmailQuery, sendEmailApproval }) {
   return defineWorkflow({
     name: "example-support-agent-langchain",
     version: "1.0.0",
@@ -83,6 +83,8 @@ export function langChainAgent(world, { sendEmailQuery }) {
     async run(ctx, { ticket }) {
       const tools = durableLangChainTools(ctx, supportTools(world), {
         effects: { lookupOrder: "read", saveDraft: "idempotent", sendEmail: "irreversible" },
+        // With approval, each sendEmail call waits for a person's yes (engine.approve) before it runs.
+        ...(sendEmailApproval ? { approval: ["sendEmail"] } : {}),
         ...(sendEmailQuery
           ? {
               query: {

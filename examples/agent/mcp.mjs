@@ -39,7 +39,7 @@ export async function closeClients() {
 /** A value a person resolves sendEmail with (the email found in the outbox), as the tool's result. */
 export const asToolResult = (value) => ({ content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value });
 
-export function mcpAgent(world, { sendEmailQuery, beforeOutcome }) {
+export function mcpAgent(world, { sendEmailQuery, sendEmailApproval, beforeOutcome }) {
   let client;
   return defineWorkflow({
     name: "example-support-agent-mcp",
@@ -50,6 +50,8 @@ export function mcpAgent(world, { sendEmailQuery, beforeOutcome }) {
       const openai = fakeOpenAI(world, ticket);
       // The effects come from the server's annotations; a query asks its findSent by the key.
       const mcp = durableMcp(ctx, client, {
+        // With approval, each sendEmail call waits for a person's yes (engine.approve) before it runs.
+        ...(sendEmailApproval ? { approval: ["sendEmail"] } : {}),
         ...(sendEmailQuery
           ? {
               query: {

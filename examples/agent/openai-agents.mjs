@@ -21,7 +21,8 @@ import { costUsd, scriptedAnswer, tokens } from "./world.mjs";
 setTracingDisabled(true);
 
 /** The app's tools, as it had them before steplog. `details` carries the step's idempotencyKey once wrapped. */
-export function supportTools(world) {
+/** `approval`: sendEmail declares needsApproval (the SDK's flag; durableAgent makes it a step approval). */
+export function supportTools(world, { approval = false } = {}) {
   return [
     tool({
       name: "lookupOrder",
@@ -39,6 +40,7 @@ export function supportTools(world) {
       name: "sendEmail",
       description: "Send a saved draft to the customer",
       parameters: z.object({ draftId: z.string() }),
+      needsApproval: approval,
       execute: (input, _runContext, details) => world.sendEmail(input, details),
     }),
   ];
@@ -65,17 +67,17 @@ export function scriptedModel(world, ticket) {
 }
 
 /** The agent as the app defines it. */
-export function supportAgent(world, ticket) {
+export function supportAgent(world, ticket, { sendEmailApproval = false } = {}) {
   return new Agent({
     name: "Support",
     instructions: "You are a support agent. Plan, then use the tools.",
-    tools: supportTools(world),
+    tools: supportTools(world, { approval: sendEmailApproval }),
     model: scriptedModel(world, ticket),
   });
 }
 
 /** A front-desk agent that hands every ticket to Support (the SDK's handoff: a call to its tool transfer_to_Support). */
-export function triageAgent(world, ticket) {
+export function triageAgent(world, ticket, options = {}) {
   const respond = () => {
     world.recordModelCall({ agent: "openai-agents", turn: "triage" });
     const output = [functionCall("transfer_to_Support", {}, { callId: `call_${crypto.randomBytes(4).toString("hex")}` })];
@@ -84,7 +86,7 @@ export function triageAgent(world, ticket) {
   return new Agent({
     name: "Triage",
     instructions: "Hand support tickets to Support.",
-    handoffs: [supportAgent(world, ticket)],
+    handoffs: [supportAgent(world, ticket, options)],
     model: new ScriptedModel(Array.from({ length: 4 }, () => modelResponder(respond))),
   });
 }
@@ -117,7 +119,7 @@ export function openAIAgentsAgent(world, options) {
     version: "1.0.0",
     args: z.object({ ticket: z.string() }),
     async run(ctx, { ticket }) {
-      const agent = durableAgent(ctx, supportAgent(world, ticket), durableOptions(world, options));
+      const agent = durableAgent(ctx, supportAgent(world, ticket, options), durableOptions(world, options));
       const result = await run(agent, ticket, { maxTurns: 8 });
       return { answer: result.finalOutput, turns: result.rawResponses.length };
     },
@@ -131,7 +133,7 @@ export function openAIAgentsHandoffAgent(world, options) {
     version: "1.0.0",
     args: z.object({ ticket: z.string() }),
     async run(ctx, { ticket }) {
-      const agent = durableAgent(ctx, triageAgent(world, ticket), durableOptions(world, options));
+      const agent = durableAgent(ctx, triageAgent(world, ticket, options), durableOptions(world, options));
       const result = await run(agent, ticket, { maxTurns: 8 });
       return { answer: result.finalOutput, turns: result.rawResponses.length };
     },

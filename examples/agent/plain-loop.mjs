@@ -42,7 +42,7 @@ const TOOL_SCHEMAS = [
   { type: "function", function: { name: "sendEmail", parameters: { type: "object", properties: { draftId: { type: "string" } } } } },
 ];
 
-export function plainLoopAgent(world, { sendEmailQuery }) {
+export function plainLoopAgent(world, { sendEmailQuery, sendEmailApproval }) {
   return defineWorkflow({
     name: "example-support-agent-plain-loop",
     version: "1.0.0",
@@ -59,6 +59,7 @@ export function plainLoopAgent(world, { sendEmailQuery }) {
         },
         {
           effects: { lookupOrder: "read", saveDraft: "idempotent", sendEmail: "irreversible" },
+          ...(sendEmailApproval ? { approval: ["sendEmail"] } : {}),
           ...(sendEmailQuery
             ? {
                 query: {

@@ -10,7 +10,7 @@ import type { RetryOptions, WorkflowContext } from "../workflow/context.js";
 import { InvalidOptionError } from "../base/errors.js";
 import { modelTurn, type TurnUsage } from "./model-turn.js";
 import { markFatal, throwIfFatal } from "./run-state.js";
-import { checkToolOptions, durableCall, type DurableToolsOptions } from "./tools.js";
+import { approvalCheck, checkToolOptions, durableCall, type DurableToolsOptions } from "./tools.js";
 
 /** The structural minimum of a LangChain tool: `tool()` and StructuredTool subclasses have it. */
 export interface LangChainToolLike {
@@ -60,12 +60,22 @@ function wrapTool<T extends LangChainToolLike>(ctx: WorkflowContext, tool: T, op
   // output, and LangChain formats it (a ToolMessage for a tool call) on every attempt alike.
   wrapped._call = (arg: unknown, runManager?: unknown, parentConfig?: Record<string, any>) => {
     const toolCallId = typeof parentConfig?.toolCall?.id === "string" ? (parentConfig.toolCall.id as string) : undefined;
-    return durableCall(ctx, tool.name, arg, { toolCallId, abortSignal: parentConfig?.signal }, options, (input, durable) => {
-      // The tool's function gets its config with the step's fields: config.idempotencyKey, …
-      const config: Record<string, unknown> = { ...parentConfig, idempotencyKey: durable.idempotencyKey, step: durable.step, signal: durable.abortSignal };
-      if (durable.previous) config.previous = durable.previous;
-      return inner.call(tool, input, runManager, config);
-    });
+    const callOptions = { toolCallId, abortSignal: parentConfig?.signal };
+    const approval = approvalCheck(options, tool.name, arg, callOptions);
+    return durableCall(
+      ctx,
+      tool.name,
+      arg,
+      callOptions,
+      options,
+      (input, durable) => {
+        // The tool's function gets its config with the step's fields: config.idempotencyKey, …
+        const config: Record<string, unknown> = { ...parentConfig, idempotencyKey: durable.idempotencyKey, step: durable.step, signal: durable.abortSignal };
+        if (durable.previous) config.previous = durable.previous;
+        return inner.call(tool, input, runManager, config);
+      },
+      { approval },
+    );
   };
   return wrapped;
 }
@@ -77,6 +87,7 @@ function wrapTool<T extends LangChainToolLike>(ctx: WorkflowContext, tool: T, op
  * `tool.invoke(toolCall)` (what a model's `tool_calls` hold); a tool invoked with bare input is
  * numbered per name in call order. The tool's function gets its config with `idempotencyKey`,
  * `step` and, when re-driven after a crash, `previous`. Every other field and method is kept.
+ * A call's step input is the tool's parsed input; `approval` parks the calls it names for a person.
  *
  *   const tools = durableLangChainTools(ctx, [lookupOrder, saveDraft, sendEmail], {
  *     effects: { lookupOrder: "read", sendEmail: "irreversible" },

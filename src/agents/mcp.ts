@@ -60,7 +60,7 @@ export interface DurableMcpCallFields {
 }
 
 /** Per tool name: how calls through durableMcp behave as steps. */
-export interface DurableMcpOptions<Names extends string = string> extends DurableToolsOptions<Names> {
+export interface DurableMcpOptions<Names extends string = string> extends Omit<DurableToolsOptions<Names>, "approval"> {
   /**
    * Tools whose calls need a person's yes first: each call parks the run (waitingFor
    * `{ kind: "approval", step }`) until engine.approve(id, step). A list of tool names, or

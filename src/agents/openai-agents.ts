@@ -10,8 +10,9 @@ import type { RetryOptions, WorkflowContext } from "../workflow/context.js";
 import { InvalidOptionError } from "../base/errors.js";
 import { modelTurn, usageOf, type TurnUsage } from "./model-turn.js";
 import { readTurn, type TurnToolCall } from "./messages.js";
+import { Channel } from "./channel.js";
 import { markFatal, throwIfFatal } from "./run-state.js";
-import { checkToolOptions, durableCall, type DurableToolCallFields, type DurableToolsOptions } from "./tools.js";
+import { approvalCheck, checkToolOptions, durableCall, type DurableToolCallFields, type DurableToolsOptions } from "./tools.js";
 
 /** The structural minimum of an Agents SDK `Model`. */
 export interface AgentModelLike {
@@ -51,7 +52,12 @@ interface FunctionToolLike {
   type: "function";
   name: string;
   invoke: (runContext: unknown, input: string, details?: Record<PropertyKey, unknown>) => Promise<unknown>;
+  /** The SDK makes every function tool's flag a function `(runContext, input, callId) => Promise<boolean>`. */
+  needsApproval?: unknown;
 }
+
+/** The SDK's answer for a tool without approval: steplog's approval replaces the SDK's interruption. */
+const noApproval = async () => false;
 
 interface HandoffLike {
   agent: AgentLike;
@@ -127,38 +133,6 @@ const isAgent = (value: unknown): value is AgentLike =>
 
 const isHandoff = (value: unknown): value is HandoffLike =>
   typeof value === "object" && value !== null && isAgent((value as HandoffLike).agent) && typeof (value as HandoffLike).clone === "function";
-
-/** A queue read as an async iterable: the live part of a streamed turn, handed on as it comes. */
-class Channel<T> implements AsyncIterable<T> {
-  private items: T[] = [];
-  private ended: { error?: unknown } | undefined;
-  private wake: (() => void) | undefined;
-
-  push(item: T): void {
-    this.items.push(item);
-    this.wake?.();
-  }
-
-  end(error?: unknown): void {
-    this.ended = error === undefined ? {} : { error };
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    for (;;) {
-      if (this.items.length > 0) {
-        yield this.items.shift()!;
-        continue;
-      }
-      if (this.ended) {
-        if ("error" in this.ended) throw this.ended.error;
-        return;
-      }
-      await new Promise<void>((resolve) => (this.wake = resolve));
-      this.wake = undefined;
-    }
-  }
-}
 
 /**
  * Wrap an Agents SDK Model so each call is a model turn: `getResponse` records the response
@@ -290,21 +264,40 @@ function refuseAfterUnrecordedTurn(ctx: WorkflowContext, agentName: string, tool
 
 function wrapFunctionTool(ctx: WorkflowContext, tool: FunctionToolLike, options: DurableToolsOptions, agentName: string): FunctionToolLike {
   const wrapped = Object.create(Object.getPrototypeOf(tool) as object | null, Object.getOwnPropertyDescriptors(tool)) as FunctionToolLike;
+  // The SDK's own approval (an interruption the app must resolve and resume) is off: the call
+  // itself asks, as a step approval, when the tool's needsApproval (or options.approval) says so.
+  const needsApproval = tool.needsApproval;
+  wrapped.needsApproval = noApproval;
   wrapped.invoke = async (runContext, input, details) => {
     refuseAfterUnrecordedTurn(ctx, agentName, tool.name);
     const toolCall = details?.toolCall as { callId?: unknown } | undefined;
-    const callOptions = { toolCallId: typeof toolCall?.callId === "string" ? toolCall.callId : undefined, abortSignal: details?.signal };
-    return durableCall(ctx, tool.name, argumentsOf(input), callOptions, options, (_input, durable) => {
-      // The SDK's details, with its hidden fields, plus the step's: execute(input, runContext, details) reads them.
-      const extra: Record<string, unknown> = { idempotencyKey: durable.idempotencyKey, step: durable.step, signal: durable.abortSignal };
-      if (durable.previous) extra.previous = durable.previous;
-      const descriptors = details ? Object.getOwnPropertyDescriptors(details) : {};
-      const withStep = Object.assign(
-        Object.create(details ? (Object.getPrototypeOf(details) as object | null) : Object.prototype, descriptors) as object,
-        extra,
-      );
-      return tool.invoke(runContext, input, withStep as Record<PropertyKey, unknown>);
-    });
+    const callId = typeof toolCall?.callId === "string" ? toolCall.callId : undefined;
+    const callOptions = { toolCallId: callId, abortSignal: details?.signal };
+    const args = argumentsOf(input);
+    const sdkRule =
+      typeof needsApproval === "function"
+        ? (parsed: unknown) => (needsApproval as (runContext: unknown, input: unknown, callId?: string) => Promise<boolean>)(runContext, parsed, callId)
+        : needsApproval;
+    const approval = approvalCheck(options, tool.name, args, callOptions, sdkRule);
+    return durableCall(
+      ctx,
+      tool.name,
+      args,
+      callOptions,
+      options,
+      (_input, durable) => {
+        // The SDK's details, with its hidden fields, plus the step's: execute(input, runContext, details) reads them.
+        const extra: Record<string, unknown> = { idempotencyKey: durable.idempotencyKey, step: durable.step, signal: durable.abortSignal };
+        if (durable.previous) extra.previous = durable.previous;
+        const descriptors = details ? Object.getOwnPropertyDescriptors(details) : {};
+        const withStep = Object.assign(
+          Object.create(details ? (Object.getPrototypeOf(details) as object | null) : Object.prototype, descriptors) as object,
+          extra,
+        );
+        return tool.invoke(runContext, input, withStep as Record<PropertyKey, unknown>);
+      },
+      { approval },
+    );
   };
   return wrapped;
 }
@@ -352,6 +345,8 @@ function toolNames(agent: AgentLike, seen = new Set<AgentLike>()): string[] {
  *     effects: { lookupOrder: "read", sendEmail: "irreversible" },
  *   }), ticket);
  *
+ * A tool's `needsApproval` (or `options.approval`) makes its calls step approvals: the call parks
+ * the run until engine.approve(id, step); the SDK's own interruption is switched off for it.
  * An agent that names its model by a string gets it from the Runner's model provider: wrap that
  * one with durableModelProvider. A tool call that follows a model turn steplog did not record is
  * refused (INVALID_OPTION) before the tool runs. Hosted tools run on OpenAI's side and MCP

@@ -26,6 +26,16 @@ import { IN_SIBLING_WINDOW, LAUNCHED_BESIDE_START } from "../steps/launched-besi
 import { InvalidOptionError } from "../base/errors.js";
 import { inTurn, isMachineryError, markFatal, nextCallNumber, throwIfFatal } from "./run-state.js";
 import { toolStepName } from "./step-names.js";
+import {
+  approvalOptionError,
+  checkOfRule,
+  deniedError,
+  ruleFor,
+  type ApprovalCheck,
+  type ApprovalDecision,
+  type ToolApprovalCall,
+  type ToolApprovalOption,
+} from "./tool-approval.js";
 
 /** Which call of which tool a query or compensation is about. */
 export interface ToolCallInfo {
@@ -57,6 +67,14 @@ export interface DurableToolsOptions<Names extends string = string> {
   retry?: Partial<Record<Names, RetryOptions>>;
   /** Abort the tool's signal after this many ms. */
   timeoutMs?: Partial<Record<Names, number>>;
+  /**
+   * Calls that need a person's yes first: each parks the run (waitingFor `{ kind: "approval",
+   * step }`) until engine.approve(id, step), the step's input being the call's arguments. A list
+   * of tool names; a record of tool name → `true`, a status of ai 7's `toolApproval`, or a
+   * function of the call's arguments answering one; or one function for every tool (ai 7's
+   * generic `toolApproval`). It overrides a tool's own `needsApproval` (AI SDK).
+   */
+  approval?: ToolApprovalOption<Names>;
 }
 
 /**
@@ -137,6 +155,9 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return typeof value === "object" && value !== null && typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
 }
 
+const RUN: ApprovalDecision = { kind: "run" };
+const ASK: ApprovalDecision = { kind: "ask" };
+
 function combineSignals(...signals: Array<AbortSignal | undefined>): AbortSignal {
   const present = signals.filter((s): s is AbortSignal => s instanceof AbortSignal);
   return present.length === 1 ? present[0]! : AbortSignal.any(present);
@@ -179,12 +200,20 @@ export function durableTools<T extends Record<string, unknown>>(
   for (const [name, tool] of Object.entries(tools)) {
     if (typeof tool === "function") {
       const fn = tool as ToolFunction;
-      out[name] = (input: unknown, callOptions?: unknown) => durableCall(ctx, name, input, callOptions, options, (i, o) => fn(i, o));
+      out[name] = (input: unknown, callOptions?: unknown) =>
+        durableCall(ctx, name, input, callOptions, options, (i, o) => fn(i, o), { approval: approvalCheck(options, name, input, callOptions) });
     } else if (typeof tool === "object" && tool !== null && typeof (tool as Partial<ExecutableTool>).execute === "function") {
-      const original = tool as ExecutableTool;
-      const wrapped = Object.assign(Object.create(Object.getPrototypeOf(tool) as object | null) as object, tool) as ExecutableTool;
+      const original = tool as ExecutableTool & { needsApproval?: unknown };
+      const wrapped = Object.assign(Object.create(Object.getPrototypeOf(tool) as object | null) as object, tool) as ExecutableTool & {
+        needsApproval?: unknown;
+      };
+      // The AI SDK's own approval flow would stop before execute and never run the tool: steplog's approval replaces it.
+      const needsApproval = original.needsApproval;
+      delete wrapped.needsApproval;
       wrapped.execute = (input: unknown, callOptions: unknown) =>
-        durableCall(ctx, name, input, callOptions, options, (i, o) => original.execute.call(original, i, o));
+        durableCall(ctx, name, input, callOptions, options, (i, o) => original.execute.call(original, i, o), {
+          approval: approvalCheck(options, name, input, callOptions, needsApproval),
+        });
       out[name] = wrapped;
     } else {
       out[name] = tool;
@@ -193,8 +222,30 @@ export function durableTools<T extends Record<string, unknown>>(
   return out as DurableToolSet<T>;
 }
 
+/**
+ * What decides one call's approval: the `approval` option's rule for the tool, else the tool's
+ * own `needsApproval` (a boolean, or a function of the arguments and the framework's options).
+ */
+export function approvalCheck(
+  options: DurableToolsOptions,
+  toolName: string,
+  input: unknown,
+  callOptions: unknown,
+  needsApproval?: unknown,
+): ApprovalCheck | undefined {
+  const given = typeof callOptions === "object" && callOptions !== null ? { ...(callOptions as Record<string, unknown>) } : {};
+  delete given.abortSignal;
+  const call: ToolApprovalCall = { ...given, toolCallId: typeof given.toolCallId === "string" ? given.toolCallId : undefined };
+  const rule = ruleFor(options.approval, toolName);
+  if (rule !== undefined) return checkOfRule(rule, typeof options.approval === "function", toolName, input, call);
+  if (needsApproval === undefined || needsApproval === null) return undefined;
+  return checkOfRule(needsApproval as boolean, false, toolName, input, call);
+}
+
 /** Refuse options that name a tool that is not there: a typo would leave a sending tool at the default. */
 export function checkToolOptions(where: string, options: DurableToolsOptions, names: string[]): void {
+  const approvalError = approvalOptionError(where, options.approval, names);
+  if (approvalError) throw new InvalidOptionError(approvalError);
   for (const kind of ["effects", "query", "compensate", "onUnknown", "retry", "timeoutMs"] as const) {
     for (const name of Object.keys(options[kind] ?? {})) {
       if (!names.includes(name)) {
@@ -209,7 +260,9 @@ export function checkToolOptions(where: string, options: DurableToolsOptions, na
  * adapters. `callOptions.toolCallId` names the call (else a counter per tool name) and
  * `callOptions.abortSignal` is combined with the step's; `run` gets the caller's options plus
  * the DurableToolCallOptions. A tool's own error is the call's recorded outcome, thrown again.
- * `step.approval` parks the run before the call until a person approves it (durableMcp).
+ * The step's input is the call's arguments (`input`): a continue that reaches the call's record
+ * with other arguments stops (STEP_INPUT_CHANGED). `step.approval` (true, or a check made when
+ * the call's turn comes) parks the run before the call until a person approves it.
  */
 export async function durableCall(
   ctx: WorkflowContext,
@@ -218,7 +271,7 @@ export async function durableCall(
   callOptions: unknown,
   options: DurableToolsOptions,
   run: (input: unknown, options: Record<string, unknown> & DurableToolCallOptions) => unknown,
-  step: Pick<StepOptions<unknown>, "approval"> = {},
+  step: { approval?: boolean | ApprovalCheck | undefined } = {},
 ): Promise<unknown> {
   throwIfFatal(ctx);
   const given = typeof callOptions === "object" && callOptions !== null ? (callOptions as Record<string, unknown>) : {};
@@ -236,7 +289,8 @@ export async function durableCall(
   }
 
   const stepOptions: StepOptions<unknown> = { effect };
-  if (step.approval) stepOptions.approval = true;
+  // What the call acts on: a record made for other arguments is not handed back silently.
+  if (input !== undefined) stepOptions.input = input;
   // Launched beside a continue's start point: said now, while it is true, though the call may
   // wait its turn (an irreversible one waits for the others) until after the start point settled.
   const beside = (ctx as unknown as Record<symbol, (() => number | undefined) | undefined>)[IN_SIBLING_WINDOW]?.();
@@ -280,7 +334,16 @@ export async function durableCall(
 
   let value: unknown;
   try {
-    value = await inTurn(ctx, effect === "irreversible", () => ctx.step(stepName, stepOptions, fn));
+    value = await inTurn(ctx, effect === "irreversible", () => {
+      const decided = typeof step.approval === "function" ? step.approval() : step.approval ? ASK : RUN;
+      const go = (decision: ApprovalDecision) => {
+        if (decision.kind === "ask") stepOptions.approval = true;
+        if (decision.kind !== "deny") return ctx.step(stepName, stepOptions, fn);
+        // Denied by the rule: not run; the model is told, as the framework would tell it.
+        return ctx.step(stepName, stepOptions, () => recordError(deniedError(toolName, decision.reason)));
+      };
+      return decided instanceof Promise ? decided.then(go) : go(decided);
+    });
   } catch (error) {
     // Not the tool's own error (those are recorded as values): steplog's. Keep it for the next turn.
     markFatal(ctx, error);

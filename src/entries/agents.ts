@@ -17,6 +17,11 @@ export type {
   ToolQuery,
   ToolCompensate,
   RecordedToolError,
+  ToolApprovalOption,
+  ToolApprovalRule,
+  ToolApprovalAnswer,
+  ToolApprovalCall,
+  GenericToolApproval,
 } from "../public/types.js";
 export { modelTurn, usageOf, ModelTurnFailedError } from "../agents/model-turn.js";
 export type { ModelTurnOptions, TurnUsage } from "../public/types.js";

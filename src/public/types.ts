@@ -97,6 +97,7 @@ export type {
   ToolCompensate,
   RecordedToolError,
 } from "../agents/tools.js";
+export type { ToolApprovalOption, ToolApprovalRule, ToolApprovalAnswer, ToolApprovalCall, GenericToolApproval } from "../agents/tool-approval.js";
 export type { ModelTurnOptions, TurnUsage } from "../agents/model-turn.js";
 export type { DurableModelOptions, LanguageModelLike, RecordedGenerate, RecordedStream } from "../agents/model.js";
 export type {

@@ -208,6 +208,32 @@ describe("durableMcp", () => {
     await engine.close();
   });
 
+  it("a call's step records the tool's arguments as its input; a continue that calls it with other arguments stops (STEP_INPUT_CHANGED)", async () => {
+    const { world, client } = await desk();
+    let to = "ada@example.com";
+    let fail = true;
+    const wf = defineWorkflow({
+      name: "inputs",
+      async run(ctx) {
+        const mcp = durableMcp(ctx, client, { approval: ["send_email"] });
+        const sent = text(await mcp.callTool({ name: "send_email", arguments: { to, body: "hi" } })).messageId;
+        if (fail) throw new Error("later failure");
+        return sent;
+      },
+    });
+    const engine = createEngine({ store: memoryStore(), workflows: [wf] });
+    expect(await engine.start(wf, undefined, { id: "r" })).toMatchObject({ status: "waiting", waitingFor: { kind: "approval", step: "tool:send_email:1" } });
+    await engine.approve("r", "tool:send_email:1");
+    expect(await engine.continue("r")).toMatchObject({ status: "failed" });
+    expect((await engine.get("r")).steps.find((s) => s.key === "tool:send_email:1")).toMatchObject({ input: { to: "ada@example.com", body: "hi" } });
+    // The code now sends to another address as call 1: the record made for ada is not handed back.
+    to = "bob@example.com";
+    fail = false;
+    expect(await engine.continue("r")).toMatchObject({ status: "stopped", error: { code: "STEP_INPUT_CHANGED", step: "tool:send_email:1" } });
+    expect(outbox(world)).toHaveLength(1);
+    await engine.close();
+  });
+
   it('approval: "destructive" parks the calls of tools the annotations call destructive (unannotated ones too), not the others', async () => {
     const { client } = await desk();
     const parked: string[] = [];

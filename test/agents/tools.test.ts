@@ -391,9 +391,9 @@ describe("parallel tool calls on a continue", () => {
     cut = new AbortController();
     expect(await engine.continue("r", { fromStep: "model", signal: cut.signal })).toMatchObject({ status: "cancelled" });
     cut = undefined;
-    // Nor is it run again on its own: it is irreversible and succeeded, so the continue stops before it.
+    // Nor is it run again on its own: its record was made for other arguments (A), so the continue stops before it.
     const stopped = await engine.continue("r");
-    expect(stopped).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE" } });
+    expect(stopped).toMatchObject({ status: "stopped", error: { code: "STEP_INPUT_CHANGED", step: "tool:book:1" } });
     expect(bookings).toEqual(["A"]);
     expect(await engine.continue("r", { redo: [stopped.error!.step!] })).toMatchObject({ status: "completed", value: ["price of B", "booked B"] });
     expect(bookings).toEqual(["A", "B"]);
