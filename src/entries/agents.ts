@@ -55,6 +55,7 @@ export type {
   DurableMcpClient,
   DurableMcpCallFields,
   McpClientLike,
+  AgentsMcpServerLike,
   McpCallToolParamsLike,
   McpToolLike,
   McpToolAnnotationsLike,

@@ -124,6 +124,7 @@ export type {
   DurableMcpClient,
   DurableMcpCallFields,
   McpClientLike,
+  AgentsMcpServerLike,
   McpCallToolParamsLike,
   McpToolLike,
   McpToolAnnotationsLike,
