@@ -53,6 +53,23 @@ export interface McpClientLike {
   listTools(params?: { cursor?: string }, ...rest: any[]): Promise<{ tools: McpToolLike[]; nextCursor?: string }>;
 }
 
+/**
+ * The structural minimum of an OpenAI Agents SDK `MCPServer` (`MCPServerStdio`,
+ * `MCPServerStreamableHttp`, …): the SDK calls `callTool(name, args, meta, options)` (or
+ * `callToolResult`) itself, inside its run, on the servers given as an agent's `mcpServers`.
+ */
+export interface AgentsMcpServerLike {
+  readonly name: string;
+  callTool(toolName: string, args: Record<string, unknown> | null, meta?: Record<string, unknown> | null, options?: { signal?: AbortSignal }): Promise<unknown>;
+  callToolResult?(
+    toolName: string,
+    args: Record<string, unknown> | null,
+    meta?: Record<string, unknown> | null,
+    options?: { signal?: AbortSignal },
+  ): Promise<unknown>;
+  listTools(): Promise<McpToolLike[]>;
+}
+
 /** What a caller may add to `callTool`'s params: the call's id (not sent to the server). */
 export interface DurableMcpCallFields {
   /** Keys the step `tool:<name>:<toolCallId>` (e.g. the model's call id) instead of a counter. */
@@ -90,7 +107,13 @@ async function listAll(client: McpClientLike): Promise<Map<string, McpToolLike>>
   let cursor: string | undefined;
   const seen = new Set<string>();
   do {
-    const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+    const page = (await client.listTools(cursor === undefined ? undefined : { cursor })) as unknown as
+      McpToolLike[] | { tools?: McpToolLike[]; nextCursor?: unknown };
+    // An OpenAI Agents SDK server lists every page itself, as an array.
+    if (Array.isArray(page)) {
+      for (const tool of page) if (typeof tool?.name === "string") tools.set(tool.name, tool);
+      break;
+    }
     for (const tool of page?.tools ?? []) if (typeof tool?.name === "string") tools.set(tool.name, tool);
     cursor = typeof page?.nextCursor === "string" && page.nextCursor !== "" && !seen.has(page.nextCursor) ? page.nextCursor : undefined;
     if (cursor !== undefined) seen.add(cursor);
@@ -137,6 +160,20 @@ function withSignal(rest: unknown[], signal: AbortSignal): unknown[] {
   };
   if (rest.length === 1 && typeof rest[0] === "object" && rest[0] !== null && !isSchema(rest[0])) return [join(rest[0])];
   return [rest[0], join(rest[1]), ...rest.slice(2)];
+}
+
+/** A recorded CallToolResult as an Agents SDK server's `callTool` gives it: the content, with the rest on it. */
+function contentOf(result: unknown): unknown {
+  const { content, structuredContent, isError, _meta } = (result ?? {}) as {
+    content?: unknown[];
+    structuredContent?: unknown;
+    isError?: unknown;
+    _meta?: unknown;
+  };
+  const out = Object.assign([...(content ?? [])], structuredContent === undefined ? {} : { structuredContent });
+  if (isError !== undefined) Object.assign(out, { isError });
+  if (_meta !== undefined) Object.assign(out, { _meta });
+  return out;
 }
 
 const isClient = (client: unknown): client is McpClientLike =>
@@ -192,6 +229,8 @@ function namedTools(options: DurableMcpOptions): string[] {
  * step's signal (a `timeoutMs`, the run's deadline, a cancel) aborts the request. Options
  * that name a tool the server does not list are refused (INVALID_OPTION) at the first call.
  */
+export function durableMcp<S extends AgentsMcpServerLike>(ctx: WorkflowContext, server: S, options?: DurableMcpOptions): S;
+export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client: C, options?: DurableMcpOptions): DurableMcpClient<C>;
 export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client: C, options: DurableMcpOptions = {}): DurableMcpClient<C> {
   if (!isClient(client)) throw new InvalidOptionError("durableMcp(ctx, client): client must be an MCP client (an object with callTool and listTools).");
   checkOptions(options);
@@ -203,6 +242,7 @@ export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client
 
   const callTool = async (params: McpCallToolParamsLike & DurableMcpCallFields, ...rest: unknown[]): Promise<unknown> => {
     throwIfFatal(ctx);
+    if (typeof params === "string") return serverCall(false, params, rest);
     if (typeof params !== "object" || params === null || typeof params.name !== "string" || params.name === "") {
       throw new InvalidOptionError(`durableMcp: callTool(params) needs params.name, the tool's name; got ${JSON.stringify(params)}.`);
     }
@@ -210,7 +250,31 @@ export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client
     if (toolCallId !== undefined && (typeof toolCallId !== "string" || toolCallId === "")) {
       throw new InvalidOptionError(`durableMcp: callTool's params.toolCallId must be a non-empty string, got ${JSON.stringify(toolCallId)}.`);
     }
-    const name = sent.name;
+    return stepFor(sent.name, sent.arguments, toolCallId, (key, signal) =>
+      client.callTool({ ...sent, _meta: { ...sent._meta, [MCP_IDEMPOTENCY_KEY]: key } }, ...withSignal(rest, signal)),
+    );
+  };
+
+  /**
+   * A call by an OpenAI Agents SDK server's `callTool(name, args, meta, options)` (the content) or
+   * `callToolResult` (the whole result). The whole result is what is recorded when the server has
+   * `callToolResult`: a content array's `structuredContent` and `isError` would not survive it.
+   */
+  const serverCall = async (whole: boolean, name: string, [args, meta, options]: unknown[]): Promise<unknown> => {
+    const server = client as unknown as AgentsMcpServerLike;
+    const full = typeof server.callToolResult === "function";
+    const given = (typeof options === "object" && options !== null ? options : {}) as { signal?: AbortSignal };
+    const value = await stepFor(name, args ?? null, undefined, (key, signal) => {
+      const sentMeta = { ...(meta as Record<string, unknown> | null | undefined), [MCP_IDEMPOTENCY_KEY]: key };
+      const sentOptions = { ...given, signal: given.signal ? AbortSignal.any([given.signal, signal]) : signal };
+      const sentArgs = (args ?? null) as Record<string, unknown> | null;
+      return full ? server.callToolResult!(name, sentArgs, sentMeta, sentOptions) : server.callTool(name, sentArgs, sentMeta, sentOptions);
+    });
+    return whole || !full ? value : contentOf(value);
+  };
+
+  /** One tool call as the step `tool:<name>:<call id>`; `send` makes it, given the step's key and signal. */
+  const stepFor = async (name: string, args: unknown, toolCallId: string | undefined, send: (key: string, signal: AbortSignal) => Promise<unknown>) => {
     // The call's number is taken now, in call order, before anything is awaited.
     const callId = toolCallId ?? String(nextCallNumber(ctx, name));
 
@@ -246,20 +310,19 @@ export function durableMcp<C extends McpClientLike>(ctx: WorkflowContext, client
     return durableCall(
       ctx,
       name,
-      sent.arguments,
+      args,
       { toolCallId: callId },
       { ...toolOptions, effects: { ...toolOptions.effects, [name]: effect } },
-      (_input, durable) =>
-        unlessAnswerLost(effect, durable.abortSignal, () =>
-          client.callTool({ ...sent, _meta: { ...sent._meta, [MCP_IDEMPOTENCY_KEY]: durable.idempotencyKey } }, ...withSignal(rest, durable.abortSignal)),
-        ),
+      (_input, durable) => unlessAnswerLost(effect, durable.abortSignal, () => send(durable.idempotencyKey, durable.abortSignal)),
       { approval: needsApproval },
     );
   };
+  const callToolResult = (name: string, ...rest: unknown[]) => (throwIfFatal(ctx), serverCall(true, name, rest));
 
   return new Proxy(client, {
     get(object, property) {
       if (property === "callTool") return callTool;
+      if (property === "callToolResult" && typeof (object as { callToolResult?: unknown }).callToolResult === "function") return callToolResult;
       const value = Reflect.get(object, property, object) as unknown;
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(object) : value;
     },

@@ -60,6 +60,7 @@ export type {
   DurableMcpClient,
   DurableMcpCallFields,
   McpClientLike,
+  AgentsMcpServerLike,
   McpCallToolParamsLike,
   McpToolLike,
   McpToolAnnotationsLike,

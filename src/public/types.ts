@@ -127,6 +127,7 @@ export type {
   DurableMcpClient,
   DurableMcpCallFields,
   McpClientLike,
+  AgentsMcpServerLike,
   McpCallToolParamsLike,
   McpToolLike,
   McpToolAnnotationsLike,

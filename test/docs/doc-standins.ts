@@ -44,7 +44,7 @@ declare const app: { post(path: string, handler: (req: { body: any }, res: { sta
 declare const args: any, plan: any, pr: any, model: any, tools: any, ticket: any, messages: any, workflows: any, payments: any, mail: any;
 declare const mailer: any, built: any, lint: any, freshDatabase: any, freshDb: any, user: any, stock: any, sendEmail: any, saveDraft: any;
 declare const reminder: any, openai: any, lookupOrder: any, handlers: any, github: any, chat: any, anthropic: any, SCHEMAS: any, max_tokens: any;
-declare const findCharge: any, isNetworkError: any;
+declare const findCharge: any, isNetworkError: any, findEmail: any, server: any;
 declare const CardDeclined: any, version: any, to: any, query: any, instructions: any, effects: any, amount: any, wallet: any, users: any;
 declare const url: any, text: any, support: any, summarize: any, summarise: any, run: any, review: any, publish: any, priceOf: any;
 declare const openPullRequest: any, oldKey: any, notify: any, newKey: any, merge: any, loadSales: any, files: any, draft: any, commit: any;
