@@ -13,7 +13,14 @@ export default defineWorkflow({
   async run(ctx, args) {
     const quote = await ctx.step("quote", async () => ({ item: args.item, amount: 12 }));
     const payment = await ctx.waitForEvent("paid");
-    const shipped = await ctx.step("ship", { approval: true, effect: "irreversible" }, async ({ idempotencyKey }) => ({ tracking: `T-${idempotencyKey}` }));
+    // What a person approves: the item and where it goes (the approval is bound to it).
+    const shipped = await ctx.step(
+      "ship",
+      { approval: true, effect: "irreversible", input: { item: args.item, to: "ada@example.com" } },
+      async ({ idempotencyKey }) => ({
+        tracking: `T-${idempotencyKey}`,
+      }),
+    );
     return { quote, payment, shipped };
   },
 });

@@ -127,8 +127,17 @@ describe("send, approve, reject and work", () => {
     expect(worked.stdout).toMatch(/loaded workflow order from .*order\.mjs/);
     expect(worked.stdout).toMatch(/o1 +waiting/);
     const waitingApproval = (await cli(["show", "o1", "--json"], { cwd })).json();
-    expect(waitingApproval).toMatchObject({ status: "waiting", waitingFor: { kind: "approval", step: "ship" } });
-    expect(waitingApproval.next).toEqual(["steplog approve o1 ship", "steplog reject o1 ship --reason '<why>'", "steplog work"]);
+    expect(waitingApproval).toMatchObject({
+      status: "waiting",
+      waitingFor: { kind: "approval", step: "ship", inputDigest: expect.stringMatching(/^sha256:/) },
+    });
+    // The step is given what it ships: look at it, then approve what was seen.
+    expect(waitingApproval.next).toEqual([
+      "steplog approvals",
+      `steplog approve o1 ship --input-digest ${waitingApproval.waitingFor.inputDigest}`,
+      "steplog reject o1 ship --reason '<why>'",
+      "steplog work",
+    ]);
 
     const approved = await cli(["approve", "o1", "ship", "--by", "ana", "--json"], { cwd });
     expect(approved.json()).toMatchObject({ id: "o1", step: "ship", approved: true, by: "ana" });
