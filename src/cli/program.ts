@@ -10,6 +10,7 @@ import { isSteplogError } from "../base/errors.js";
 import { COMMON_OPTIONS, parseCommand, renderHelp, type Parsed } from "./args.js";
 import type { Command } from "./command.js";
 import { approve, reject } from "./commands/approve.js";
+import { budget } from "./commands/budget.js";
 import { cancel } from "./commands/cancel.js";
 import { compensate } from "./commands/compensate.js";
 import { deadLetters } from "./commands/dead-letters.js";
@@ -38,6 +39,7 @@ export const COMMANDS: Record<string, Command> = {
   resolve,
   approve,
   reject,
+  budget,
   send,
   compensate,
   "dead-letters": deadLetters,
