@@ -177,6 +177,36 @@ describe.each(EVERY_STORE)("budgets (%s)", (name, makeStore) => {
     await engine.close();
   });
 
+  it('a parent whose child (startChild, budget "parent") spends while the parent\'s attempt runs sees that spend at its next step', async () => {
+    const paid = defineWorkflow({
+      name: "budget-beside",
+      async run(ctx, n: number) {
+        for (let i = 0; i < n; i++) await ctx.step(`pay-${i}`, async (info) => info.usage({ costUsd: 1, outputTokens: 10 }));
+        return n;
+      },
+    });
+    const ran: string[] = [];
+    const parent = defineWorkflow({
+      name: "budget-beside-parent",
+      async run(ctx) {
+        const handle = await ctx.startChild("c", paid, 2, { budget: "parent" });
+        const n = await handle.result();
+        // Claimed with nothing spent; the child's $2 reached the budget meanwhile, in this attempt.
+        await ctx.step("after", async () => ran.push("after"));
+        return n;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [parent, paid] });
+    const result = await engine.start(parent, undefined, { id: "bp", budget: { usd: 2 } });
+    expect(result).toMatchObject({ status: "waiting", waitingFor: { kind: "budget", step: "after", spent: { usd: 2, tokens: 20 } } });
+    expect(ran).toEqual([]);
+    expect(await engine.get("bp")).toMatchObject({ spent: { usd: 2, tokens: 20 } });
+    await engine.raiseBudget("bp", { usd: 3 });
+    expect(await engine.continue("bp")).toMatchObject({ status: "completed", value: 2 });
+    expect(ran).toEqual(["after"]);
+    await engine.close();
+  });
+
   it('budget: "parent" without a budget on the parent is INVALID_OPTION', async () => {
     const kid = defineWorkflow({ name: "budget-kid", run: async () => 1 });
     const parent = defineWorkflow({ name: "budget-no-parent", run: (ctx) => ctx.child("k", kid, undefined, { budget: "parent" }) });
