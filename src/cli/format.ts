@@ -220,3 +220,20 @@ export function visibleLength(text: string): number {
 export function terminalJson(json: string): string {
   return json.replace(UNSAFE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
+
+/** A run's budget in a line: "$1.20 of $2.00, 12,000 of 50,000 tokens spent", or "draws on run P's ($1.20 spent here)". */
+export function budgetText(t: { budget?: { usd?: number; tokens?: number }; budgetRun?: string; spent?: { usd: number; tokens: number } }): string | undefined {
+  if (!t.spent) return undefined;
+  const spent = t.spent;
+  if (t.budgetRun !== undefined) return `draws on run ${safe(t.budgetRun)}'s (${formatUsd(spent.usd)}, ${formatNumber(spent.tokens)} tokens spent here)`;
+  const b = t.budget ?? {};
+  const parts: string[] = [];
+  if (b.usd !== undefined) parts.push(`${formatUsd(spent.usd)} of ${formatUsd(b.usd)}`);
+  if (b.tokens !== undefined) parts.push(`${formatNumber(spent.tokens)} of ${formatNumber(b.tokens)} tokens`);
+  return `${parts.join(", ")} spent`;
+}
+
+/** What a run parked on a budget waits for: "a raise of its budget before step "model#3"". */
+export function budgetWaitText(w: { step: string; budgetRun?: string }): string {
+  return `a raise of ${w.budgetRun === undefined ? "its budget" : `the budget of run ${safe(w.budgetRun)}`} before step ${safe(w.step)}`;
+}

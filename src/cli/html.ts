@@ -9,7 +9,7 @@
  */
 
 import { attemptLabel, attemptTone, describeEntry, errorText, type Tone } from "./describe.js";
-import { formatAge, formatDuration, formatUsage, oneLineJson, prettyJson, safe, truncate } from "./format.js";
+import { budgetWaitText, formatAge, formatDuration, formatUsage, oneLineJson, prettyJson, safe, truncate } from "./format.js";
 import type { Timeline, TimelineAttempt, TimelineEntry } from "./timeline.js";
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
@@ -160,6 +160,7 @@ function waitText(t: Timeline): string {
   if (w.kind === "sleep") return `timer of step ${w.step}${until}`;
   if (w.kind === "child") return `child run ${JSON.stringify(w.child)} (step ${w.step})${until}`;
   if (w.kind === "turn") return `its turn (the workflow's concurrency or rate limit)`;
+  if (w.kind === "budget") return budgetWaitText(w);
   return `approval of step ${w.step}`;
 }
 

@@ -11,6 +11,7 @@ import { COMMON_OPTIONS, parseCommand, renderHelp, type Parsed } from "./args.js
 import type { Command } from "./command.js";
 import { approve, reject } from "./commands/approve.js";
 import { approvals } from "./commands/approvals.js";
+import { budget } from "./commands/budget.js";
 import { cancel } from "./commands/cancel.js";
 import { compensate } from "./commands/compensate.js";
 import { deadLetters } from "./commands/dead-letters.js";
@@ -40,6 +41,7 @@ export const COMMANDS: Record<string, Command> = {
   approvals,
   approve,
   reject,
+  budget,
   send,
   compensate,
   "dead-letters": deadLetters,

@@ -84,6 +84,10 @@ export interface Timeline {
   attemptCount: number;
   waitingFor?: WaitingFor;
   wakeAt?: string;
+  /** A run with a budget (docs/budgets.md): its limits (or the run whose budget it draws on) and its spend. */
+  budget?: { usd?: number; tokens?: number };
+  budgetRun?: string;
+  spent?: { usd: number; tokens: number };
   value?: unknown;
   error?: ErrorInfo;
   attempts: TimelineAttempt[];
@@ -104,6 +108,14 @@ export interface Timeline {
 }
 
 const isoOf = (n: number | null | undefined) => (n === null || n === undefined ? n : new Date(n).toISOString());
+
+/** `--usd N --tokens N` for a run parked on its budget: twice what it has spent, for each limit it has (a suggestion). */
+function budgetArgs(w: WaitingFor): string[] {
+  const args: string[] = [];
+  if (w.budget?.usd !== undefined) args.push("--usd", String(Math.max(1, Math.ceil((w.spent?.usd ?? 0) * 2))));
+  if (w.budget?.tokens !== undefined) args.push("--tokens", String(Math.max(1, Math.ceil((w.spent?.tokens ?? 0) * 2))));
+  return args.length > 0 ? args : ["--usd", "<N>"];
+}
 
 /** The timeline for --json: times as ISO-8601 strings, like engine.get. */
 export function timelineJson(t: Timeline): unknown {
@@ -170,6 +182,9 @@ export function buildTimeline(run: RunView, escalations: Escalation[], now: numb
   };
   if (run.waitingFor) timeline.waitingFor = run.waitingFor;
   if (run.wakeAt) timeline.wakeAt = run.wakeAt;
+  if (run.budget) timeline.budget = run.budget;
+  if (run.budgetRun) timeline.budgetRun = run.budgetRun;
+  if (run.spent) timeline.spent = run.spent;
   if ("value" in run) timeline.value = run.value;
   if (run.error) timeline.error = run.error;
   return timeline;
@@ -297,6 +312,7 @@ export function nextCommands(run: RunView, escalations: Escalation[]): string[] 
           command("steplog", "work"),
         ];
       if (w?.kind === "child" && w.child !== undefined) return [command("steplog", "show", w.child), command("steplog", "work")];
+      if (w?.kind === "budget") return [command("steplog", "budget", w.budgetRun ?? id, ...budgetArgs(w)), command("steplog", "work")];
       return [command("steplog", "work"), go];
     }
     case "dead-lettered":

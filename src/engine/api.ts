@@ -26,6 +26,7 @@ import type { ExportOptions, ImportResult, RunExport } from "../operations/expor
 import type { RunResult } from "../steps/attempt.js";
 import type { RunStatus, Store } from "../store/types.js";
 import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
+import type { Budget } from "../workflow/budgets.js";
 import type { WorkOptions, WorkSummary } from "./worker.js";
 import type { SchedulesOptions, ScheduleView } from "./schedules.js";
 
@@ -52,6 +53,7 @@ export const START_KEYS: KnownKeys<StartOptions> = {
   ifExists: true,
   dedupeKey: true,
   priority: true,
+  budget: true,
 };
 export const CONTINUE_KEYS: KnownKeys<ContinueOptions> = {
   fromStep: true,
@@ -69,6 +71,7 @@ export const APPROVALS_KEYS: KnownKeys<ApprovalsFilter> = { workflow: true, runI
 export const ESCALATIONS_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
 export const REJECT_KEYS: KnownKeys<{ by?: string; reason?: string }> = { by: true, reason: true };
 export const CANCEL_KEYS: KnownKeys<CancelOptions> = { reason: true, children: true };
+export const BUDGET_KEYS: KnownKeys<Budget> = { usd: true, tokens: true };
 export const GET_KEYS: KnownKeys<{ redact?: boolean }> = { redact: true };
 export const EXPORT_KEYS: KnownKeys<ExportOptions> = { children: true, redact: true };
 export const LIST_KEYS: KnownKeys<ListFilter> = { status: true, workflow: true, parent: true, idContains: true, after: true, limit: true };
@@ -152,6 +155,8 @@ export interface StartOptions {
   dedupeKey?: string;
   /** Among due runs, higher runs first (a worker's order); default the workflow's `priority`, else 0. */
   priority?: number;
+  /** The run's spending budget (docs/budgets.md); default the workflow's `budget`, else none. */
+  budget?: Budget;
 }
 
 export interface ContinueOptions {
@@ -263,6 +268,12 @@ export interface Engine {
   approvals(filter?: ApprovalsFilter): Promise<PendingApproval[]>;
   /** Reject it: the run ends `stopped`, with the reason. */
   reject(id: string, step: string, options?: { by?: string; reason?: string }): Promise<void>;
+  /**
+   * Set new limits for a run parked on its budget (absolute, each above what it has spent; a
+   * limit not given stays), and wake it and the child runs that draw on its budget: a worker
+   * (or a continue) goes on. Resolves with the budget now in force.
+   */
+  raiseBudget(id: string, limits: Budget): Promise<Budget>;
   /**
    * Cancel a run: an attempt of this engine ends `cancelled` cleanly (its step's signal aborted);
    * a run held elsewhere is marked cancelled and its holder fenced out; a parked run stops

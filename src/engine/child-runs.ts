@@ -37,7 +37,14 @@ export interface ChildContext {
   /** Make the workflow known to the engine (a continue of the child needs it). */
   register(workflow: Workflow): void;
   /** Create the run with its parent and start its attempt here; undefined when the id is taken. */
-  create(workflow: Workflow, args: unknown, id: string, parent: string, source: string | null): Promise<{ done: Promise<RunResult> } | undefined>;
+  create(
+    workflow: Workflow,
+    args: unknown,
+    id: string,
+    parent: string,
+    source: string | null,
+    budget: string | undefined,
+  ): Promise<{ done: Promise<RunResult> } | undefined>;
   /** The attempt of this run that this engine is running, if it is running one. */
   runningHere(id: string): Promise<RunResult> | undefined;
   /** engine.continue(id). */
@@ -87,7 +94,7 @@ export class ChildRuns implements ChildHost {
       const row = await ctx.store.loadRunRow(id);
       if (!row) {
         ctx.register(workflow);
-        const made = await ctx.create(workflow, request.args, id, request.parent, request.source);
+        const made = await ctx.create(workflow, request.args, id, request.parent, request.source, request.budget);
         if (!made) continue; // created meanwhile by another attempt of the parent: look again
         if (!request.wait) {
           made.done.catch(() => {});

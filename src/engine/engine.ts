@@ -29,6 +29,7 @@ import { summarize, type Judge, type RunSummary, type RunView } from "../operati
 import { APPROVALS_KEYS, ESCALATIONS_KEYS, LIST_KEYS, WORK_KEYS, type ApproveOptions } from "./api.js";
 import { listApprovals, type ApprovalsFilter, type PendingApproval } from "../operations/approvals.js";
 import type { CancelOptions, ContinueOptions, Engine, EngineOptions, ListFilter, RunCount, StartOptions } from "./api.js";
+import type { Budget } from "../workflow/budgets.js";
 import { countRuns, listRuns } from "./listing.js";
 import { engineSetup } from "./engine-setup.js";
 import { checkContinueOptions } from "./continue-options.js";
@@ -80,9 +81,9 @@ class SteplogEngine implements Engine {
       now: () => this.#settings.clock.now(),
       judge: async () => this.#judge(await this.#where()),
       register: (workflow) => this.#register(workflow),
-      create: async (workflow, args, id, parent, source) => {
+      create: async (workflow, args, id, parent, source, costBudget) => {
         const deadline = runDeadline({}, `the child run ${JSON.stringify(id)}`, this.#settings.clock, workflow.timeoutMs);
-        const made = await createRun(this.#core, workflow, args, { id, deadline, parent, source: source ?? undefined });
+        const made = await createRun(this.#core, workflow, args, { id, deadline, parent, source: source ?? undefined, ...(costBudget ? { costBudget } : {}) });
         return "exists" in made ? undefined : { done: made.done };
       },
       runningHere: (id) => this.#running.of(id)?.done,
@@ -179,6 +180,10 @@ class SteplogEngine implements Engine {
 
   reject(id: string, step: string, options: { by?: string; reason?: string } = {}): Promise<void> {
     return runMethods.reject(this.#core, id, step, options);
+  }
+
+  raiseBudget(id: string, limits: Budget): Promise<Budget> {
+    return runMethods.raiseBudget(this.#core, id, limits);
   }
 
   cancel(id: string, options: CancelOptions = {}): Promise<RunStatus> {

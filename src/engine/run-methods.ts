@@ -14,8 +14,20 @@ import { answerApproval } from "../operations/approvals.js";
 import { holderGone, redactView, summarize, viewRun, type RunView } from "../operations/views.js";
 import { ENDED_STATUSES, type RunStatus } from "../store/types.js";
 import { checkName } from "../workflow/names.js";
-import { APPROVE_KEYS, type ApproveOptions, CANCEL_KEYS, GET_KEYS, REJECT_KEYS, RESOLUTION_KEYS, SEND_KEYS, type CancelOptions } from "./api.js";
+import { checkBudget, type Budget } from "../workflow/budgets.js";
+import { raiseBudget as raiseStoredBudget } from "../operations/budget.js";
+import { BUDGET_KEYS, APPROVE_KEYS, type ApproveOptions, CANCEL_KEYS, GET_KEYS, REJECT_KEYS, RESOLUTION_KEYS, SEND_KEYS, type CancelOptions } from "./api.js";
 import type { EngineCore } from "./engine-core.js";
+
+export async function raiseBudget(core: EngineCore, id: string, limits: Budget): Promise<Budget> {
+  core.open();
+  checkName("run id", id);
+  const where = `raiseBudget(${JSON.stringify(id)})`;
+  checkKnownKeys(where, limits ?? {}, BUDGET_KEYS, { runId: id });
+  const budget = await raiseStoredBudget(core.store, id, checkBudget(where, limits, id), core.settings.clock.now());
+  core.wake();
+  return budget;
+}
 
 export async function send(core: EngineCore, id: string, event: string, payload: unknown, options: SendOptions): Promise<Delivery> {
   core.open();

@@ -25,10 +25,12 @@ export interface NewRun {
   dedupeKey?: string | null;
   /** The W3C traceparent the run's attempts hang from (tracing on), else null. */
   traceContext?: string | null;
+  /** Its budget as stored (RunRow.costBudget), else null. */
+  costBudget?: string | null;
 }
 
 /** The run row and first attempt row of a run started now. */
-export function startRows({ id, workflow, argsText, source, deadline, parent, now, flow, dedupeKey, traceContext }: NewRun): {
+export function startRows({ id, workflow, argsText, source, deadline, parent, now, flow, dedupeKey, traceContext, costBudget }: NewRun): {
   run: RunRow;
   first: AttemptRow;
 } {
@@ -52,6 +54,7 @@ export function startRows({ id, workflow, argsText, source, deadline, parent, no
     priority: flow?.priority ?? 0,
     dedupeKey: dedupeKey ?? null,
     traceContext: traceContext ?? null,
+    ...(costBudget == null ? {} : { costBudget, spentUsd: 0, spentTokens: 0 }),
     createdAt: now,
     updatedAt: now,
   };

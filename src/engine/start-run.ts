@@ -15,6 +15,7 @@ import type { Store, StoredRun } from "../store/types.js";
 import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-workflow.js";
 import { flowColumns, queues } from "../workflow/flow-control.js";
 import { checkName } from "../workflow/names.js";
+import { checkBudget, formatBudget } from "../workflow/budgets.js";
 import { checkKnownKeys } from "../base/options.js";
 import { START_KEYS, type StartOptions } from "./api.js";
 import { checkIfExists, checkSameRun, markAttached, storedResult } from "./attach.js";
@@ -34,6 +35,8 @@ export interface NewRun {
   signal?: AbortSignal | undefined;
   dedupeKey?: string | undefined;
   priority?: number | undefined;
+  /** The run's budget as stored (RunRow.costBudget): start's or the workflow's own limits, or the parent's a child draws on. */
+  costBudget?: string | undefined;
 }
 
 /** engine.start: the options checked, the run created (or found), and the result of its first attempt or of the run found. */
@@ -61,6 +64,7 @@ export async function startRun<W extends Workflow<any, any>>(
   if (options.priority !== undefined && !Number.isSafeInteger(options.priority)) {
     throw new InvalidOptionError(`${where}: priority must be a whole number (higher runs first), got ${String(options.priority)}.`, { runId: id });
   }
+  const budget = options.budget === undefined ? workflow.budget : checkBudget(where, options.budget, id);
   const made = await createRun(core, workflow, args, {
     id,
     deadline,
@@ -68,6 +72,7 @@ export async function startRun<W extends Workflow<any, any>>(
     signal: options.signal,
     dedupeKey: options.dedupeKey,
     priority: options.priority,
+    ...(budget === undefined ? {} : { costBudget: formatBudget({ own: budget }) }),
   });
   if ("exists" in made) {
     // Another run holds the dedupe key and has not ended: that run, whatever its args.
@@ -108,7 +113,20 @@ export async function createRun(
   const caller = tracing?.active();
   const trace = tracing && !waitsForTurn ? tracing.beginAttempt(attemptLabels(workflow, id, 1, "run", undefined), null, caller!) : undefined;
   const traceContext = trace ? trace.traceparent : tracing ? tracing.callerTraceparent(caller!) : null;
-  const { run, first } = startRows({ id, workflow, argsText, source: options.source, deadline, parent: options.parent, now, flow, dedupeKey, traceContext });
+  const costBudget = options.costBudget ?? (workflow.budget === undefined ? undefined : formatBudget({ own: workflow.budget }));
+  const { run, first } = startRows({
+    id,
+    workflow,
+    argsText,
+    source: options.source,
+    deadline,
+    parent: options.parent,
+    now,
+    flow,
+    dedupeKey,
+    traceContext,
+    costBudget,
+  });
   if (waitsForTurn) {
     // A run with limits waits for its turn: queued, then claimed like any due run, now if there is room.
     const queued = await store.enqueueRun(queuedRow(run, now), now);

@@ -31,7 +31,14 @@ const RUN_STATUSES: readonly RunStatus[] = [
 const ENDINGS: ReadonlyArray<AttemptEnding | null> = ["completed", "failed", "stopped", "timed-out", "cancelled", "waiting", "escalated", "compensated", null];
 const STEP_STATUSES: readonly StepStatus[] = ["intended", "succeeded", "failed", "stopped", "escalated", "compensated"];
 
-const RUN_FIELDS: Record<keyof RunRow, Kind> = {
+/** A run's budget fields: exported only for a run with a budget (documents from before budgets have none). */
+type BudgetField = "costBudget" | "spentUsd" | "spentTokens";
+const RUN_OPTIONAL: Record<BudgetField, (v: unknown) => boolean> = {
+  costBudget: (v) => v === null || typeof v === "string",
+  spentUsd: (v) => typeof v === "number" && Number.isFinite(v),
+  spentTokens: (v) => typeof v === "number" && Number.isFinite(v),
+};
+const RUN_FIELDS: Record<Exclude<keyof RunRow, BudgetField>, Kind> = {
   id: "string",
   workflow: "string",
   version: "string?",
@@ -146,7 +153,7 @@ const ATTEMPT_OPTIONAL = { reused: strings, consent: (v: unknown) => isObject(v)
 
 function checkRows(value: unknown, where: string, parent: string | null, ids: Set<string>): ExportedRun {
   if (!isObject(value)) throw new Shape(`${where} is not an object`);
-  checkRow(value.run, RUN_FIELDS, `${where}.run`);
+  checkRow(value.run, RUN_FIELDS, `${where}.run`, RUN_OPTIONAL);
   const run = value.run as unknown as RunRow;
   try {
     checkName("run id", run.id);

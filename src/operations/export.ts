@@ -99,6 +99,8 @@ function rowsOf(stored: StoredRun): ExportedRun {
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
   };
+  // Only a run with a budget carries its budget and spend (so documents of other runs are as before).
+  if (r.costBudget != null) Object.assign(run, { costBudget: r.costBudget, spentUsd: r.spentUsd ?? 0, spentTokens: r.spentTokens ?? 0 });
   const attempts = stored.attempts.map((a): AttemptRow => {
     const attempt: AttemptRow = {
       runId: a.runId,

@@ -3,6 +3,7 @@
  * derived for attempts that have no ending and whose owner is gone (before any recover()).
  */
 
+import { parseBudget } from "../workflow/budgets.js";
 import type { ErrorInfo } from "../base/errors.js";
 import { judgeOwner, type OwnerVerdict } from "../ownership/owner.js";
 import { watchLease } from "../ownership/lease-watch.js";
@@ -89,6 +90,14 @@ export interface RunView extends RunSummary {
   waitingFor?: WaitingFor;
   /** When a worker may pick it up (ISO-8601). */
   wakeAt?: string;
+  /**
+   * A run with a budget (docs/budgets.md): its limits and what has been spent toward them (its
+   * steps, and its child runs that draw on it). A child that draws on another run's budget has
+   * `budgetRun` (that run) instead of limits, and `spent` its own spend.
+   */
+  budget?: { usd?: number; tokens?: number };
+  budgetRun?: string;
+  spent?: { usd: number; tokens: number };
   value?: unknown;
   error?: ErrorInfo;
   attempts: AttemptView[];
@@ -198,6 +207,12 @@ export async function viewRun(stored: StoredRun, judge: Judge, payloads: Payload
   };
   if (run.waitingFor !== null) view.waitingFor = shownWaitingFor(JSON.parse(run.waitingFor) as StoredWait);
   if (run.wakeAt !== null) view.wakeAt = iso(run.wakeAt);
+  const budget = parseBudget(run.costBudget);
+  if (budget !== undefined) {
+    if ("own" in budget) view.budget = budget.own;
+    else view.budgetRun = budget.parent;
+    view.spent = { usd: run.spentUsd ?? 0, tokens: run.spentTokens ?? 0 };
+  }
   if (run.value !== null) view.value = await payloads.decode(run.value);
   if (run.error !== null) view.error = await payloads.decodeError(run.error);
   return view;

@@ -18,6 +18,7 @@ export type { SendOptions, Delivery } from "../operations/events.js";
 export type { WorkOptions, WorkSummary } from "../engine/worker.js";
 export type { ScheduleView, SchedulesOptions } from "../engine/schedules.js";
 export type { WaitingFor } from "../steps/waits.js";
+export type { Budget } from "../workflow/budgets.js";
 export type {
   WorkflowContext,
   StepInfo,

@@ -41,6 +41,8 @@ export interface ChildRequest {
   args: unknown;
   /** Recorded as the child's source: the parent's (its file exports the child's workflow, or imports it). */
   source: string | null;
+  /** The child's budget as stored (RunRow.costBudget) when it draws on the parent's; else its workflow's own. */
+  budget?: string | undefined;
   /**
    * true: run the child's attempt here and resolve when it ends (ctx.child, handle.result());
    * false: resolve once the child run exists, its attempt going on in the background (ctx.startChild).

@@ -24,9 +24,10 @@ import type { ChildHandle, ChildOptions } from "../workflow/context.js";
 import type { ChildState } from "./attempt-settings.js";
 import type { AttemptState } from "./state.js";
 import { newWaitCall } from "./step-call.js";
+import { formatBudget } from "../workflow/budgets.js";
 import { enterWait, failWait, park, settleWait, waitOf } from "./waits.js";
 
-const CHILD_KEYS: KnownKeys<ChildOptions> = { id: true };
+const CHILD_KEYS: KnownKeys<ChildOptions> = { id: true, budget: true };
 
 /** A child that ended otherwise is continued when the parent's step is redone after failing. */
 const CONTINUABLE: readonly RunStatus[] = ["failed", "stopped", "timed-out", "cancelled"];
@@ -50,7 +51,25 @@ function checkChildCall(state: AttemptState, what: string, name: string, workflo
   if (!state.settings.children) {
     throw new InvalidOptionError(`${where}: this engine cannot start child runs.`, { runId: state.runId });
   }
-  return { ...(id === undefined ? {} : { id }) };
+  const budget = (options as ChildOptions | undefined)?.budget;
+  if (budget !== undefined) {
+    if (budget !== "parent")
+      throw new InvalidOptionError(`${where}: budget must be "parent" (the child draws on this run's budget) or left out.`, { runId: state.runId });
+    if (state.budget === undefined) {
+      throw new InvalidOptionError(
+        `${where}: budget "parent" asks the child to draw on this run's budget, but run ${JSON.stringify(state.runId)} has none. Give the run a budget (defineWorkflow or start's budget), or leave the option out.`,
+        { runId: state.runId },
+      );
+    }
+    // Its children's spend reaches the budget's row as they go: this run reads it before each step.
+    state.budget.shared = true;
+  }
+  return { ...(id === undefined ? {} : { id }), ...(budget === undefined ? {} : { budget }) };
+}
+
+/** The budget a child started with `budget: "parent"` is stored with: the run whose budget this one's is. */
+function childBudget(state: AttemptState, given: ChildOptions): string | undefined {
+  return given.budget === "parent" ? formatBudget({ parent: state.budget!.owner }) : undefined;
 }
 
 /** The id the row records: the one given, else the default, which must fit the name rule. */
@@ -69,7 +88,7 @@ function childIdFor(state: AttemptState, key: string, given: string | undefined)
 /** ctx.child: start (or find) the child, wait for it, and return its value. */
 export async function child(state: AttemptState, name: string, workflow: Workflow, args: unknown, options?: ChildOptions): Promise<unknown> {
   const given = checkChildCall(state, "child", name, workflow, options);
-  return waitForChild(state, { name, workflow, args, idFor: (key) => childIdFor(state, key, given.id) });
+  return waitForChild(state, { name, workflow, args, idFor: (key) => childIdFor(state, key, given.id), budget: childBudget(state, given) });
 }
 
 /** ctx.startChild: start (or find) the child and return a handle at once. */
@@ -83,7 +102,7 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
   );
   const handle = (runId: string): ChildHandle => ({
     runId,
-    result: () => waitForChild(state, { name: `${name}.result`, workflow, args, idFor: () => runId }),
+    result: () => waitForChild(state, { name: `${name}.result`, workflow, args, idFor: () => runId, budget: childBudget(state, given) }),
   });
   if ("reused" in entered) return handle((entered.reused as { runId: string }).runId);
   const { key, row } = entered;
@@ -98,6 +117,7 @@ export async function startChild(state: AttemptState, name: string, workflow: Wo
       workflow,
       args,
       source: state.stored.run.source,
+      budget: childBudget(state, given),
       wait: false,
       continueIf: redoing(state, entered),
       signal: state.ending.signal,
@@ -155,10 +175,12 @@ interface ChildWait {
   workflow: Workflow;
   args: unknown;
   idFor: (key: string) => string;
+  /** The child's budget as stored, when it draws on the parent's. */
+  budget: string | undefined;
 }
 
 async function waitForChild(state: AttemptState, childWait: ChildWait): Promise<unknown> {
-  const { name, workflow, args, idFor } = childWait;
+  const { name, workflow, args, idFor, budget } = childWait;
   const entered = await enterWait(
     state,
     newWaitCall("child", name),
@@ -184,6 +206,7 @@ async function waitForChild(state: AttemptState, childWait: ChildWait): Promise<
           workflow,
           args,
           source: state.stored.run.source,
+          budget,
           wait: true,
           continueIf: redoing(state, entered),
           signal: state.ending.signal,

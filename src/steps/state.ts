@@ -18,6 +18,7 @@ import { CallOrder, NO_KEYS } from "./call-order.js";
 import type { AttemptPlan } from "./attempt-plan.js";
 import { AttemptWrites } from "./attempt-writes.js";
 import { AttemptEnding, type EndReason, type InFlight } from "./attempt-ending.js";
+import { budgetOf, type RunBudget } from "./run-budget.js";
 
 export { NO_KEYS };
 export type { AttemptPlan };
@@ -74,6 +75,8 @@ export class AttemptState {
   #compensations: Map<string, number> | undefined = undefined;
   /** The attempt's OpenTelemetry span (step-spans.ts); undefined when the engine does not trace. */
   trace: AttemptTrace | undefined;
+  /** The run's spending budget (budget.ts); undefined when it has none, and a step checks nothing. */
+  readonly budget: RunBudget | undefined;
 
   constructor(
     readonly settings: EngineSettings,
@@ -100,6 +103,7 @@ export class AttemptState {
       stop: (error) => ending.stopWith(error),
     });
     for (const row of stored.steps) if (row.status === "compensated") this.addCompensation(row.key);
+    this.budget = stored.run.costBudget == null ? undefined : budgetOf(stored);
   }
 
   get version(): string | null {

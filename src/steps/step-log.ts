@@ -76,6 +76,7 @@ export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
 /** Write a row's outcome and make it the key's latest; durable when this resolves. `consumes`: the event it takes. */
 export async function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepOutcome["consumes"]): Promise<void> {
   const outcome = outcomeOf(row);
+  if (state.budget !== undefined && row.usage !== null) state.budget.charge(outcome, row.usage);
   try {
     await state.writes.store.writeOutcome(state.writes.fence, consumes ? { ...outcome, consumes } : outcome);
   } catch (error) {
@@ -90,7 +91,9 @@ export async function writeOutcome(state: AttemptState, row: StepRow, consumes?:
  * step with the same key, which its effect allows.
  */
 export function writeOutcomeLater(state: AttemptState, row: StepRow): void {
-  state.writes.writeLater(outcomeOf(row));
+  const outcome = outcomeOf(row);
+  if (state.budget !== undefined && row.usage !== null) state.budget.charge(outcome, row.usage);
+  state.writes.writeLater(outcome);
 }
 
 /** The mark of a failure thrown into the workflow's code now (handled-failures.ts). */

@@ -15,6 +15,7 @@ import { fault } from "../base/faults.js";
 import { retryPolicy } from "../workflow/retry-policy.js";
 import { replayForSaga } from "./saga.js";
 import { checkApproval } from "./approval-gate.js";
+import { holdForBudget } from "./budget.js";
 import { defaultPolicy, owedRedrive, resolveUnknownOutcome } from "./unknown-outcome.js";
 import type { Plan, StepDecision } from "./plan.js";
 import type { StepOutcomeName } from "./step-spans.js";
@@ -135,6 +136,11 @@ async function resolveThenRun(state: AttemptState, call: StepCall): Promise<unkn
  */
 export function start(state: AttemptState, call: StepCall): Promise<unknown> {
   try {
+    // A run with a budget past it parks here, before the intent (budget.ts); without one, one comparison.
+    if (state.budget !== undefined) {
+      const held = holdForBudget(state, call, start);
+      if (held !== undefined) return held;
+    }
     const { key, options } = call;
     // A step other than the start point runs anew: later records may have used what it returned before.
     state.order.ranAnew(key);

@@ -20,6 +20,7 @@ import { newWaitCall, type StepCall } from "./step-call.js";
 export type { WaitingFor };
 import type { EventRow, StepRow } from "../store/types.js";
 import { formatResolution, parseResolution, withResolution, type StoredWait } from "../workflow/step-resolution.js";
+import { describeSpend } from "../workflow/budgets.js";
 
 export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined> {
   /** Checked when the run consumes the event. */
@@ -45,7 +46,15 @@ export function describeWait(w: WaitingFor): string {
   if (w.kind === "sleep") return `its timer (sleep ${JSON.stringify(w.step)})${until}`;
   if (w.kind === "child") return `child run ${JSON.stringify(w.child)} (step ${JSON.stringify(w.step)})${until}`;
   if (w.kind === "turn") return "its turn (a concurrency or rate limit)";
+  if (w.kind === "budget") return describeBudgetWait(w);
   return `approval of step ${JSON.stringify(w.step)}`;
+}
+
+/** "a raise of its budget ($1.2 of $1 spent) before step "turn#3"": what a run parked on a budget waits for. */
+function describeBudgetWait(w: WaitingFor): string {
+  const spent = w.spent && w.budget ? ` (spent ${describeSpend(w.spent, w.budget)})` : "";
+  const whose = w.budgetRun === undefined ? "its budget" : `the budget of run ${JSON.stringify(w.budgetRun)}`;
+  return `a raise of ${whose}${spent} before step ${JSON.stringify(w.step)}`;
 }
 
 export function waitOf(row: StepRow | undefined): WaitingFor | undefined {

@@ -68,6 +68,19 @@ export interface RunRow {
    * traced attempt; absent or null: none (tracing off, or a run written before tracing existed).
    */
   traceContext?: string | null;
+  /**
+   * The run's spending budget as JSON (engine.start's `budget`): `{"usd":…,"tokens":…}` (either
+   * may be absent), or `{"parent":"<run id>"}` for a child run that draws on the budget of that
+   * run (the top of its shared chain). Absent or null: none.
+   */
+  costBudget?: string | null;
+  /**
+   * What the run has spent, as recorded by its step outcomes and by those of the child runs that
+   * draw on its budget (StepOutcome.spend), added in the transaction of each outcome. Kept only
+   * for runs with a budget (or drawing on one); absent: 0.
+   */
+  spentUsd?: number;
+  spentTokens?: number;
   createdAt: number;
   updatedAt: number;
 }

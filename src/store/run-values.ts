@@ -7,7 +7,8 @@
 import type { RunRow } from "./types.js";
 
 export const RUN_INSERT_COLUMNS = `id, workflow, version, args, status, attempts, budget_used, source, deadline, value, error, waiting_for, wake_at,
-  parent, concurrency_key, rate_key, priority, dedupe_key, trace_context, created_at, updated_at`;
+  parent, concurrency_key, rate_key, priority, dedupe_key, trace_context, cost_budget, spent_usd, spent_tokens,
+  created_at, updated_at`;
 
 export function runInsertValues(run: RunRow): Array<string | number | null> {
   return [
@@ -30,6 +31,9 @@ export function runInsertValues(run: RunRow): Array<string | number | null> {
     run.priority ?? 0,
     run.dedupeKey ?? null,
     run.traceContext ?? null,
+    run.costBudget ?? null,
+    run.spentUsd ?? 0,
+    run.spentTokens ?? 0,
     run.createdAt,
     run.updatedAt,
   ];

@@ -242,13 +242,21 @@ export class RunStates {
     if (refused) return refused;
     const row = findFromEnd(current!.steps, outcome.seq);
     if (!row || row.status !== "intended") return invariant(`outcome for seq ${outcome.seq} of run ${runId} has no open intent`);
-    const { consumes, seq: _seq, ...fields } = outcome;
+    const { consumes, spend, seq: _seq, ...fields } = outcome;
     if (consumes) {
       const event = current!.events.find((e) => e.seq === consumes.eventSeq);
       if (!event || event.consumedBy !== null) return invariant(`event ${consumes.eventSeq} of run ${runId} was consumed already`);
       event.consumedBy = consumes.by;
     }
     Object.assign(row, fields);
+    if (spend) {
+      for (const id of spend.runs) {
+        const run = this.runs.get(id)?.run;
+        if (!run) continue;
+        run.spentUsd = (run.spentUsd ?? 0) + spend.usd;
+        run.spentTokens = (run.spentTokens ?? 0) + spend.tokens;
+      }
+    }
     return undefined;
   }
 

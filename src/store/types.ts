@@ -149,8 +149,20 @@ export interface StepOutcome {
   calls: number;
   resolution: string | null;
   usage: string | null;
+  /**
+   * Spend to add to these runs' `spentUsd` and `spentTokens` (the run itself, and the run whose
+   * budget it draws on), in the outcome's own transaction. Absent for a run without a budget.
+   */
+  spend?: Spend;
   /** The seq of an event this outcome consumes; refused if it was consumed already. */
   consumes?: { eventSeq: number; by: string };
+}
+
+/** What a step outcome adds to the spend of runs with a budget (the store adds numbers; it knows nothing of budgets). */
+export interface Spend {
+  runs: string[];
+  usd: number;
+  tokens: number;
 }
 
 export interface AttemptEnd {

@@ -126,6 +126,12 @@ export interface ChildWorkflow<Args = unknown, R = unknown> {
 export interface ChildOptions {
   /** The child run's id. Default `<parent run id>/<step key>`, the same on every attempt of the parent. */
   id?: string;
+  /**
+   * `"parent"`: the child draws on the parent's budget (docs/budgets.md): its spend counts toward
+   * it, and its steps park when the shared spend has reached it. The parent must have a budget.
+   * Without it, the child has its own workflow's budget, if any, and its spend is its own.
+   */
+  budget?: "parent";
 }
 
 /** What ctx.startChild hands back: the child run's id, and a wait for its result. */

@@ -10,6 +10,7 @@ import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { isSchema, type InferInput, type InferOutput, type StandardSchemaV1 } from "./value-schemas.js";
 import { makeSchedule, type Schedule, type ScheduleDefinition } from "./schedule.js";
 import { makeFlowControl, type ConcurrencyDefinition, type FlowControl, type RateLimitDefinition } from "./flow-control.js";
+import { checkBudget, type Budget } from "./budgets.js";
 
 export const DEFAULT_MAX_ATTEMPTS = 10;
 
@@ -71,6 +72,12 @@ export interface WorkflowDefinition<A extends StandardSchemaV1 | undefined, R> {
   rateLimit?: RateLimitDefinition<KeyArgs<A>>;
   /** Among runs that are due, higher runs first (a worker's order). A number, or a function of the args. Default 0. */
   priority?: number | ((args: KeyArgs<A>) => number);
+  /**
+   * Every run's spending budget, unless start gives its own: a step about to start once the
+   * usage its steps recorded (`costUsd`; input and output tokens) has reached it parks the run
+   * (`waitingFor.kind: "budget"`) until engine.raiseBudget. See docs/budgets.md.
+   */
+  budget?: Budget;
   run(ctx: WorkflowContext, args: A extends StandardSchemaV1 ? InferOutput<A> : unknown): Promise<R>;
 }
 
@@ -89,6 +96,8 @@ export interface Workflow<Args = unknown, R = unknown> {
   readonly schedule: Schedule | undefined;
   /** Its concurrency and rate limits and priority, checked. */
   readonly flow: FlowControl;
+  /** Its runs' spending budget, checked, when it has one. */
+  readonly budget: Budget | undefined;
   readonly run: (ctx: WorkflowContext, args: never) => Promise<R>;
   /** Type-only: the args `start` takes. */
   readonly __args?: Args;
@@ -111,6 +120,7 @@ const DEFINITION_KEYS: KnownKeys<WorkflowDefinition<undefined, unknown>> = {
   concurrency: true,
   rateLimit: true,
   priority: true,
+  budget: true,
   run: true,
 };
 
@@ -145,6 +155,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
   }
   const schedule = makeSchedule(definition.name, definition.schedule, definition.args);
   const flow = makeFlowControl(definition.name, definition);
+  const budget = definition.budget === undefined ? undefined : checkBudget(`Workflow ${JSON.stringify(definition.name)}`, definition.budget);
   return {
     kind: "steplog.workflow",
     name: definition.name,
@@ -158,6 +169,7 @@ export function defineWorkflow<A extends StandardSchemaV1 | undefined = undefine
     onInputChange: definition.onInputChange ?? "stop",
     schedule,
     flow,
+    budget,
     run: definition.run as unknown as (ctx: WorkflowContext, args: never) => Promise<R>,
   };
 }

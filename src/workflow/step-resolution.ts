@@ -15,7 +15,7 @@
 export type ResolutionPolicy = "query" | "redrive" | "compensate" | "escalate" | "supplied";
 
 export interface WaitingFor {
-  kind: "event" | "sleep" | "approval" | "child" | "turn";
+  kind: "event" | "sleep" | "approval" | "child" | "turn" | "budget";
   /** The step key of the wait (or of the step that needs approval); "" for a run waiting for its turn (kind "turn": flow control, before its first step). */
   step: string;
   event?: string;
@@ -23,6 +23,11 @@ export interface WaitingFor {
   child?: string;
   /** Wall-clock ms: the timer, or the wait's timeout. */
   until?: number;
+  /** Kind "budget" (the step that was about to start is `step`): what was spent, and the budget it reached. */
+  spent?: { usd: number; tokens: number };
+  budget?: { usd?: number; tokens?: number };
+  /** Kind "budget", for a child run that draws on another run's budget: that run (raise its budget). */
+  budgetRun?: string;
   /** Kind "approval" of a step given an `input`: the digest of the input to be approved (what `approve(id, step, { inputDigest })` must name). */
   inputDigest?: string;
   /** Kind "approval": the step was approved before for another input; that approval no longer holds (it is kept in the run's events). */

@@ -43,6 +43,7 @@ const KINDS: Record<WaitingFor["kind"], { waitsAt: string; pickedUp: RegExp }> =
   approval: { waitsAt: "approval: true", pickedUp: /approval was given/ },
   child: { waitsAt: "ctx.child", pickedUp: /child run/ },
   turn: { waitsAt: "its turn", pickedUp: /its turn/ },
+  budget: { waitsAt: "budget", pickedUp: /budget was raised/ },
 };
 
 describe("docs/waiting.md's engine.send", () => {

@@ -32,13 +32,41 @@ export class EventRejectedError extends SteplogError {
 
 export class NotWaitingError extends SteplogError {
   override name = "NotWaitingError";
-  constructor(runId: string, asked: string, waitingFor: string, hint: "event" | "approval") {
+  constructor(runId: string, asked: string, waitingFor: string, hint: "event" | "approval" | "budget") {
     super(
       "NOT_WAITING",
       `Run ${q(runId)} is not waiting for ${asked} (it ${waitingFor}). Nothing was recorded. ` +
         (hint === "event"
           ? `If the event may arrive before the run waits for it, send it with { keep: true } to keep it for a later wait.`
-          : `An approval is answered once, while the run waits for it; see engine.get(${q(runId)}).waitingFor.`),
+          : hint === "approval"
+            ? `An approval is answered once, while the run waits for it; see engine.get(${q(runId)}).waitingFor.`
+            : `A budget is raised while the run (or a child run drawing on its budget) is parked on it; see engine.get(${q(runId)}).waitingFor.`),
+      { runId },
+    );
+  }
+}
+
+/** engine.raiseBudget with a limit at or below what the run has spent (it would park again at once). */
+export class BudgetTooLowError extends SteplogError {
+  override name = "BudgetTooLowError";
+  constructor(runId: string, problems: string[], command: string) {
+    super(
+      "BUDGET_TOO_LOW",
+      `Run ${q(runId)}: the new budget would not let it go on: ${problems.join("; ")}. Nothing was changed. ` +
+        `Give limits above what it has spent, e.g. ${command}.`,
+      { runId },
+    );
+  }
+}
+
+/** engine.raiseBudget on a child run that draws on another run's budget. */
+export class BudgetOfParentError extends SteplogError {
+  override name = "BudgetOfParentError";
+  constructor(runId: string, owner: string) {
+    super(
+      "BUDGET_OF_PARENT",
+      `Run ${q(runId)} draws on the budget of run ${q(owner)} (ctx.child(…, { budget: "parent" })), so it has none of its own to raise. Nothing was changed. ` +
+        `Raise that run's: engine.raiseBudget(${q(owner)}, { usd, tokens }) or steplog budget ${owner} --usd N.`,
       { runId },
     );
   }

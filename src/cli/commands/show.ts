@@ -6,7 +6,20 @@ import { booleanOption, stringOption } from "../args.js";
 import type { Command } from "../command.js";
 import { attemptLabel, attemptTone, describeEntry, errorText, type Tone } from "../describe.js";
 import { CliError, EXIT } from "../exit.js";
-import { columns, formatAge, formatDuration, formatUsage, oneLineJson, prettyJson, safe, truncate, type Paint, type Style } from "../format.js";
+import {
+  budgetText,
+  budgetWaitText,
+  columns,
+  formatAge,
+  formatDuration,
+  formatUsage,
+  oneLineJson,
+  prettyJson,
+  safe,
+  truncate,
+  type Paint,
+  type Style,
+} from "../format.js";
 import { renderHtml } from "../html.js";
 import { buildTimeline, timelineJson, type Timeline, type TimelineEntry } from "../timeline.js";
 
@@ -89,9 +102,13 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number, options: 
             ? `child run ${safe(w.child ?? "?")} (step ${safe(w.step)})`
             : w.kind === "turn"
               ? `its turn (the workflow's concurrency or rate limit)`
-              : `approval of step ${safe(w.step)}`;
+              : w.kind === "budget"
+                ? budgetWaitText(w)
+                : `approval of step ${safe(w.step)}`;
     facts.push(["  waiting", `for ${what}${until}`]);
   }
+  const budget = budgetText(t);
+  if (budget) facts.push(["  budget", budget]);
   if (t.parent !== null) facts.push(["  parent", `${safe(t.parent)} ${gray(`(steplog show ${safe(t.parent)})`)}`]);
   t.children.forEach((c, i) => facts.push([i === 0 ? "  children" : "", `${safe(c.id)} ${gray(`${safe(c.workflow)}, ${c.status}`)}`]));
   out.push(...columns(facts));

@@ -1,6 +1,6 @@
 /**
  * The UI's buttons: each POST does what the matching steplog command does (`resolve`,
- * `approve`, `reject`, `cancel`, `run --continue [--force]`), through the same engine calls,
+ * `approve`, `reject`, `cancel`, `run --continue [--force]`, `budget`), through the same engine calls,
  * and answers with where to go next and what to say there. A refusal (a SteplogError) is said
  * on the page; anything else is the server's to report.
  */
@@ -9,7 +9,7 @@ import { isSteplogError } from "../../base/errors.js";
 import { CliError } from "../exit.js";
 import { runHref, type UiContext } from "./layout.js";
 
-export const ACTIONS = ["resolve", "approve", "reject", "cancel", "continue"] as const;
+export const ACTIONS = ["resolve", "approve", "reject", "cancel", "continue", "budget"] as const;
 export type Action = (typeof ACTIONS)[number];
 
 /** Who the records name for an answer given in the UI. */
@@ -60,6 +60,16 @@ export async function runAction(ctx: UiContext, action: Action, runId: string, f
         const reason = form.get("reason")?.trim();
         const status = await ctx.engine.cancel(runId, { reason: reason || "cancelled from steplog ui" });
         return to(page, "done", `Run ${runId} is ${status}.`);
+      }
+      case "budget": {
+        // Empty fields are left out (that limit stays); anything else goes to the engine, which checks it.
+        const limit = (name: string) => {
+          const text = form.get(name)?.trim() ?? "";
+          return text === "" ? {} : { [name]: Number(text) };
+        };
+        const budget = await ctx.engine.raiseBudget(runId, { ...limit("usd"), ...limit("tokens") });
+        const now = [budget.usd === undefined ? "" : `$${budget.usd}`, budget.tokens === undefined ? "" : `${budget.tokens} tokens`].filter(Boolean).join(", ");
+        return to(page, "done", `Budget of run ${runId} raised to ${now}. A worker (steplog work) goes on with it, or press Continue.`);
       }
       case "continue":
         await ctx.continueRun(runId, { force: form.get("force") === "1" });

@@ -11,7 +11,7 @@ import type { Escalation } from "../../operations/escalations.js";
 import type { PendingApproval } from "../../operations/approvals.js";
 import { approvalCard, inputInspector } from "./approval-card.js";
 import { describeEntry, errorText } from "../describe.js";
-import { formatDuration, formatUsage, oneLineJson, prettyJson, truncate } from "../format.js";
+import { budgetText, budgetWaitText, formatDuration, formatUsage, oneLineJson, prettyJson, truncate } from "../format.js";
 import { buildTimeline, type Timeline, type TimelineAttempt, type TimelineEntry } from "../timeline.js";
 import { actionForm, badge, flash, h, runHref, when, type Rendered, type UiContext } from "./layout.js";
 
@@ -92,9 +92,13 @@ function facts(t: Timeline): string {
             ? `child run <a href="${runHref(w.child ?? "")}">${h(w.child ?? "?")}</a>`
             : w.kind === "turn"
               ? "its turn (a concurrency or rate limit)"
-              : `approval of step ${h(w.step)}`;
+              : w.kind === "budget"
+                ? h(budgetWaitText(w))
+                : `approval of step ${h(w.step)}`;
     rows.push(["waiting for", `${what}${w.until !== undefined ? ` until ${h(when(new Date(w.until).toISOString()))}` : ""}`]);
   }
+  const budget = budgetText(t);
+  if (budget) rows.push(["budget", h(budget)]);
   const dl = `<dl class="facts">${rows.map(([k, v]) => `<dt>${h(k)}</dt><dd>${v}</dd>`).join("")}</dl>`;
   return `${dl}<details class="inspect" data-key="args"><summary>Args</summary><pre>${h(truncate(prettyJson(t.args), 20_000), true)}</pre></details>`;
 }
@@ -110,6 +114,15 @@ function actions(ctx: UiContext, t: Timeline, escalations: Escalation[], approva
 ${actionForm(ctx, `${base}/resolve`, `<input type="hidden" name="step" value="${h(e.step)}"><input type="hidden" name="how" value="redo">`, "It did not happen: redo it", "quiet")}</div></div>`);
   }
   for (const a of approvals) cards.push(approvalCard(ctx, a, `<strong>Step ${h(a.step)} waits for approval.</strong>`));
+  if (t.waitingFor?.kind === "budget") {
+    const w = t.waitingFor;
+    // A child that draws on another run's budget: the form raises that run's (and so wakes this one).
+    const owner = w.budgetRun ?? t.id;
+    const field = (name: "usd" | "tokens", label: string) =>
+      `<label class="small">${label}<br><input name="${name}" inputmode="decimal" size="10" placeholder="${h(String(w.budget?.[name] ?? ""))}"></label>`;
+    cards.push(`<div class="card t-wait"><strong>${h(budgetWaitText(w))}.</strong> <span class="muted small">${h(budgetText({ spent: w.spent ?? { usd: 0, tokens: 0 }, budget: w.budget ?? {} }) ?? "")}</span>
+<div class="actions">${actionForm(ctx, `${runHref(owner)}/budget`, `${field("usd", "New limit, USD")} ${field("tokens", "New limit, tokens")}`, owner === t.id ? "Raise the budget" : `Raise the budget of ${h(owner)}`)}</div></div>`);
+  }
   const buttons: string[] = [];
   const due = t.status === "waiting" && t.wakeAt !== undefined && Date.parse(t.wakeAt) <= ctx.now();
   if (["failed", "stopped", "timed-out", "cancelled", "interrupted", "ready"].includes(t.status) || due) {

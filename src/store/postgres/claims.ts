@@ -85,6 +85,11 @@ export function firstLease(run: RunRow, attempt: AttemptRow, lease: { expiresAt:
  * Insert the run row, unless a run takes its place (its id, or its dedupe key on a run that has
  * not ended, looked up under the key's lock): then that run, and nothing inserted.
  */
+/** $1, $2, … for each of RUN_INSERT_COLUMNS. */
+const RUN_PLACEHOLDERS = RUN_INSERT_COLUMNS.split(",")
+  .map((_, i) => `$${i + 1}`)
+  .join(", ");
+
 async function insertRunRow(db: Database, client: PgClient, run: RunRow): Promise<RunRow | undefined> {
   const s = db.sql.s;
   if (run.dedupeKey != null) {
@@ -94,7 +99,7 @@ async function insertRunRow(db: Database, client: PgClient, run: RunRow): Promis
   }
   const inserted = await client.query(
     `INSERT INTO ${s}.runs (${RUN_INSERT_COLUMNS})
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) ON CONFLICT (id) DO NOTHING`,
+     VALUES (${RUN_PLACEHOLDERS}) ON CONFLICT (id) DO NOTHING`,
     runInsertValues(run),
   );
   return inserted.rowCount === 0 ? await db.sql.taken(client, run) : undefined;

@@ -82,7 +82,7 @@ export function oneTripStatements(s: string, write: AttemptWrite): string[] | un
     }
     case "outcome": {
       const o = write.outcome;
-      if (o.consumes) return undefined;
+      if (o.consumes || o.spend) return undefined;
       const v = sqlValues([
         [o.status, "text"],
         [o.value, "text"],
@@ -167,8 +167,8 @@ function runSets(patch: RunPatch): string[] | undefined {
  * taken). Undefined when a value cannot be a literal.
  */
 export function newRunStatement(s: string, run: RunRow, attempt: AttemptRow, lease: { expiresAt: number; now: number }): string | undefined {
-  // A dedupe key is looked up under a lock first: the usual way does that.
-  if (run.dedupeKey != null) return undefined;
+  // A dedupe key is looked up under a lock first: the usual way does that (and inserts a budget).
+  if (run.dedupeKey != null || run.costBudget != null) return undefined;
   const r = sqlValues([
     [run.id, "text"],
     [run.workflow, "text"],
@@ -272,13 +272,14 @@ export function setIntentStatement(s: string, writes: Array<Extract<AttemptWrite
 /**
  * Every outcome of a batch as one statement, likewise: each open intent updated where its run's
  * lease is still the one the outcome was written under, answering the (run, seq) of each row
- * it updated. Undefined when one cannot go so (it consumes an event, a value is no literal).
+ * it updated. Undefined when one cannot go so (it consumes an event or adds spend, a value is no literal).
  */
 export function setOutcomeStatement(s: string, writes: Array<Extract<AttemptWrite, { kind: "outcome" }>>): string | undefined {
   const rows: string[] = [];
   for (const write of writes) {
     const o = write.outcome;
-    if (o.consumes || !Number.isSafeInteger(write.fence.epoch)) return undefined;
+    // An outcome adding spend to run rows goes the usual way (usual-write.ts), as one consuming an event does.
+    if (o.consumes || o.spend || !Number.isSafeInteger(write.fence.epoch)) return undefined;
     const v = sqlValues([
       [write.fence.runId, "text"],
       [o.seq, "integer"],

@@ -247,10 +247,11 @@ function intentFits({ fence, step: t }: Intent): boolean {
   );
 }
 
-/** An outcome the statements can carry (not one that consumes an event: that needs its own check). */
+/** An outcome the statements can carry (not one that consumes an event: that needs its own check; nor one adding spend). */
 function outcomeFits({ fence, outcome: o }: Outcome): boolean {
   return (
     o.consumes === undefined &&
+    o.spend === undefined &&
     Number.isSafeInteger(fence.epoch) &&
     Number.isSafeInteger(o.seq) &&
     Number.isSafeInteger(o.endedAt) &&

@@ -150,6 +150,12 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   // status indexed, a step's outcome (which changes its status) could never be a HOT update: it
   // wrote a new primary-key entry as well as the row
   (s) => `DROP INDEX IF EXISTS ${s}.steps_open;`,
+  // 9: budgets: a run's spending budget (JSON) and what it has spent, added with each outcome
+  (s) => `
+  ALTER TABLE ${s}.runs ADD COLUMN cost_budget text;
+  ALTER TABLE ${s}.runs ADD COLUMN spent_usd float8 NOT NULL DEFAULT 0;
+  ALTER TABLE ${s}.runs ADD COLUMN spent_tokens float8 NOT NULL DEFAULT 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

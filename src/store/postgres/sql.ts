@@ -18,7 +18,8 @@ import type { PgClient } from "./connection.js";
 
 const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS "budgetUsed", source, deadline, value, error,
   waiting_for AS "waitingFor", wake_at AS "wakeAt", parent, concurrency_key AS "concurrencyKey", rate_key AS "rateKey", priority,
-  dedupe_key AS "dedupeKey", trace_context AS "traceContext", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  dedupe_key AS "dedupeKey", trace_context AS "traceContext", cost_budget AS "costBudget", spent_usd AS "spentUsd",
+  spent_tokens AS "spentTokens", created_at AS "createdAt", updated_at AS "updatedAt"`;
 const ATTEMPT_COLUMNS = `run_id AS "runId", number, host, boot_id AS "bootId", pid, process_start AS "processStart",
   started_at AS "startedAt", ended_at AS "endedAt", ending, from_step AS "fromStep", forced, error, reused, consent`;
 /** An attempt row as JSON; `reused` is absent (not null) until an ending records it, `consent` unless one was given. */
@@ -47,6 +48,8 @@ export const RUN_FIELDS: Record<string, string> = {
   updatedAt: "updated_at",
   // Set by the first traced attempt of a run created without one (a claim's patch).
   traceContext: "trace_context",
+  // Set by engine.raiseBudget.
+  costBudget: "cost_budget",
 };
 const STEP_FIELDS: Record<string, string> = {
   attempt: "attempt",

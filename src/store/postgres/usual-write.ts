@@ -10,10 +10,20 @@
  */
 
 import { LeaseLostError } from "../../base/errors.js";
-import type { StepRow } from "../types.js";
+import type { Spend, StepRow } from "../types.js";
 import type { PgClient } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { num, type Sql } from "./sql.js";
+
+/** An outcome's spend added to the runs it names, in the outcome's transaction (a retried outcome found done added it then). */
+async function addSpend(client: PgClient, s: string, spend: Spend | undefined): Promise<void> {
+  if (spend === undefined) return;
+  await client.query(`UPDATE ${s}.runs SET spent_usd = spent_usd + $2, spent_tokens = spent_tokens + $3 WHERE id = ANY($1::text[])`, [
+    spend.runs,
+    spend.usd,
+    spend.tokens,
+  ]);
+}
 
 /** A run's lease row as the batch locked it. */
 export type LeaseState = { epoch: number; attempt: number | null };
@@ -50,7 +60,7 @@ export async function applyWrite(client: PgClient, sql: Sql, write: AttemptWrite
       throw intentConflict(step);
     }
     case "outcome": {
-      const { consumes, ...fields } = write.outcome;
+      const { consumes, spend, ...fields } = write.outcome;
       // The common case in one round trip: the lease is ours and the intent is open.
       if (live && !consumes) {
         const updated = await client.query(
@@ -59,7 +69,7 @@ export async function applyWrite(client: PgClient, sql: Sql, write: AttemptWrite
            WHERE run_id = $1 AND seq = $2 AND status = 'intended'`,
           [runId, fields.seq, fields.status, fields.value, fields.error, fields.endedAt, fields.calls, fields.resolution, fields.usage, epoch],
         );
-        if (updated.rowCount === 1) return;
+        if (updated.rowCount === 1) return addSpend(client, s, spend);
       }
       const found = await client.query(
         `SELECT status, value, error, ended_at, calls, resolution, usage,
@@ -101,7 +111,7 @@ export async function applyWrite(client: PgClient, sql: Sql, write: AttemptWrite
          WHERE run_id = $1 AND seq = $2 AND status = 'intended'`,
         [runId, fields.seq, fields.status, fields.value, fields.error, fields.endedAt, fields.calls, fields.resolution, fields.usage, epoch],
       );
-      return;
+      return addSpend(client, s, spend);
     }
     case "renew": {
       if (!live) {

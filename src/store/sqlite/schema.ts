@@ -234,6 +234,12 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE steps SET chunk = -1099511627776 - rowid WHERE chunk IS NULL;
   CREATE INDEX steps_unchunked ON steps (run_id, seq) WHERE chunk IS NULL;
   `,
+  // 12: budgets: a run's spending budget (JSON) and what it has spent, added with each outcome
+  `
+  ALTER TABLE runs ADD COLUMN cost_budget TEXT;
+  ALTER TABLE runs ADD COLUMN spent_usd REAL NOT NULL DEFAULT 0;
+  ALTER TABLE runs ADD COLUMN spent_tokens REAL NOT NULL DEFAULT 0;
+  `,
 ];
 
 /**

@@ -10,7 +10,7 @@ import { ENDED_STATUSES, type AttemptRow, type Consent, type Effect, type LeaseR
 
 export const RUN_COLUMNS = `id, workflow, version, args, status, attempts, budget_used AS budgetUsed, source, deadline, value, error,
   waiting_for AS waitingFor, wake_at AS wakeAt, parent, concurrency_key AS concurrencyKey, rate_key AS rateKey, priority, dedupe_key AS dedupeKey,
-  trace_context AS traceContext, created_at AS createdAt, updated_at AS updatedAt`;
+  trace_context AS traceContext, cost_budget AS costBudget, spent_usd AS spentUsd, spent_tokens AS spentTokens, created_at AS createdAt, updated_at AS updatedAt`;
 const EVENT_COLUMNS = `run_id AS runId, seq, name, payload, sent_at AS sentAt, consumed_by AS consumedBy, key`;
 const ATTEMPT_COLUMNS = `run_id AS runId, number, host, boot_id AS bootId, pid, process_start AS processStart,
   started_at AS startedAt, ended_at AS endedAt, ending, from_step AS fromStep, forced, error, consent, reused`;
@@ -145,11 +145,14 @@ export interface Statements {
   outcomeUnchunked: Stmt;
   /** Positional: ending, ended at, error, reused, run id, number. */
   endAttempt: Stmt;
+  /** Positional: usd, tokens, run id: an outcome's spend added to a run with a budget. */
+  addSpend: Stmt;
 }
 
 export function prepare(db: SqliteConnection): Statements {
   return {
     getRun: db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
+    addSpend: db.prepare(`UPDATE runs SET spent_usd = spent_usd + ?, spent_tokens = spent_tokens + ? WHERE id = ?`),
     getAttempts: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number`),
     getAttemptsLean: db.prepare(`SELECT ${ATTEMPT_COLUMNS_LEAN} FROM attempts WHERE run_id = ? ORDER BY number`),
     getLastAttempt: db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1`),
@@ -172,7 +175,7 @@ export function prepare(db: SqliteConnection): Statements {
     consumeEvent: db.prepare(`UPDATE events SET consumed_by = @by WHERE run_id = @runId AND seq = @seq AND consumed_by IS NULL`),
     insertRun: db.prepare(
       `INSERT INTO runs (${RUN_INSERT_COLUMNS}, num)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(num), 0) + 1 FROM runs))
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(num), 0) + 1 FROM runs))
        ON CONFLICT (id) DO NOTHING RETURNING num`,
     ),
     getActiveByDedupeKey: db.prepare(

@@ -91,6 +91,7 @@ export function applyOutcome(writes: SqliteWrites, stmts: Statements, fence: Fen
   if (changed !== 1)
     changed = stmts.outcomeUnchunked.run(o.status, o.value, o.error, o.endedAt, o.calls, o.resolution, o.usage, fence.runId, num, o.seq).changes;
   if (changed !== 1) throw new Error(`steplog internal: outcome for seq ${o.seq} of run ${fence.runId} has no open intent`);
+  if (o.spend !== undefined) for (const id of o.spend.runs) stmts.addSpend.run(o.spend.usd, o.spend.tokens, id);
 }
 
 /** The common intent's statement for an effect (a switch: most steps are idempotent, and a literal compares fastest). */
