@@ -96,6 +96,7 @@ export type {
   RecordedToolError,
 } from "../agents/tools.js";
 export type { ModelTurnOptions, TurnUsage } from "../agents/model-turn.js";
+export type { DurableClaudeQueryOptions, ClaudeQueryLike, ClaudeQueryParams, ClaudeMessageLike } from "../agents/claude.js";
 export type { DurableModelOptions, LanguageModelLike, RecordedGenerate, RecordedStream } from "../agents/model.js";
 export type {
   MessagesFromStepsOptions,
