@@ -84,13 +84,13 @@ export class SessionTools {
   readonly #session: string;
   readonly #prefix: string;
   readonly #options: SessionToolOptions;
-  readonly #ready: Promise<unknown>;
+  readonly #ready: () => Promise<unknown>;
   readonly #onFatal: () => void;
   readonly #earlier: Earlier[] = [];
   readonly #pending = new Map<string, Pending>();
 
   /** `ready` resolves once the session id is durable: no call is let through before. */
-  constructor(ctx: WorkflowContext, session: string, prefix: string, options: SessionToolOptions, ready: Promise<unknown>, onFatal: () => void) {
+  constructor(ctx: WorkflowContext, session: string, prefix: string, options: SessionToolOptions, ready: () => Promise<unknown>, onFatal: () => void) {
     this.#ctx = ctx;
     this.#session = session;
     this.#prefix = prefix;
@@ -169,7 +169,7 @@ export class SessionTools {
     const id = typeof hookInput.tool_use_id === "string" ? hookInput.tool_use_id : (toolUseId ?? "");
     if (this.fatal) return deny("steplog: this session is stopping; no more tool calls are run in it.");
     try {
-      await this.#ready;
+      await this.#ready();
       const match = this.#match(tool, input);
       if (match?.kind === "done") return deny(alreadyRan(match.key, match.value));
       if (match?.kind === "waiting") {

@@ -5,7 +5,7 @@
  *
  * - The session is the step `claude` (or `claude:<label>`); its value is the session's result
  *   (the result message's `structured_output` when there is one, else its `result` text).
- * - The session id is recorded (the step `<session>/session`) when the SDK reports it in its
+ * - The session id is recorded (the step `<session>/session:<attempt>`) when the SDK reports it in its
  *   init message, before any tool call is let through. A continue after a crash resumes that
  *   session (`options.resume`, with `resumePrompt`) instead of starting a new one.
  * - Each tool call is an intent/outcome pair through the SDK's hooks (claude-tools.ts).
@@ -163,7 +163,7 @@ async function runSession(
   const prefix = `${info.step.replaceAll("#", "%23")}/`;
   const read = (ctx as unknown as Record<symbol, ((prefix: string) => RecordedStep[]) | undefined>)[RECORDED_STEPS];
   const own = read?.(info.step).find((row) => row.key === info.step);
-  const sessionRow = own && own.status !== "succeeded" ? read?.(`${prefix}session`).at(-1) : undefined;
+  const sessionRow = own && own.status !== "succeeded" ? read?.(`${prefix}session:`).filter((row) => row.status === "succeeded").at(-1) : undefined;
   const recorded = sessionRow?.status === "succeeded" ? ((await sessionRow.value()) as { sessionId?: unknown } | undefined) : undefined;
   const resumeId = typeof recorded?.sessionId === "string" ? recorded.sessionId : undefined;
 
@@ -173,11 +173,16 @@ async function runSession(
   else info.signal.addEventListener("abort", stop, { once: true });
 
   let sessionId: string | undefined;
+  // Resolved once this query's session id is durable: the hooks let no call through before.
   let markReady!: (value: unknown) => void;
   let failReady!: (error: unknown) => void;
-  const ready = new Promise<unknown>((resolve, reject) => ((markReady = resolve), (failReady = reject)));
-  ready.catch(() => undefined);
-  const tools = new SessionTools(ctx, info.step, prefix, settings, ready, () => abort.abort());
+  let ready!: Promise<unknown>;
+  const arm = () => {
+    ready = new Promise<unknown>((resolve, reject) => ((markReady = resolve), (failReady = reject)));
+    ready.catch(() => undefined);
+  };
+  arm();
+  const tools = new SessionTools(ctx, info.step, prefix, settings, () => ready, () => abort.abort());
   const userOptions = params.options ?? {};
   let stderrTail = "";
   const keepStderr = (data: string) => {
@@ -190,14 +195,14 @@ async function runSession(
   add("PostToolUse", tools.post);
   add("PostToolUseFailure", tools.failed);
 
-  /** One query: resuming `resume`, or a new session (its id recorded at init unless it is `known`). */
-  const run = async (resume: string | undefined, known?: string): Promise<ClaudeMessageLike | undefined> => {
+  /** One query: resuming `resume`, or a new session (its id recorded at init, as `<session>/session:<attempt>`). */
+  const run = async (resume: string | undefined): Promise<ClaudeMessageLike | undefined> => {
     const options: Record<string, unknown> = { ...userOptions, hooks, abortController: abort };
     if (options.spawnClaudeCodeProcess === undefined) options.spawnClaudeCodeProcess = ownerBound(keepStderr);
     if (resume !== undefined) options.resume = resume;
-    else options.sessionId = known ?? randomUUID();
-    if (resume !== undefined || known !== undefined) {
-      sessionId = resume ?? known;
+    else options.sessionId = randomUUID();
+    if (resume !== undefined) {
+      sessionId = resume;
       markReady(sessionId);
     }
     const settled = told.length === 0 ? "" : `\n\nCalls of this session that steplog settled while it was interrupted:\n${told.join("\n")}`;
@@ -211,7 +216,7 @@ async function runSession(
           // before the step returns (irreversible): a crash right after still finds it.
           const record: StepOptions<unknown> = { effect: "irreversible", onUnknown: "redrive" };
           (record as Record<symbol, unknown>)[INSIDE_STEP] = info.step;
-          ctx.step(`${prefix}session`, record, () => ({ sessionId })).then(markReady, (error: unknown) => {
+          ctx.step(`${prefix}session:${info.attempt}`, record, () => ({ sessionId })).then(markReady, (error: unknown) => {
             failReady(error);
             tools.fatal ??= { error };
             abort.abort();
@@ -234,7 +239,11 @@ async function runSession(
     if (own !== undefined) told = await tools.resume();
     let result = await run(resumeId);
     // The transcript of the session to resume was never written (cut off before it was): start it anew.
-    if (result && resumeId !== undefined && noConversation(result)) result = await run(undefined, resumeId);
+    if (result && resumeId !== undefined && noConversation(result)) {
+      sessionId = undefined;
+      arm();
+      result = await run(undefined);
+    }
     await tools.settle();
     const fatal = tools.fatal as { error: unknown } | undefined;
     if (fatal) throw fatal.error;

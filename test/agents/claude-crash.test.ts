@@ -13,6 +13,7 @@ import { createEngine } from "../../src/entries/index.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { spawnNode } from "../helpers/child.js";
 import { tmpDir } from "../helpers/tmp.js";
+import { until } from "../helpers/until.js";
 // @ts-expect-error -- a plain .mjs fixture
 import { promptOf, startFakeAnthropic, text, toolUse } from "./fixtures/fake-anthropic.mjs";
 
@@ -94,15 +95,18 @@ async function setUp(options: { killInBash?: boolean; onRequest?: (request: Requ
       await engine.close();
     }
   };
-  return { dir, fake, attempt, main, sessionOf, outbox, inspect };
+  const projects = path.join(dir, "home", ".claude", "projects");
+  const transcripts = () => (fs.existsSync(projects) ? fs.readdirSync(projects).flatMap((d) => fs.readdirSync(path.join(projects, d))) : []);
+  const removeTranscripts = () => fs.rmSync(projects, { recursive: true, force: true });
+  return { dir, fake, attempt, main, sessionOf, outbox, inspect, transcripts, removeTranscripts };
 }
 
-/** Each stage's session id as recorded (the step `claude:<stage>/session`). */
+/** Each stage's session id as recorded (the latest step `claude:<stage>/session:<attempt>`). */
 async function sessionIds(engine: ReturnType<typeof createEngine>): Promise<Record<string, string>> {
   const view = await engine.get("r");
   const out: Record<string, string> = {};
   for (const step of view.steps) {
-    const m = /^claude:(\w+)\/session$/.exec(step.key);
+    const m = /^claude:(\w+)\/session:\d+$/.exec(step.key);
     if (m && step.status === "succeeded") out[m[1]!] = (step.value as { sessionId: string }).sessionId;
   }
   return out;
@@ -113,7 +117,7 @@ describe("durableClaudeQuery with the real Claude Code binary, the workflow proc
     expect(fs.existsSync(binary), `${binary} is missing: run npm ci (the SDK's linux-x64 platform package carries it)`).toBe(true);
   });
 
-  it("inside a Bash call's effect: Claude Code dies with its owner; the resumed session's repeat of the call escalates; resolved, it is answered from the record, never run twice", async () => {
+  it("inside a Bash call's effect: Claude Code dies with its owner; the continue escalates the cut-off call before any model turn; resolved, the resumed session is told its result and nothing runs twice", async () => {
     const { attempt, main, sessionOf, outbox, inspect, fake } = await setUp({ killInBash: true });
     const first = await attempt("start");
     expect(first.signal, first.output).toBe("SIGKILL");
@@ -164,10 +168,12 @@ describe("durableClaudeQuery with the real Claude Code binary, the workflow proc
 
   it("mid-session before any tool call: the continue resumes the session under its recorded id, and the stage finishes once", async () => {
     let killed = false;
-    const { attempt, main, sessionOf, outbox, inspect } = await setUp({
+    const { attempt, main, sessionOf, outbox, inspect, transcripts } = await setUp({
       onRequest: async (request, kill) => {
         if (request.stage === "builder" && !killed) {
           killed = true;
+          // The model's first turn is under way and Claude Code has written the session's transcript.
+          await until("the session transcript", () => transcripts().includes(`${request.headers["x-claude-code-session-id"]}.jsonl`));
           kill();
           await new Promise((resolve) => setTimeout(resolve, 300));
         }
@@ -190,6 +196,22 @@ describe("durableClaudeQuery with the real Claude Code binary, the workflow proc
     expect(builderRequests.every((r) => sessionOf(r) === before.builder)).toBe(true);
     // The planner's session was not run again.
     expect(main().filter((r) => r.attempt === 2 && r.stage === "planner")).toEqual([]);
+  });
+
+  it("a session whose transcript was never written (cut off first): the continue starts it anew, records the new id before any tool, and finishes once", async () => {
+    const { attempt, main, sessionOf, outbox, inspect, removeTranscripts } = await setUp();
+    const first = await attempt("start", { STEPLOG_FAULT: "after-outcome@claude:builder/session:1" });
+    expect(first.signal, first.output).toBe("SIGKILL");
+    const before = await inspect(sessionIds);
+    removeTranscripts();
+    const second = await attempt("continue");
+    expect(second.result, second.output).toMatchObject({ status: "completed", attempt: 2 });
+    expect(outbox()).toBe("built\n");
+    const after = await inspect(sessionIds);
+    expect(after.builder).not.toBe(before.builder);
+    const builderRequests = main().filter((r) => r.attempt === 2 && r.stage === "builder");
+    expect(builderRequests.length).toBeGreaterThan(0);
+    expect(builderRequests.every((r) => sessionOf(r) === after.builder)).toBe(true);
   });
 
   it("between stages: the finished planner is handed back (no request of its session), the builder starts once", async () => {
