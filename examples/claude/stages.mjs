@@ -23,7 +23,10 @@ export function stagesWorkflow(query) {
       const plan = await durableClaudeQuery(
         ctx,
         query,
-        { prompt: `Plan this change, in at most five numbered steps. Read what you need; change nothing.\n\nTask: ${task}`, options: options(["Read", "Glob", "Grep"]) },
+        {
+          prompt: `Plan this change, in at most five numbered steps. Read what you need; change nothing.\n\nTask: ${task}`,
+          options: options(["Read", "Glob", "Grep"]),
+        },
         { label: "planner", effects: { Read: "read", Glob: "read", Grep: "read" } },
       );
 
@@ -38,7 +41,10 @@ export function stagesWorkflow(query) {
       const review = await durableClaudeQuery(
         ctx,
         query,
-        { prompt: `Review this change against the plan. Answer APPROVED or CHANGES NEEDED, then why.\n\nPlan:\n${plan}\n\nChange:\n${build}`, options: options(["Read", "Grep"]) },
+        {
+          prompt: `Review this change against the plan. Answer APPROVED or CHANGES NEEDED, then why.\n\nPlan:\n${plan}\n\nChange:\n${build}`,
+          options: options(["Read", "Grep"]),
+        },
         { label: "reviewer", effects: { Read: "read", Grep: "read" } },
       );
 

@@ -79,7 +79,10 @@ const OWNED_OPTIONS = ["resume", "sessionId", "continue", "forkSession", "resume
 const KNOWN = ["label", "effects", "query", "onUnknown", "result", "resumePrompt"];
 
 function check(query: unknown, params: ClaudeQueryParams, settings: DurableClaudeQueryOptions<unknown>): void {
-  if (typeof query !== "function") throw new InvalidOptionError("durableClaudeQuery(ctx, query, …): query must be the SDK's query function (import { query } from \"@anthropic-ai/claude-agent-sdk\").");
+  if (typeof query !== "function")
+    throw new InvalidOptionError(
+      'durableClaudeQuery(ctx, query, …): query must be the SDK\'s query function (import { query } from "@anthropic-ai/claude-agent-sdk").',
+    );
   if (typeof params !== "object" || params === null || typeof params.prompt !== "string") {
     throw new InvalidOptionError("durableClaudeQuery(ctx, query, { prompt, options }): prompt must be a string.");
   }
@@ -163,7 +166,12 @@ async function runSession(
   const prefix = `${info.step.replaceAll("#", "%23")}/`;
   const read = (ctx as unknown as Record<symbol, ((prefix: string) => RecordedStep[]) | undefined>)[RECORDED_STEPS];
   const own = read?.(info.step).find((row) => row.key === info.step);
-  const sessionRow = own && own.status !== "succeeded" ? read?.(`${prefix}session:`).filter((row) => row.status === "succeeded").at(-1) : undefined;
+  const sessionRow =
+    own && own.status !== "succeeded"
+      ? read?.(`${prefix}session:`)
+          .filter((row) => row.status === "succeeded")
+          .at(-1)
+      : undefined;
   const recorded = sessionRow?.status === "succeeded" ? ((await sessionRow.value()) as { sessionId?: unknown } | undefined) : undefined;
   const resumeId = typeof recorded?.sessionId === "string" ? recorded.sessionId : undefined;
 
@@ -182,7 +190,14 @@ async function runSession(
     ready.catch(() => undefined);
   };
   arm();
-  const tools = new SessionTools(ctx, info.step, prefix, settings, () => ready, () => abort.abort());
+  const tools = new SessionTools(
+    ctx,
+    info.step,
+    prefix,
+    settings,
+    () => ready,
+    () => abort.abort(),
+  );
   const userOptions = params.options ?? {};
   let stderrTail = "";
   const keepStderr = (data: string) => {
@@ -216,11 +231,13 @@ async function runSession(
           // before the step returns (irreversible): a crash right after still finds it.
           const record: StepOptions<unknown> = { effect: "irreversible", onUnknown: "redrive" };
           (record as Record<symbol, unknown>)[INSIDE_STEP] = info.step;
-          ctx.step(`${prefix}session:${info.attempt}`, record, () => ({ sessionId })).then(markReady, (error: unknown) => {
-            failReady(error);
-            tools.fatal ??= { error };
-            abort.abort();
-          });
+          ctx
+            .step(`${prefix}session:${info.attempt}`, record, () => ({ sessionId }))
+            .then(markReady, (error: unknown) => {
+              failReady(error);
+              tools.fatal ??= { error };
+              abort.abort();
+            });
         }
         if (message.type === "result") result = message;
       }

@@ -36,7 +36,8 @@ export function recordedSteps(state: AttemptState, prefix: string): RecordedStep
     const input = parseResolution(row.resolution).input;
     if (input !== undefined) inputs.set(row.key, input);
   }
-  const open = async (stored: string | null | undefined): Promise<unknown> => (stored === null || stored === undefined ? undefined : await state.payloads.decode(stored));
+  const open = async (stored: string | null | undefined): Promise<unknown> =>
+    stored === null || stored === undefined ? undefined : await state.payloads.decode(stored);
   return [...latest.values()]
     .sort((a, b) => a.seq - b.seq)
     .map((row) => ({

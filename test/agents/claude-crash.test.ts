@@ -158,7 +158,11 @@ describe("durableClaudeQuery with the real Claude Code binary, the workflow proc
     expect(resumed.filter((r) => r.stage === "builder").length).toBeGreaterThan(0);
     expect(resumed.filter((r) => r.stage === "builder").every((r) => sessionOf(r) === builder)).toBe(true);
     expect(resumed.filter((r) => r.stage === "planner")).toEqual([]);
-    const told = resumed.some((r) => JSON.stringify(r.body.messages).includes("already ran before the session was interrupted") && JSON.stringify(r.body.messages).includes("the build ran once"));
+    const told = resumed.some(
+      (r) =>
+        JSON.stringify(r.body.messages).includes("already ran before the session was interrupted") &&
+        JSON.stringify(r.body.messages).includes("the build ran once"),
+    );
     expect(told).toBe(true);
     await inspect(async (engine) => {
       const view = await engine.get("r");

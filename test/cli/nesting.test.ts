@@ -33,7 +33,9 @@ describe("steps inside a step, as shown", () => {
     expect(text).toMatch(/^ {2}✓ claude:plannerx +/m);
     expect(text).not.toContain("claude:planner/tool");
     const html = renderHtml(timeline, Date.now());
-    expect(html).toMatch(/<li class="row [a-z-]+ nested"><span class="label" style="padding-left:1.5em"><span class="glyph">✓<\/span> <span class="key">tool:Read:toolu_1<\/span>/);
+    expect(html).toMatch(
+      /<li class="row [a-z-]+ nested"><span class="label" style="padding-left:1.5em"><span class="glyph">✓<\/span> <span class="key">tool:Read:toolu_1<\/span>/,
+    );
     await engine.close();
   });
 
