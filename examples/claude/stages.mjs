@@ -12,13 +12,14 @@ import { durableClaudeQuery } from "../../dist/agents.js";
 /**
  * The workflow. `args.cwd` is the checkout the sessions work in; `args.env` the environment
  * Claude Code runs with (the SDK's options.env replaces the whole environment: pass PATH).
- * `query` is the SDK's query function: import { query } from "@anthropic-ai/claude-agent-sdk".
+ * `query` is the SDK's query function: import { query } from "@anthropic-ai/claude-agent-sdk";
+ * `sdkOptions`, more of the SDK's options for every session.
  */
-export function stagesWorkflow(query) {
+export function stagesWorkflow(query, sdkOptions = {}) {
   return defineWorkflow({
     name: "claude-stages",
     async run(ctx, { task, cwd, env }) {
-      const options = (allowedTools) => ({ cwd, env, allowedTools, maxTurns: 20 });
+      const options = (allowedTools) => ({ ...sdkOptions, cwd, env, allowedTools, maxTurns: 20 });
 
       const plan = await durableClaudeQuery(
         ctx,

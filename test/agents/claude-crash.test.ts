@@ -29,9 +29,23 @@ interface Request {
   attempt?: number;
 }
 
+/** True when the conversation's last tool result is a refusal (a hook that got no answer). */
+function toolRefused(body: Request["body"]): boolean {
+  const last = body.messages?.at(-1);
+  return (
+    Array.isArray(last?.content) &&
+    (last.content as Array<Record<string, any>>).some(
+      (b) => b.type === "tool_result" && b.is_error === true && !JSON.stringify(b.content).includes("already ran"),
+    )
+  );
+}
+
 const stageOf = (prompt: string): Stage => (/Plan this change/.test(prompt) ? "planner" : /Carry out this plan/.test(prompt) ? "builder" : "reviewer");
 
-/** The names of the tools whose calls have a result in the conversation. */
+/**
+ * The names of the tools whose calls have a result in the conversation: a refusal by a hook
+ * or an interrupted call is no result (the model asks again), steplog's "already ran" is one.
+ */
 function answered(body: Request["body"]): string[] {
   const names = new Map<string, string>();
   const done: string[] = [];
@@ -39,7 +53,8 @@ function answered(body: Request["body"]): string[] {
     if (!Array.isArray(message.content)) continue;
     for (const block of message.content as Array<Record<string, any>>) {
       if (block.type === "tool_use") names.set(block.id, block.name);
-      if (block.type === "tool_result" && names.has(block.tool_use_id)) done.push(names.get(block.tool_use_id)!);
+      const refused = block.is_error === true && !JSON.stringify(block.content).includes("already ran");
+      if (block.type === "tool_result" && names.has(block.tool_use_id) && !refused) done.push(names.get(block.tool_use_id)!);
     }
   }
   return done;
@@ -49,7 +64,14 @@ function answered(body: Request["body"]): string[] {
  * A store, a checkout, a fake model that plays the three stages, and a way to run attempts.
  * `onRequest` sees each main-loop request (with the running attempt's child) before it is answered.
  */
-async function setUp(options: { killInBash?: boolean; onRequest?: (request: Request, kill: () => void) => void | Promise<void> } = {}) {
+async function setUp(
+  options: {
+    killInBash?: boolean;
+    onRequest?: (request: Request, kill: () => void) => void | Promise<void>;
+    /** An answer of the test's own instead of the model's script. */
+    override?: (request: Request) => { content: unknown[] } | undefined;
+  } = {},
+) {
   const dir = tmpDir("steplog-claude-crash-");
   fs.mkdirSync(path.join(dir, "work"));
   fs.mkdirSync(path.join(dir, "home"));
@@ -63,6 +85,8 @@ async function setUp(options: { killInBash?: boolean; onRequest?: (request: Requ
     request.stage = stage;
     request.attempt = attemptNumber;
     await options.onRequest?.(request, () => child?.kill());
+    const own = options.override?.(request);
+    if (own) return own;
     const done = answered(body);
     if (stage === "planner") {
       if (!done.includes("Read")) return { content: [toolUse("Read", { file_path: path.join(dir, "work", "README.md") })] };
@@ -167,6 +191,8 @@ describe("durableClaudeQuery with the real Claude Code binary, the workflow proc
     await inspect(async (engine) => {
       const view = await engine.get("r");
       expect(view.steps.filter((s) => s.key === bashKey).map((s) => s.status)).toEqual(["succeeded"]);
+      // engine.resolve kept the input the call was recorded with: the repeat was matched by it.
+      expect(view.steps.find((s) => s.key === bashKey)!.inputDigest).toMatch(/^sha256:/);
     });
   });
 
@@ -216,6 +242,39 @@ describe("durableClaudeQuery with the real Claude Code binary, the workflow proc
     const builderRequests = main().filter((r) => r.attempt === 2 && r.stage === "builder");
     expect(builderRequests.length).toBeGreaterThan(0);
     expect(builderRequests.every((r) => sessionOf(r) === after.builder)).toBe(true);
+  });
+
+  it("Claude Code spawned so that it outlives its SIGKILLed owner: its PreToolUse hook cannot reach the owner, so the Bash call is refused, never run without its intent", async () => {
+    let killed = false;
+    const { attempt, fake, main, outbox, inspect } = await setUp({
+      onRequest: async (request, kill) => {
+        // The builder's Write is done: the answer to this request is the Bash call. The owner dies first.
+        if (!killed && request.stage === "builder" && answered(request.body).includes("Write")) {
+          killed = true;
+          kill();
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        }
+      },
+      // The orphan's next turn (after its refused call) is answered without a tool, so it ends.
+      override: (request) =>
+        killed && request.attempt === 1 && answered(request.body).includes("Write") && toolRefused(request.body)
+          ? { content: [text("Waiting for the user.")] }
+          : undefined,
+    });
+    const first = await attempt("start", { CLAUDE_PLAIN_SPAWN: "1" });
+    expect(first.signal, first.output).toBe("SIGKILL");
+    // The orphan got the Bash call, asked its hook, got no answer, and told the model it was refused.
+    await until("the orphan's next request", () => main().some((r) => r.attempt === 1 && toolRefused(r.body)));
+    expect(outbox()).toBe("");
+    await inspect(async (engine) => {
+      const view = await engine.get("r");
+      expect(view.steps.filter((s) => s.key.startsWith("claude:builder/tool:Bash:"))).toEqual([]);
+    });
+    const sent = fake.requests.length;
+    const second = await attempt("continue", { CLAUDE_PLAIN_SPAWN: "1" });
+    expect(second.result, second.output).toMatchObject({ status: "completed", attempt: 2 });
+    expect(fake.requests.length).toBeGreaterThan(sent);
+    expect(outbox()).toBe("built\n");
   });
 
   it("between stages: the finished planner is handed back (no request of its session), the builder starts once", async () => {
