@@ -18,7 +18,7 @@ import { until } from "../helpers/until.js";
 import { promptOf, startFakeAnthropic, text, toolUse } from "./fixtures/fake-anthropic.mjs";
 
 const fixture = fileURLToPath(new URL("./fixtures/claude-attempt.mjs", import.meta.url));
-const binary = fileURLToPath(new URL("../../node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude", import.meta.url));
+const binary = fileURLToPath(new URL(`../../node_modules/@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}/claude`, import.meta.url));
 
 type Stage = "planner" | "builder" | "reviewer";
 interface Request {
@@ -120,9 +120,14 @@ async function setUp(
     }
   };
   const projects = path.join(dir, "home", ".claude", "projects");
-  const transcripts = () => (fs.existsSync(projects) ? fs.readdirSync(projects).flatMap((d) => fs.readdirSync(path.join(projects, d))) : []);
+  /** The text of a session's transcript (~/.claude/projects/<cwd>/<session id>.jsonl), "" while there is none. */
+  const transcript = (sessionId: string) => {
+    const dirs = fs.existsSync(projects) ? fs.readdirSync(projects) : [];
+    const file = dirs.map((d) => path.join(projects, d, `${sessionId}.jsonl`)).find((f) => fs.existsSync(f));
+    return file ? fs.readFileSync(file, "utf8") : "";
+  };
   const removeTranscripts = () => fs.rmSync(projects, { recursive: true, force: true });
-  return { dir, fake, attempt, main, sessionOf, outbox, inspect, transcripts, removeTranscripts };
+  return { dir, fake, attempt, main, sessionOf, outbox, inspect, transcript, removeTranscripts };
 }
 
 /** Each stage's session id as recorded (the latest step `claude:<stage>/session:<attempt>`). */
@@ -198,12 +203,14 @@ describe("durableClaudeQuery with the real Claude Code binary, the workflow proc
 
   it("mid-session before any tool call: the continue resumes the session under its recorded id, and the stage finishes once", async () => {
     let killed = false;
-    const { attempt, main, sessionOf, outbox, inspect, transcripts } = await setUp({
+    const { attempt, main, sessionOf, outbox, inspect, transcript } = await setUp({
       onRequest: async (request, kill) => {
         if (request.stage === "builder" && !killed) {
           killed = true;
           // The model's first turn is under way and Claude Code has written the session's transcript.
-          await until("the session transcript", () => transcripts().includes(`${request.headers["x-claude-code-session-id"]}.jsonl`));
+          await until("the session transcript, the prompt in it", () =>
+            transcript(request.headers["x-claude-code-session-id"]!).includes("Carry out this plan"),
+          );
           kill();
           await new Promise((resolve) => setTimeout(resolve, 300));
         }
