@@ -141,7 +141,8 @@ async function sessionIds(engine: ReturnType<typeof createEngine>): Promise<Reco
   return out;
 }
 
-describe("durableClaudeQuery with the real Claude Code binary, the workflow process SIGKILLed", () => {
+// Each test runs Claude Code two or three times (its start-up takes seconds on a loaded machine).
+describe("durableClaudeQuery with the real Claude Code binary, the workflow process SIGKILLed", { timeout: 120_000 }, () => {
   it("the Claude Code binary is installed (a dev dependency): without it this suite fails, never skips", () => {
     expect(fs.existsSync(binary), `${binary} is missing: run npm ci (the SDK's linux-x64 platform package carries it)`).toBe(true);
   });
