@@ -11,6 +11,7 @@
 import { attemptLabel, attemptTone, describeEntry, errorText, type Tone } from "./describe.js";
 import { budgetWaitText, formatAge, formatDuration, formatUsage, oneLineJson, prettyJson, safe, truncate } from "./format.js";
 import type { Timeline, TimelineAttempt, TimelineEntry } from "./timeline.js";
+import { nestedKeys } from "./nesting.js";
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
 
@@ -109,7 +110,9 @@ function renderAttempt(a: TimelineAttempt, longest: number): string {
     .filter(Boolean)
     .map((s) => e(s))
     .join(" · ");
-  const rows = a.entries.map((entry) => renderEntry(entry, a, span)).join("\n");
+  // A session's tool calls under the session (durableClaudeQuery): indented, by their own name.
+  const nested = nestedKeys(a.entries.map((entry) => entry.key));
+  const rows = a.entries.map((entry) => renderEntry(entry, a, span, nested.get(entry.key)?.rest)).join("\n");
   return `<section class="attempt">
 <h2>Attempt ${a.number} <span class="badge ${toneClass(attemptTone(a.ending))}">${e(attemptLabel(a))}</span> <span class="muted small">${meta}</span></h2>
 <div class="overall"><span class="bar ${toneClass(attemptTone(a.ending))}" style="width:${pct(((a.durationMs ?? 0) / longest) * 100)}"></span></div>
@@ -121,7 +124,7 @@ ${rows || `<li class="row"><span class="label muted">no steps</span><span class=
 </section>`;
 }
 
-function renderEntry(entry: TimelineEntry, a: TimelineAttempt, span: number): string {
+function renderEntry(entry: TimelineEntry, a: TimelineAttempt, span: number, inner?: string): string {
   const e = escapeHtml;
   const words = describeEntry(entry, a);
   let bar: string;
@@ -150,7 +153,8 @@ function renderEntry(entry: TimelineEntry, a: TimelineAttempt, span: number): st
     .filter(() => (entry.callErrors?.length ?? 0) > 1 || entry.calls > 1)
     .map((c) => `<span class="call">call ${c.call} ✗ ${e(truncate(errorText(c.error), 300))}</span>`)
     .join("");
-  return `<li class="row ${toneClass(words.tone)}"><span class="label"><span class="glyph">${e(words.glyph)}</span> <span class="key">${e(entry.key)}</span> <span class="muted small">${e(words.label)}</span>${note}${input}${value}${calls}</span><span class="track">${bar}</span><span class="info">${e(info)}</span></li>`;
+  const indent = inner === undefined ? "" : ` style="padding-left:1.5em"`;
+  return `<li class="row ${toneClass(words.tone)}${inner === undefined ? "" : " nested"}"><span class="label"${indent}><span class="glyph">${e(words.glyph)}</span> <span class="key">${e(inner ?? entry.key)}</span> <span class="muted small">${e(words.label)}</span>${note}${input}${value}${calls}</span><span class="track">${bar}</span><span class="info">${e(info)}</span></li>`;
 }
 
 function waitText(t: Timeline): string {

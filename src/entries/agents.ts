@@ -3,7 +3,8 @@
  * turns become steps; the conversation is derived from the step log. No framework is imported:
  * the helpers work on the shapes (tools with `execute(input, { toolCallId })`, plain functions,
  * AI SDK language models, the OpenAI Agents SDK's agents and models, Anthropic clients,
- * LangChain tools and chat models, MCP clients, OpenAI/Anthropic answers). See docs/agents.md.
+ * LangChain tools and chat models, MCP clients, the Claude Agent SDK's query, OpenAI/Anthropic
+ * answers). See docs/agents.md.
  */
 
 export { durableTools, isRecordedToolError } from "../agents/tools.js";
@@ -65,3 +66,5 @@ export type {
   McpToolLike,
   McpToolAnnotationsLike,
 } from "../public/types.js";
+export { durableClaudeQuery, ClaudeSessionFailedError } from "../agents/claude.js";
+export type { DurableClaudeQueryOptions, ClaudeQueryLike, ClaudeQueryParams, ClaudeMessageLike } from "../public/types.js";

@@ -98,7 +98,11 @@ export async function resolveEscalation(
     const row = rows.at(-1);
     if (!row) return { error: new StepNotFoundError(runId, step, [...new Set(current.steps.map((s) => s.key))], "resolve"), result: false };
     if (row.status !== "escalated") return { error: new NotEscalatedError(runId, step, row.status), result: false };
+    // The input the step was recorded with stays (a continue compares its digest; show shows it).
+    const { input, inputDigest } = parseResolution(row.resolution);
     const resolution = formatResolution({
+      ...(input === undefined ? {} : { input }),
+      ...(inputDigest === undefined ? {} : { inputDigest }),
       policy: "escalate",
       found: isValue ? "done (resolved by a person)" : "not done (resolved by a person)",
       ...(answer.by === undefined ? {} : { by: answer.by }),

@@ -100,6 +100,7 @@ export type {
 } from "../agents/tools.js";
 export type { ToolApprovalOption, ToolApprovalRule, ToolApprovalAnswer, ToolApprovalCall, GenericToolApproval } from "../agents/tool-approval.js";
 export type { ModelTurnOptions, TurnUsage } from "../agents/model-turn.js";
+export type { DurableClaudeQueryOptions, ClaudeQueryLike, ClaudeQueryParams, ClaudeMessageLike } from "../agents/claude.js";
 export type { DurableModelOptions, LanguageModelLike, RecordedGenerate, RecordedStream } from "../agents/model.js";
 export type {
   MessagesFromStepsOptions,

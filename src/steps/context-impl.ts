@@ -6,6 +6,7 @@
 
 import type { StepFunction, StepOptions, WorkflowContext } from "../workflow/context.js";
 import { IN_SIBLING_WINDOW } from "./launched-beside.js";
+import { RECORDED_STEPS, recordedSteps, type RecordedStep } from "./recorded-steps.js";
 import { runStep } from "./step-runner.js";
 import { failedStepOf, StopRequest, type AttemptState } from "./state.js";
 import { newCall, NO_OPTIONS } from "./step-call.js";
@@ -32,6 +33,7 @@ class AttemptContext {
   readonly sleep: (name: string, msOrDate: number | Date) => Promise<void>;
   readonly stop: (reason: string) => never;
   readonly [IN_SIBLING_WINDOW]: () => number | undefined;
+  readonly [RECORDED_STEPS]: (prefix: string) => RecordedStep[];
   readonly #state: AttemptState;
 
   constructor(state: AttemptState) {
@@ -53,6 +55,7 @@ class AttemptContext {
       throw new StopRequest(String(reason));
     };
     this[IN_SIBLING_WINDOW] = () => (state.order.siblingsOf !== undefined ? state.order.newestReused : undefined);
+    this[RECORDED_STEPS] = (prefix) => recordedSteps(state, prefix);
   }
 
   /** Made when first read: most workflows never look at it. */

@@ -27,6 +27,7 @@ import { enter } from "./door.js";
 import { callAgain, callOnce, endedUnderway, startCall } from "./step-function.js";
 import { recordValue } from "./step-outcome.js";
 import { afterChangedResolution, recordInput, recordedAsGiven } from "./step-input.js";
+import { INSIDE_STEP } from "./inside-step.js";
 
 /**
  * ctx.step: enter the step, then carry out its plan (traced: inside its span). perf: not an async
@@ -144,7 +145,7 @@ export function start(state: AttemptState, call: StepCall): Promise<unknown> {
     const { key, options } = call;
     // A step other than the start point runs anew: later records may have used what it returned before.
     state.order.ranAnew(key);
-    if (options.effect === "irreversible") checkPivotOrder(state, key);
+    if (options.effect === "irreversible") checkPivotOrder(state, key, options);
     if (options.approval) return approvedThenRun(state, call);
     call.policy = retryPolicy(options.retry, key);
     return run(state, call);
@@ -156,7 +157,7 @@ export function start(state: AttemptState, call: StepCall): Promise<unknown> {
 async function approvedThenRun(state: AttemptState, call: StepCall): Promise<unknown> {
   await checkApproval(state, call);
   // Another step may have started while the approval was looked up.
-  if (call.options.effect === "irreversible") checkPivotOrder(state, call.key);
+  if (call.options.effect === "irreversible") checkPivotOrder(state, call.key, call.options);
   call.policy = retryPolicy(call.options.retry, call.key);
   return await run(state, call);
 }
@@ -200,8 +201,9 @@ async function run(state: AttemptState, call: StepCall): Promise<unknown> {
   }
 }
 
-/** An irreversible step starts only when no other step of the run is in flight. */
-function checkPivotOrder(state: AttemptState, key: string): void {
-  const others = state.inFlight.others(key);
+/** An irreversible step starts only when no other step of the run is in flight (but the one it runs inside). */
+function checkPivotOrder(state: AttemptState, key: string, options: object): void {
+  const inside = (options as Record<symbol, unknown>)[INSIDE_STEP];
+  const others = state.inFlight.others(key).filter((other) => other !== inside);
   if (others.length > 0) throw new PivotOrderError(state.runId, key, others);
 }

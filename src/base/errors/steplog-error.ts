@@ -59,6 +59,7 @@ export const ERROR_CODES = [
   "CODEC_KEY_MISSING",
   "MODEL_TURN_FAILED",
   "TOOL_CALL_PENDING",
+  "CLAUDE_SESSION_FAILED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

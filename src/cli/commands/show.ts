@@ -22,6 +22,7 @@ import {
 } from "../format.js";
 import { renderHtml } from "../html.js";
 import { buildTimeline, timelineJson, type Timeline, type TimelineEntry } from "../timeline.js";
+import { nestedKeys } from "../nesting.js";
 
 export const show: Command = {
   help: {
@@ -127,6 +128,8 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number, options: 
     const rows: string[][] = [];
     /** Lines under each row: its value, each failed call's error. */
     const under: string[][] = [];
+    // A session's tool calls under the session (durableClaudeQuery): indented, by their own name.
+    const nested = nestedKeys(a.entries.map((e) => e.key));
     for (const e of a.entries) {
       under.push(detailLines(e, paint, options.full === true));
       const words = describeEntry(e, a);
@@ -139,7 +142,7 @@ export function renderTimeline(t: Timeline, paint: Paint, now: number, options: 
             ? `from attempt ${e.recordedBy}${e.durationMs !== null ? `, saved ${formatDuration(e.durationMs)}` : ""}${usage ? ` · ${usage}` : ""}`
             : [words.note ? safe(words.note.split("\n")[0] ?? "") : "", usage].filter(Boolean).join(" · ");
       rows.push([
-        `  ${paint(TONE_STYLE[words.tone], words.glyph)} ${safe(e.key)}`,
+        `  ${nested.has(e.key) ? "  " : ""}${paint(TONE_STYLE[words.tone], words.glyph)} ${safe(nested.get(e.key)?.rest ?? e.key)}`,
         paint(TONE_STYLE[words.tone], words.label),
         gray(time),
         e.status === "failed" && e.kind === "ran" && !e.resolution ? paint("red", note) : gray(note),

@@ -13,6 +13,7 @@ import { approvalCard, inputInspector } from "./approval-card.js";
 import { describeEntry, errorText } from "../describe.js";
 import { budgetText, budgetWaitText, formatDuration, formatUsage, oneLineJson, prettyJson, truncate } from "../format.js";
 import { buildTimeline, type Timeline, type TimelineAttempt, type TimelineEntry } from "../timeline.js";
+import { nestedKeys } from "../nesting.js";
 import { actionForm, badge, flash, h, runHref, when, type Rendered, type UiContext } from "./layout.js";
 
 /** The look of a row: which kind of thing happened to the step. */
@@ -160,13 +161,15 @@ function attempt(a: TimelineAttempt, start: number, span: number): string {
     .join(" · ");
   const head = `<h3>Attempt ${a.number} ${badge(a.ending ?? "running")} <span class="muted small">${h(meta)}</span></h3>`;
   const err = a.error ? `<div class="step"><span class="call">${h(truncate(errorText(a.error), 600))}</span></div>` : "";
-  const rows = a.entries.map((e) => step(e, a, start, span)).join("");
+  // A session's tool calls under the session (durableClaudeQuery): indented, by their own name.
+  const nested = nestedKeys(a.entries.map((e) => e.key));
+  const rows = a.entries.map((e) => step(e, a, start, span, nested.get(e.key)?.rest)).join("");
   return `<section class="attempt" data-attempt="${a.number}">${head}${err}${rows || `<p class="muted small">no steps</p>`}</section>`;
 }
 
 const pct = (n: number) => `${(Number.isFinite(n) ? Math.min(100, Math.max(0, n)) : 0).toFixed(2)}%`;
 
-function step(e: TimelineEntry, a: TimelineAttempt, start: number, span: number): string {
+function step(e: TimelineEntry, a: TimelineAttempt, start: number, span: number, inner?: string): string {
   const look = lookOf(e);
   const words = describeEntry(e, a);
   let bar: string;
@@ -192,5 +195,6 @@ function step(e: TimelineEntry, a: TimelineAttempt, start: number, span: number)
   const time =
     e.kind === "reused" ? `saved ${formatDuration(e.durationMs ?? 0)}` : e.kind === "resolved" || e.durationMs === null ? "" : formatDuration(e.durationMs);
   const info = [time, formatUsage(e.usage)].filter(Boolean).join(" · ");
-  return `<div class="step k-${look}" data-step="${h(e.key)}" data-look="${look}"><div class="name"><span class="glyph">${h(words.glyph)}</span> ${h(e.key)}<span class="label">${h(words.label)}</span><span class="detail">${h(detail)}</span>${words.note ? `<span class="detail">${h(truncate(words.note, 300))}</span>` : ""}${calls}${input}${inspector}</div><div class="track">${bar}</div><div class="info">${h(info)}</div></div>`;
+  const indent = inner === undefined ? "" : ` style="padding-left:1.5em"`;
+  return `<div class="step k-${look}${inner === undefined ? "" : " nested"}" data-step="${h(e.key)}" data-look="${look}"><div class="name"${indent}><span class="glyph">${h(words.glyph)}</span> ${h(inner ?? e.key)}<span class="label">${h(words.label)}</span><span class="detail">${h(detail)}</span>${words.note ? `<span class="detail">${h(truncate(words.note, 300))}</span>` : ""}${calls}${input}${inspector}</div><div class="track">${bar}</div><div class="info">${h(info)}</div></div>`;
 }
