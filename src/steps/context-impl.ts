@@ -4,7 +4,8 @@
  * waits.ts, children → child-calls.ts, ctx.stop → the attempt's ending).
  */
 
-import type { StepFunction, StepOptions, WorkflowContext } from "../workflow/context.js";
+import type { StepFunction, StepOptions, StreamWriter, WorkflowContext } from "../workflow/context.js";
+import { AttemptStreams } from "./streams.js";
 import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { runStep } from "./step-runner.js";
 import { failedStepOf, StopRequest, type AttemptState } from "./state.js";
@@ -31,6 +32,7 @@ class AttemptContext {
   readonly startChild: (name: string, workflow: Workflow, args: unknown, options?: { id?: string }) => ReturnType<typeof startChild>;
   readonly sleep: (name: string, msOrDate: number | Date) => Promise<void>;
   readonly stop: (reason: string) => never;
+  readonly stream: (name: string) => StreamWriter;
   readonly [IN_SIBLING_WINDOW]: () => number | undefined;
   readonly #state: AttemptState;
 
@@ -52,6 +54,8 @@ class AttemptContext {
       state.ending.endWith("stopped", state.stopError(String(reason)));
       throw new StopRequest(String(reason));
     };
+    let streams: AttemptStreams | undefined;
+    this.stream = (name) => (streams ??= state.streams = new AttemptStreams(state)).open(name);
     this[IN_SIBLING_WINDOW] = () => (state.order.siblingsOf !== undefined ? state.order.newestReused : undefined);
   }
 

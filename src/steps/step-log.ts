@@ -57,6 +57,8 @@ export function outcomeOf(row: StepRow): StepOutcome {
  * rebuilds its table, an allocation a step).
  */
 export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
+  // Chunks given to a stream before the intent are queued before it (streams.ts).
+  if (state.streams !== undefined && state.streams.busy) return state.streams.idle().then(() => writeIntent(state, row));
   // perf: not async (an async function's own promise cost about 2,800 instructions a step on the step's path).
   try {
     return state.writes.store.writeIntent(state.writes.fence, row).then(
@@ -76,6 +78,7 @@ export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
 /** Write a row's outcome and make it the key's latest; durable when this resolves. `consumes`: the event it takes. */
 export async function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepOutcome["consumes"]): Promise<void> {
   const outcome = outcomeOf(row);
+  if (state.streams !== undefined && state.streams.busy) await state.streams.idle();
   try {
     await state.writes.store.writeOutcome(state.writes.fence, consumes ? { ...outcome, consumes } : outcome);
   } catch (error) {
@@ -90,6 +93,12 @@ export async function writeOutcome(state: AttemptState, row: StepRow, consumes?:
  * step with the same key, which its effect allows.
  */
 export function writeOutcomeLater(state: AttemptState, row: StepRow): void {
+  const streams = state.streams;
+  if (streams !== undefined && streams.busy) {
+    const outcome = outcomeOf(row);
+    state.writes.track(streams.idle().then(() => state.writes.writeLater(outcome)));
+    return;
+  }
   state.writes.writeLater(outcomeOf(row));
 }
 

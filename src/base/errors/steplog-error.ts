@@ -55,6 +55,8 @@ export const ERROR_CODES = [
   "CODEC_KEY_MISSING",
   "MODEL_TURN_FAILED",
   "TOOL_CALL_PENDING",
+  "STREAM_CLOSED",
+  "STREAMS_UNSUPPORTED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

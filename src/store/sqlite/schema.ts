@@ -234,6 +234,21 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE steps SET chunk = -1099511627776 - rowid WHERE chunk IS NULL;
   CREATE INDEX steps_unchunked ON steps (run_id, seq) WHERE chunk IS NULL;
   `,
+  // 12: streams (ctx.stream): each stream's records in order (see src/store/rows.ts, StreamRecord)
+  `
+  CREATE TABLE stream_records (
+    run_id       TEXT NOT NULL,
+    stream       TEXT NOT NULL,
+    seq          INTEGER NOT NULL,
+    kind         TEXT NOT NULL,
+    chunk_offset INTEGER NOT NULL,
+    chunk        TEXT,
+    step         TEXT,
+    attempt      INTEGER NOT NULL,
+    at           INTEGER NOT NULL,
+    PRIMARY KEY (run_id, stream, seq)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /**
