@@ -14,7 +14,7 @@ async function collect(items: AsyncIterable<StreamItem>, until?: (got: StreamIte
 
 const chunk = (offset: number, value: unknown): StreamItem => ({ type: "chunk", offset, chunk: value });
 
-describe.each(EVERY_STORE.filter(([name]) => name === "memory" || name === "sqlite"))("streams (%s)", (_name, makeStore) => {
+describe.each(EVERY_STORE)("streams (%s)", (_name, makeStore) => {
   it("keeps chunks in order, from inside and outside steps, and reads them back from an offset", async () => {
     const workflow = defineWorkflow({
       name: "writes",
