@@ -57,13 +57,7 @@ describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
       const continued = await worker(place, "continue");
       expect(continued.code).toBe(0);
       expect(continued.report?.result).toMatchObject({ status: "completed", attempt: 2 });
-      expect(await following).toEqual([
-        ...before,
-        { type: "reset", offset: 3 },
-        chunk(3, "two-a@2"),
-        chunk(4, "two-b@2"),
-        chunk(5, "outro"),
-      ]);
+      expect(await following).toEqual([...before, { type: "reset", offset: 3 }, chunk(3, "two-a@2"), chunk(4, "two-b@2"), chunk(5, "outro")]);
       // The replay wrote "intro" (outside a step) once; step one was reused and wrote nothing.
       expect(await readAll(engine.readStream("r", "out", { from: 0 }))).toEqual([
         chunk(0, "intro"),
