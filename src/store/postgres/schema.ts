@@ -150,6 +150,20 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   // status indexed, a step's outcome (which changes its status) could never be a HOT update: it
   // wrote a new primary-key entry as well as the row
   (s) => `DROP INDEX IF EXISTS ${s}.steps_open;`,
+  // 9: streams (ctx.stream): each stream's records in order (src/store/rows.ts, StreamRecord)
+  (s) => `
+  CREATE TABLE ${s}.stream_records (
+    run_id       text COLLATE "C" NOT NULL,
+    stream       text COLLATE "C" NOT NULL,
+    seq          integer NOT NULL,
+    kind         text NOT NULL,
+    chunk_offset integer NOT NULL,
+    chunk        text,
+    step         text,
+    attempt      integer NOT NULL,
+    at           bigint NOT NULL,
+    PRIMARY KEY (run_id, stream, seq)
+  );`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
