@@ -137,6 +137,47 @@ describe.each(EVERY_STORE)("streams (%s)", (_name, makeStore) => {
     }
   });
 
+  it("with a codec that seals asynchronously: chunks are sealed in the store, read back plain and in order, before the next step's records", async () => {
+    const codec = {
+      encode: async (plain: string) => {
+        await new Promise((r) => setTimeout(r, 2));
+        return `sealed:${Buffer.from(plain).toString("base64")}`;
+      },
+      decode: async (stored: string) => Buffer.from(stored.slice("sealed:".length), "base64").toString(),
+    };
+    const workflow = defineWorkflow({
+      name: "sealed",
+      async run(ctx) {
+        const out = ctx.stream("out");
+        await ctx.step("a", async () => {
+          for (let i = 0; i < 5; i++) out.write(`a${i}`);
+        });
+        out.write({ between: true });
+        await ctx.step("b", async () => out.write("b0"));
+        return null;
+      },
+    });
+    const store = makeStore();
+    const engine = createEngine({ store, workflows: [workflow], codec });
+    try {
+      expect((await engine.start(workflow, undefined, { id: "s6" })).status).toBe("completed");
+      expect(await collect(engine.readStream("s6", "out"))).toEqual([
+        chunk(0, "a0"),
+        chunk(1, "a1"),
+        chunk(2, "a2"),
+        chunk(3, "a3"),
+        chunk(4, "a4"),
+        chunk(5, { between: true }),
+        chunk(6, "b0"),
+      ]);
+      const stored = await store.readStream!("s6", "out", -1, 100);
+      expect(stored.every((r) => r.chunk!.startsWith("sealed:"))).toBe(true);
+      expect(stored.map((r) => r.step)).toEqual(["a", "a", "a", "a", "a", null, "b"]);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it("refuses a chunk beyond maxValueBytes, and a bad from", async () => {
     const workflow = defineWorkflow({
       name: "big",
