@@ -25,6 +25,7 @@ import { scaleOutCase } from "./cases/scale-out.mjs";
 import { scalingCase } from "./cases/scaling.mjs";
 import { IMPORT_REPS, importCase } from "./cases/import-cost.mjs";
 import { FIRST_RUN_TARGET_S, firstRunCase } from "./cases/first-run.mjs";
+import { streamCase } from "./cases/streams.mjs";
 
 // Sizes: the issue's, except jsonlSteps (see there). The whole bench takes 1-2.5 minutes on 2 cores, and case 11
 // (npm installs, one compiling better-sqlite3) 1-2 more.
@@ -49,6 +50,8 @@ const SIZES = {
   scaleOutSteps: 100,
   // Case 9: the steps of each run, at every concurrency level (1 … 1,000 runs at once).
   scalingSteps: 100,
+  // Case 12: the chunks a stream is written in a sample (burst: in one turn; per turn: one a turn).
+  streamChunks: 2000,
 };
 
 const args = process.argv.slice(2);
@@ -472,6 +475,25 @@ await section(11, "npm install to a first run", async () => {
   );
   row("    same, npm's cache filled (a second app)", "same", what(r.warm), "-", "info");
   row(`    same without --omit=optional (better-sqlite3 ${r.withOptional.betterSqlite3})`, "+ better-sqlite3", what(r.withOptional), "-", "info");
+});
+
+await section(12, "stream writes", async () => {
+  const r = await streamCase(SIZES.streamChunks);
+  results.cases["12"] = r;
+  row(
+    `12. ${int(r.n)} stream chunks in one turn (one commit) vs raw rows in one transaction`,
+    `${int(r.burst.rawRowsPerSec)} rows/s`,
+    `${int(r.burst.chunksPerSec)} chunks/s`,
+    times(r.burst.ratio),
+    "info",
+  );
+  row(
+    `    one chunk a turn (a commit each) vs a raw transaction a row`,
+    `${int(r.perTurn.rawRowsPerSec)} rows/s`,
+    `${int(r.perTurn.chunksPerSec)} chunks/s`,
+    times(r.perTurn.ratio),
+    "info",
+  );
 });
 
 // ---------------------------------------------------------------- report

@@ -29,6 +29,12 @@ export interface DurableModelOptions {
    * doubling. A turn that still fails ends the agent's part of the attempt (see modelTurn).
    */
   retry?: RetryOptions;
+  /**
+   * A streamed turn also writes its text, as it streams, to the run's stream of this name
+   * (ctx.stream: docs/streams.md), for a page to follow; a continue that asks the model again
+   * for a turn cut off resets the stream to where that turn began.
+   */
+  stream?: string;
 }
 
 /** What a generate turn records: the model's answer without the raw request and response bodies. */
@@ -156,6 +162,7 @@ export function durableModel<M extends object>(ctx: WorkflowContext, model: M, o
       },
     });
     let live = false;
+    const text = options.stream === undefined ? undefined : ctx.stream(options.stream);
     // A stream that has already shown parts is not retried: the reader would see them twice.
     let forwarded = false;
     const retryIf = turnOptions.retry.retryIf;
@@ -184,6 +191,7 @@ export function durableModel<M extends object>(ctx: WorkflowContext, model: M, o
             throw part.error instanceof Error ? part.error : new Error(String((part.error as { message?: unknown })?.message ?? part.error));
           }
           parts.push(recordablePart(part));
+          if (text !== undefined && part.type === "text-delta") text.write(String(part.delta ?? part.textDelta ?? ""));
           if (!HELD.has(String(part.type))) {
             forwarded = true;
             controller.enqueue(part);

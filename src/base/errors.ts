@@ -14,6 +14,7 @@
  *   step-errors.ts    a step's rules: the pivot, its timeout, its query
  *   stop-errors.ts    why an attempt stopped or ended
  *   wait-errors.ts    waits for events, approvals and child runs
+ *   stream-errors.ts  streams: a write after close, a store without streams
  * (errors/quote.ts is their shared message helper and is not exported.)
  */
 
@@ -27,3 +28,4 @@ export * from "./errors/value-errors.js";
 export * from "./errors/step-errors.js";
 export * from "./errors/stop-errors.js";
 export * from "./errors/wait-errors.js";
+export * from "./errors/stream-errors.js";

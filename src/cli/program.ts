@@ -26,6 +26,7 @@ import { schedules } from "./commands/schedules.js";
 import { ui } from "./commands/ui.js";
 import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
+import { stream } from "./commands/stream.js";
 import { work } from "./commands/work.js";
 import { CliError, codeOf, EXIT, exitCodeOf, type ExitCode } from "./exit.js";
 import { command, painter, safe, wantsColor } from "./format.js";
@@ -50,6 +51,7 @@ export const COMMANDS: Record<string, Command> = {
   schedules,
   export: exportCommand,
   import: importCommand,
+  stream,
   ui,
 };
 

@@ -5,6 +5,7 @@
  * runs can read them without importing the engine; engine.ts re-exports every type here.
  */
 
+import type { ReadStreamOptions, StreamItem } from "../operations/read-stream.js";
 import type { Clock } from "../base/clock.js";
 import type { KnownKeys } from "../base/options.js";
 import type { Delivery, SendOptions } from "../operations/events.js";
@@ -236,6 +237,14 @@ export interface Engine {
    * rows are not a run export's.
    */
   import(doc: RunExport): Promise<ImportResult>;
+  /**
+   * A run's stream (written with ctx.stream(name)) as an async iterable of `{ type: "chunk",
+   * offset, chunk }` items from `from` (inclusive, default 0), following the run live until the
+   * stream is closed or the run has ended (`follow: false`: what is recorded now). A
+   * `{ type: "reset", offset }` item says a continue redid the step that wrote the chunks from
+   * `offset` on: drop them, the new ones follow. RUN_NOT_FOUND if there is no such run.
+   */
+  readStream(id: string, name: string, options?: ReadStreamOptions): AsyncIterable<StreamItem>;
   /** Runs newest first (ties by id), filtered; a page at a time with `limit` and `after`. */
   list(filter?: ListFilter): Promise<RunSummary[]>;
   /** How many runs `list(filter)` would list without its limit, in all and per workflow. */

@@ -42,6 +42,7 @@ import { createRun, startRun } from "./start-run.js";
 import * as runMethods from "./run-methods.js";
 import { exportRun, importRun } from "./export-import.js";
 import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
+import { checkReadStream, readStream, type ReadStreamOptions, type StreamItem } from "../operations/read-stream.js";
 
 export { TEST_HOOKS } from "./api.js";
 export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunCount, CancelOptions, TracerLike } from "./api.js";
@@ -204,6 +205,12 @@ class SteplogEngine implements Engine {
 
   import(doc: unknown): Promise<ImportResult> {
     return importRun(this.#core, doc);
+  }
+
+  readStream(id: string, name: string, options: ReadStreamOptions = {}): AsyncIterable<StreamItem> {
+    this.#open();
+    checkReadStream(id, name, options);
+    return readStream(this.#store, this.#settings.payloads, id, name, options);
   }
 
   async work(options: WorkOptions = {}): Promise<WorkSummary> {

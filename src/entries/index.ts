@@ -47,10 +47,12 @@ export type {
   ChildWorkflow,
   ChildOptions,
   ChildHandle,
+  StreamWriter,
 } from "../public/types.js";
 export type { Clock, ProgressEvent } from "../public/types.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../public/types.js";
 export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../public/types.js";
+export type { StreamItem, ReadStreamOptions } from "../public/types.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -73,6 +75,7 @@ export type {
   ClaimResult,
   RunUpdate,
   StepOutcome,
+  StreamRecord,
   AttemptEnd,
   RunFilter,
   RunCursor,

@@ -34,11 +34,13 @@ export type {
   ChildWorkflow,
   ChildOptions,
   ChildHandle,
+  StreamWriter,
 } from "../workflow/context.js";
 export type { Clock } from "../base/clock.js";
 export type { ProgressEvent } from "../steps/attempt-settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../operations/views.js";
 export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../operations/export.js";
+export type { StreamItem, ReadStreamOptions } from "../operations/read-stream.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -61,6 +63,7 @@ export type {
   ClaimResult,
   RunUpdate,
   StepOutcome,
+  StreamRecord,
   AttemptEnd,
   RunFilter,
   RunCursor,

@@ -46,6 +46,12 @@ export class InFlight {
     rest.pop();
   }
 
+  /** The keys in flight, each once, in the order they entered (null when none is). */
+  keys(): string[] | null {
+    if (this.#first === undefined) return null;
+    return this.#rest === undefined || this.#rest.length === 0 ? [this.#first] : [...new Set([this.#first, ...this.#rest])];
+  }
+
   /** The keys in flight other than `key`, each once. */
   others(key: string): string[] {
     if (this.#first === undefined) return [];

@@ -76,6 +76,12 @@ export class AttemptWrites {
     this.store.writeOutcomeLater(this.fence, outcome, this.#onTrackedSettled, this.#onTrackedFailed);
   }
 
+  /** Track a write nobody awaits now (a stream's records, and the work before them): the ending waits for it. */
+  track(write: Promise<unknown>): void {
+    this.#tracked++;
+    write.then(this.#onTrackedSettled, this.#onTrackedFailed);
+  }
+
   /**
    * The handlers, made once. The store may call one from inside any later call on it (its batch
    * commits then), so they only count and note: they never throw, and never call the store.

@@ -4,7 +4,8 @@
  * waits.ts, children → child-calls.ts, ctx.stop → the attempt's ending).
  */
 
-import type { StepFunction, StepOptions, WorkflowContext } from "../workflow/context.js";
+import type { StepFunction, StepOptions, StreamWriter, WorkflowContext } from "../workflow/context.js";
+import { AttemptStreams } from "./streams.js";
 import { IN_SIBLING_WINDOW } from "./launched-beside.js";
 import { RECORDED_STEPS, recordedSteps, type RecordedStep } from "./recorded-steps.js";
 import { runStep } from "./step-runner.js";
@@ -32,6 +33,7 @@ class AttemptContext {
   readonly startChild: (name: string, workflow: Workflow, args: unknown, options?: { id?: string }) => ReturnType<typeof startChild>;
   readonly sleep: (name: string, msOrDate: number | Date) => Promise<void>;
   readonly stop: (reason: string) => never;
+  readonly stream: (name: string) => StreamWriter;
   readonly [IN_SIBLING_WINDOW]: () => number | undefined;
   readonly [RECORDED_STEPS]: (prefix: string) => RecordedStep[];
   readonly #state: AttemptState;
@@ -54,6 +56,8 @@ class AttemptContext {
       state.ending.endWith("stopped", state.stopError(String(reason)));
       throw new StopRequest(String(reason));
     };
+    let streams: AttemptStreams | undefined;
+    this.stream = (name) => (streams ??= state.streams = new AttemptStreams(state)).open(name);
     this[IN_SIBLING_WINDOW] = () => (state.order.siblingsOf !== undefined ? state.order.newestReused : undefined);
     this[RECORDED_STEPS] = (prefix) => recordedSteps(state, prefix);
   }

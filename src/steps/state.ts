@@ -32,6 +32,15 @@ export interface SagaEntry {
   value: unknown;
 }
 
+/** What the step path asks of the attempt's stream writers (streams.ts). */
+export interface StreamsOfAttempt {
+  /** A write is not yet queued with the store: an intent or outcome waits for `idle()` first. */
+  readonly busy: boolean;
+  idle(): Promise<void>;
+  /** A step runs anew: what it wrote before is superseded. */
+  redo(key: string): void;
+}
+
 /** Signals ctx.stop(reason) through the workflow's code. */
 export class StopRequest extends Error {
   override name = "StopRequest";
@@ -73,6 +82,8 @@ export class AttemptState {
   readonly saga: SagaEntry[] = [];
   /** Made on the first compensation (most runs have none). */
   #compensations: Map<string, number> | undefined = undefined;
+  /** The attempt's stream writers, made at its first ctx.stream (streams.ts); most attempts have none. */
+  streams: StreamsOfAttempt | undefined = undefined;
   /** The attempt's OpenTelemetry span (step-spans.ts); undefined when the engine does not trace. */
   trace: AttemptTrace | undefined;
   /** The run's spending budget (budget.ts); undefined when it has none, and a step checks nothing. */

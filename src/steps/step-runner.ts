@@ -175,6 +175,7 @@ async function run(state: AttemptState, call: StepCall): Promise<unknown> {
       if (sealing) await sealing;
     }
     fault("before-intent", key);
+    if (state.streams !== undefined) state.streams.redo(key);
     await writeIntent(state, row);
     fault("after-intent", key);
     // The attempt may have ended while the intent was being written: then the function is not called.

@@ -22,8 +22,10 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  StreamRecord,
   WorkflowCount,
 } from "./types.js";
+import { StreamStates } from "./stream-states.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import { claimVerdict, RunStates } from "./state-machine.js";
 import { REJECTS_ONLY_ERRORS } from "./runtime.js";
@@ -47,6 +49,7 @@ class MemoryStore implements Store {
   readonly durable = false;
   readonly multiProcess = false;
   readonly #states = new RunStates();
+  readonly #streams = new StreamStates();
   /** Writes asked for so far: the change marker (a refused one counts too, which the contract allows). */
   #writes = 0;
 
@@ -143,6 +146,16 @@ class MemoryStore implements Store {
   async renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
     this.#writes++;
     must(this.#states.renew(fence.runId, fence.epoch, expiresAt, now));
+  }
+
+  async appendStream(fence: Fence, records: StreamRecord[]): Promise<void> {
+    this.#writes++;
+    must(this.#streams.check(this.#states, fence.runId, fence.epoch, records));
+    this.#streams.apply(records);
+  }
+
+  async readStream(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]> {
+    return this.#streams.read(runId, stream, afterSeq, limit);
   }
 
   async endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {

@@ -180,3 +180,23 @@ export interface StepRow {
    */
   position: number | null;
 }
+
+/**
+ * One record of a run's stream (ctx.stream), in the order written: `seq` counts a (run, stream)'s
+ * records from 0. A `chunk` is at `offset` (offsets count the stream's chunks from 0); a `reset`
+ * drops the stream back to `offset` (the chunks from there on were superseded: a redone step had
+ * written them); a `close` ends the stream at `offset` chunks. `step`: the step keys in flight
+ * when it was written (several joined by "\n"), or null outside any step.
+ */
+export interface StreamRecord {
+  runId: string;
+  stream: string;
+  seq: number;
+  kind: "chunk" | "reset" | "close";
+  offset: number;
+  /** The chunk as stored (encoded, sealed by the codec); null for a reset or close. */
+  chunk: string | null;
+  step: string | null;
+  attempt: number;
+  at: number;
+}

@@ -13,7 +13,7 @@
  * its closed state, as they share the object.
  */
 
-import { InvalidOptionError, StoreClosedError } from "../base/errors.js";
+import { InvalidOptionError, StoreClosedError, StreamsUnsupportedError } from "../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -33,6 +33,7 @@ import type {
   Store,
   StoreCapabilities,
   StoredRun,
+  StreamRecord,
   WorkflowCount,
 } from "./types.js";
 import { countByWorkflow, listed, listLimit } from "./state-machine.js";
@@ -237,6 +238,19 @@ export class RuntimeStore implements Store {
 
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void> {
     return this.#call("renewLease", () => this.#inner.renewLease(fence, expiresAt, now));
+  }
+
+  /** Only for a store that keeps streams (STREAMS_UNSUPPORTED otherwise, nothing written). */
+  appendStream(fence: Fence, records: StreamRecord[]): Promise<void> {
+    const inner = this.#inner;
+    if (!inner.appendStream) return Promise.reject(new StreamsUnsupportedError(this.kind, this.location, "appendStream", fence.runId));
+    return this.#call("appendStream", () => inner.appendStream!(fence, records));
+  }
+
+  readStream(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]> {
+    const inner = this.#inner;
+    if (!inner.readStream) return Promise.reject(new StreamsUnsupportedError(this.kind, this.location, "readStream", runId));
+    return this.#call("readStream", () => inner.readStream!(runId, stream, afterSeq, limit));
   }
 
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {

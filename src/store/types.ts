@@ -12,7 +12,7 @@
  * - a promise a write returns resolves only after the write is durable (committed).
  */
 
-import type { AttemptEnding, AttemptRow, EventRow, LeaseRow, RunRow, RunStatus, StepRow, StepStatus } from "./rows.js";
+import type { AttemptEnding, AttemptRow, EventRow, LeaseRow, RunRow, RunStatus, StepRow, StepStatus, StreamRecord } from "./rows.js";
 
 // The rows a store keeps (runs, attempts, leases, steps, events) are in rows.ts; re-exported here.
 export {
@@ -29,6 +29,7 @@ export {
   type RunStatus,
   type StepRow,
   type StepStatus,
+  type StreamRecord,
 } from "./rows.js";
 
 export interface StoredRun {
@@ -299,6 +300,14 @@ export interface Store {
    */
   writeOutcomeLater?(fence: Fence, outcome: StepOutcome, committed: () => void, failed: (error: unknown) => void): void;
   renewLease(fence: Fence, expiresAt: number, now: number): Promise<void>;
+  /**
+   * Optional (ctx.stream needs it): append records to a run's streams, fenced like a step's
+   * outcome and queued with the attempt's other writes in their order (group commit: it commits
+   * with the next intent or outcome at the latest). Nobody awaits it before going on.
+   */
+  appendStream?(fence: Fence, records: StreamRecord[]): Promise<void>;
+  /** Optional (engine.readStream needs it): a stream's records with a seq above `afterSeq`, in seq order, at most `limit`. */
+  readStream?(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]>;
   /** Record the attempt's ending, patch the run and release the lease, in one transaction. */
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void>;
 

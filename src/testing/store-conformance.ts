@@ -19,6 +19,7 @@ import { flowCases } from "./conformance-flow.js";
 import { listingCases } from "./conformance-listing.js";
 import { importCases } from "./conformance-import.js";
 import { spendCases } from "./conformance-spend.js";
+import { streamCases } from "./conformance-streams.js";
 
 export { attemptRow, runRow, stepRow } from "./conformance-rows.js";
 export type { AdditionalTests, StoreConformanceOptions, TestFunctions } from "./conformance-types.js";
@@ -66,6 +67,7 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
     flowCases(suite);
     importCases(suite);
     spendCases(suite);
+    streamCases(suite);
 
     options.additionalTests?.({ it: runner.it, withStore, runRow, attemptRow, stepRow, now: NOW });
 

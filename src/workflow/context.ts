@@ -144,6 +144,18 @@ export interface ChildHandle<R = unknown> {
   result(): Promise<R>;
 }
 
+/** What ctx.stream(name) returns: a writer of one of the run's streams (docs/streams.md). */
+export interface StreamWriter {
+  /**
+   * Append a chunk (a string or a JSON-encodable value, at most maxValueBytes once encoded; sealed
+   * by the codec like a value). It is durable no later than the step that writes it (committed
+   * with its outcome at the latest); one written outside a step, with the next write.
+   */
+  write(chunk: unknown): void;
+  /** End the stream: readers stop once they have read it all. A write after it throws STREAM_CLOSED. */
+  close(): void;
+}
+
 export interface WorkflowContext {
   readonly runId: string;
   /** This attempt's number: 1 for the start, then 2, 3, … */
@@ -213,4 +225,12 @@ export interface WorkflowContext {
    * continue redoes it; between steps, a continue runs the code between steps again.
    */
   stop(reason: string): never;
+
+  /**
+   * A writer of the run's stream `name`, which engine.readStream follows live. A continue that
+   * redoes a step that had written chunks supersedes them (and every chunk after them): readers
+   * are told with a `reset` item. Chunks written outside a step are not written twice by the
+   * replay of a continue.
+   */
+  stream(name: string): StreamWriter;
 }

@@ -16,7 +16,7 @@ const FORBIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2
 
 export const NAME_RULE = `1 to ${MAX_NAME_LENGTH} characters of well-formed Unicode, no control or bidirectional-format characters, no leading or trailing spaces`;
 
-export function checkName(kind: "run id" | "workflow name" | "step name" | "event name" | "event key" | "dedupe key", value: unknown): string {
+export function checkName(kind: "run id" | "workflow name" | "step name" | "event name" | "event key" | "dedupe key" | "stream name", value: unknown): string {
   if (typeof value !== "string") throw new InvalidNameError(kind, String(value), `it must be a string of ${NAME_RULE}`);
   const rule = kind === "step name" ? `${NAME_RULE}, and no "#" (steplog numbers repeats as name#2)` : NAME_RULE;
   // A lone surrogate cannot be stored as UTF-8 and read back the same, so it is refused too.

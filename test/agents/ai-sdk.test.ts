@@ -576,6 +576,26 @@ describe.each(SDKS)("AI SDK $major ($name)", (sdk) => {
     });
   });
 
+  describe("durableModel with a named stream", () => {
+    it("writes each streamed turn's text to the run's stream as it streams; engine.readStream reads it back", async () => {
+      const model = scriptedModel([{ text: "one two three", calls: [{ id: "x", tool: "probe", input: {} }] }, { text: "done" }]);
+      const engine = createEngine({ store: memoryStore() });
+      const wf = defineWorkflow({
+        name: "ai-stream-named",
+        async run(ctx) {
+          const tools = durableTools(ctx, { probe: tool({ inputSchema: z.object({}), execute: async () => "ok" }) });
+          const result = streamText({ model: durableModel(ctx, model, { stream: "answer" }), tools, stopWhen: stepCountIs(3), prompt: "go" });
+          return await result.text;
+        },
+      });
+      expect((await engine.start(wf, undefined, { id: "s3" })).status).toBe("completed");
+      const chunks: unknown[] = [];
+      for await (const item of engine.readStream("s3", "answer")) if (item.type === "chunk") chunks.push(item.chunk);
+      expect(chunks).toEqual(["one ", "two ", "three", "done"]);
+      await engine.close();
+    });
+  });
+
   describe("steplog's own errors are not handed to the model", () => {
     it("an attempt that ends inside a tool (ctx.stop) stops the SDK's loop: the model is not asked about it", async () => {
       const model = scriptedModel(SCRIPT);

@@ -12,7 +12,7 @@ import { postgresStore, type PostgresStore } from "../../src/entries/postgres.js
 import { attemptRow, describeStore, runRow } from "../../src/entries/testing.js";
 import type { PgClient, PgPoolLike } from "../../src/store/postgres/connection.js";
 import { SCHEMA_VERSION } from "../../src/store/postgres/schema.js";
-import type { StoredRun } from "../../src/store/types.js";
+import type { Lease, StoredRun } from "../../src/store/types.js";
 import { currentOwner } from "../../src/ownership/owner.js";
 
 const URL_ = process.env.STEPLOG_PG_URL;
@@ -1068,11 +1068,30 @@ suite("postgres store", () => {
     await admin.query(`CREATE INDEX steps_open ON "${schema}".steps (status) WHERE status IN ('intended', 'escalated')`);
     // (and without the budget columns of schema 9)
     await admin.query(`ALTER TABLE "${schema}".runs DROP COLUMN cost_budget, DROP COLUMN spent_usd, DROP COLUMN spent_tokens`);
+    // (and without the stream_records table of schema 10)
+    await admin.query(`DROP TABLE "${schema}".stream_records`);
     await admin.query(`update "${schema}".meta set value = '7' where key = 'schema_version'`);
     const upgraded = store(schema);
     await upgraded.migrate();
     await upgraded.close();
     expect(await indexes()).toEqual(["steps_pkey"]);
+    expect((await admin.query(`select value from "${schema}".meta`)).rows).toEqual([{ value: String(SCHEMA_VERSION) }]);
+  });
+
+  it("schema 10 adds stream_records (streams), upgrading a schema 9 in place: a run's stream is written and read there", async () => {
+    const schema = freshSchema();
+    const fresh = store(schema);
+    await fresh.migrate();
+    await fresh.close();
+    // As schema 9 left it.
+    await admin.query(`DROP TABLE "${schema}".stream_records`);
+    await admin.query(`update "${schema}".meta set value = '9' where key = 'schema_version'`);
+    const upgraded = store(schema);
+    const lease = (await upgraded.createRun(runRow("x"), attemptRow("x", 1), { expiresAt: NOW + 30_000, now: NOW })) as Lease;
+    const record = { runId: "x", stream: "out", seq: 0, kind: "chunk" as const, offset: 0, chunk: '"hi"', step: null, attempt: 1, at: NOW };
+    await upgraded.appendStream!(lease, [record]);
+    expect(await upgraded.readStream!("x", "out", -1, 10)).toEqual([record]);
+    await upgraded.close();
     expect((await admin.query(`select value from "${schema}".meta`)).rows).toEqual([{ value: String(SCHEMA_VERSION) }]);
   });
 

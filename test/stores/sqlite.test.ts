@@ -1088,3 +1088,33 @@ describe("sqlite store: upgrading from schema version 3", () => {
     db.close();
   });
 });
+
+describe("sqlite store: schema 13 (streams)", () => {
+  it("a schema 12 file is upgraded in place by the first writer: a run started there writes and reads its stream", async () => {
+    const file = tmpDb();
+    const fresh = sqliteStore({ path: file });
+    await fresh.createRun(runRow("before"), attemptRow("before", 1), { expiresAt: NOW, now: NOW });
+    await fresh.close();
+    // As schema 12 left it.
+    const old = new Database(file);
+    old.exec("DROP TABLE stream_records");
+    old.prepare("update meta set value = '12' where key = 'schema_version'").run();
+    old.close();
+    const workflow = defineWorkflow({
+      name: "streams-after-upgrade",
+      async run(ctx) {
+        ctx.stream("out").write("hello");
+        return null;
+      },
+    });
+    const engine = createEngine({ store: sqliteStore({ path: file }), workflows: [workflow] });
+    expect((await engine.start(workflow, undefined, { id: "after" })).status).toBe("completed");
+    const items = [];
+    for await (const item of engine.readStream("after", "out")) items.push(item);
+    expect(items).toEqual([{ type: "chunk", offset: 0, chunk: "hello" }]);
+    await engine.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare("select value from meta where key = 'schema_version'").get()).toEqual({ value: String(SCHEMA_VERSION) });
+    db.close();
+  });
+});

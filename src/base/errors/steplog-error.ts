@@ -60,6 +60,8 @@ export const ERROR_CODES = [
   "MODEL_TURN_FAILED",
   "TOOL_CALL_PENDING",
   "CLAUDE_SESSION_FAILED",
+  "STREAM_CLOSED",
+  "STREAMS_UNSUPPORTED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -9,8 +9,9 @@
  * `grep '"run":"r1"' steplog.jsonl` shows one run's history.
  */
 
-import type { AttemptEnding, AttemptRow, EventRow, ImportedRun, RunPatch, RunRow, StepOutcome, StepRow, StoredRun } from "../types.js";
+import type { AttemptEnding, AttemptRow, EventRow, ImportedRun, RunPatch, RunRow, StepOutcome, StepRow, StoredRun, StreamRecord } from "../types.js";
 import { RunStates, type StepPatch } from "../state-machine.js";
+import { StreamStates } from "../stream-states.js";
 
 /** The format this code writes and the newest it reads. */
 export const FORMAT_VERSION = 1;
@@ -37,6 +38,8 @@ export type JournalRecord =
   | { op: "intent"; run: string; step: string; epoch: number; row: StepRow }
   | ({ op: "outcome"; run: string; step: string | null; epoch: number } & StepOutcome)
   | { op: "renew"; run: string; epoch: number; expiresAt: number; now: number }
+  /** Records appended to a run's streams (ctx.stream). */
+  | { op: "stream"; run: string; epoch: number; records: StreamRecord[] }
   | {
       op: "end";
       run: string;
@@ -52,7 +55,16 @@ export type JournalRecord =
 
 export type JournalState = Map<string, StoredRun>;
 
-const OPS = new Set(["create", "import", "enqueue", "claim", "update", "intent", "outcome", "renew", "end"]);
+const OPS = new Set(["create", "import", "enqueue", "claim", "update", "intent", "outcome", "renew", "stream", "end"]);
+
+/** The streams replayed beside a state's runs (a new state, as after the file was rewritten, starts with none). */
+const streams = new WeakMap<JournalState, StreamStates>();
+
+export function streamsOf(state: JournalState): StreamStates {
+  let found = streams.get(state);
+  if (!found) streams.set(state, (found = new StreamStates()));
+  return found;
+}
 
 export type Header = { version: number };
 
@@ -102,6 +114,11 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
     }
     case "renew":
       return runs.renew(record.run, record.epoch, record.expiresAt, record.now);
+    case "stream": {
+      const refused = streamsOf(state).check(runs, record.run, record.epoch, record.records);
+      if (!refused) streamsOf(state).apply(record.records);
+      return refused;
+    }
     case "end": {
       const { run, epoch, attempt, ending, endedAt, error, patch, wakeOnEvent, reused } = record;
       return runs.end(run, epoch, {

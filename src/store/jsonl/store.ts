@@ -29,11 +29,12 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  StreamRecord,
   WorkflowCount,
 } from "../types.js";
 import { Journal } from "./journal.js";
 import { FileLock } from "./lock.js";
-import type { JournalRecord, JournalState } from "./records.js";
+import { streamsOf, type JournalRecord, type JournalState } from "./records.js";
 import { claimVerdict, RunStates } from "../state-machine.js";
 import { canonicalPath } from "../canonical-path.js";
 import { checkJsonlOptions, type JsonlStoreOptions } from "./options.js";
@@ -200,6 +201,10 @@ class JsonlStoreImpl implements JsonlStore {
     return this.#fenced("the lease renewal", fence, () => ({ op: "renew", run: fence.runId, epoch: fence.epoch, expiresAt, now }));
   }
 
+  appendStream(fence: Fence, records: StreamRecord[]): Promise<void> {
+    return this.#fenced("the stream's records", fence, () => ({ op: "stream", run: fence.runId, epoch: fence.epoch, records }));
+  }
+
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
     return this.#fenced("the attempt's ending", fence, () => {
       const record: JournalRecord = {
@@ -267,6 +272,11 @@ class JsonlStoreImpl implements JsonlStore {
   async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
     await this.#writesDone();
     return this.#reader.read((state) => new RunStates(state).count(filter), []);
+  }
+
+  async readStream(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]> {
+    await this.#writesDone();
+    return this.#reader.read((state) => streamsOf(state).read(runId, stream, afterSeq, limit), []);
   }
 
   /** The journal file's identity, size and time: every write appends to it (a rewritten file is another inode). */

@@ -108,6 +108,8 @@ export function oneTripStatements(s: string, write: AttemptWrite): string[] | un
       ];
     case "end":
       return endStatements(s, write.fence, write.end);
+    case "stream":
+      return undefined;
   }
 }
 

@@ -156,6 +156,20 @@ const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   ALTER TABLE ${s}.runs ADD COLUMN spent_usd float8 NOT NULL DEFAULT 0;
   ALTER TABLE ${s}.runs ADD COLUMN spent_tokens float8 NOT NULL DEFAULT 0;
   `,
+  // 10: streams (ctx.stream): each stream's records in order (src/store/rows.ts, StreamRecord)
+  (s) => `
+  CREATE TABLE ${s}.stream_records (
+    run_id       text COLLATE "C" NOT NULL,
+    stream       text COLLATE "C" NOT NULL,
+    seq          integer NOT NULL,
+    kind         text NOT NULL,
+    chunk_offset integer NOT NULL,
+    chunk        text,
+    step         text,
+    attempt      integer NOT NULL,
+    at           bigint NOT NULL,
+    PRIMARY KEY (run_id, stream, seq)
+  );`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

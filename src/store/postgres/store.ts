@@ -27,6 +27,7 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  StreamRecord,
   WorkflowCount,
 } from "../types.js";
 import { describeTarget } from "./connection.js";
@@ -175,6 +176,21 @@ class PostgresStoreImpl implements PostgresStore {
 
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
     return this.#write({ kind: "end", fence, end });
+  }
+
+  appendStream(fence: Fence, records: StreamRecord[]): Promise<void> {
+    return this.#write({ kind: "stream", fence, records });
+  }
+
+  async readStream(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]> {
+    return this.#db.read([] as StreamRecord[], async (client) => {
+      const { rows } = await client.query(
+        `SELECT run_id AS "runId", stream, seq, kind, chunk_offset AS "offset", chunk, step, attempt, at FROM ${this.#db.sql.s}.stream_records
+         WHERE run_id = $1 AND stream = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
+        [runId, stream, afterSeq, limit],
+      );
+      return (rows as Array<StreamRecord & { at: unknown }>).map((r) => ({ ...r, at: Number(r.at) }));
+    });
   }
 
   close(): Promise<void> {

@@ -113,6 +113,26 @@ export async function applyWrite(client: PgClient, sql: Sql, write: AttemptWrite
       );
       return addSpend(client, s, spend);
     }
+    case "stream": {
+      // A retried append whose first try committed finds its records (seq is theirs alone).
+      const last = write.records.at(-1)!;
+      const found = async () =>
+        retrying &&
+        ((await client.query(`SELECT 1 FROM ${s}.stream_records WHERE run_id = $1 AND stream = $2 AND seq = $3`, [runId, last.stream, last.seq])).rowCount ??
+          0) > 0;
+      if (!live) {
+        if (await found()) return;
+        throw leaseLost(write);
+      }
+      if (await found()) return;
+      for (const r of write.records) {
+        await client.query(
+          `INSERT INTO ${s}.stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [r.runId, r.stream, r.seq, r.kind, r.offset, r.chunk, r.step, r.attempt, r.at],
+        );
+      }
+      return;
+    }
     case "renew": {
       if (!live) {
         // A retried renewal whose first try committed (or whose own ending released the lease since) did its job.
@@ -167,7 +187,13 @@ export async function sameStep(client: PgClient, s: string, step: StepRow): Prom
   return Object.entries(step).every(([k, v]) => found[k] === v);
 }
 
-const WRITE_NAMES: Record<AttemptWrite["kind"], string> = { intent: "intent", outcome: "outcome", renew: "lease renewal", end: "attempt ending" };
+const WRITE_NAMES: Record<AttemptWrite["kind"], string> = {
+  intent: "intent",
+  outcome: "outcome",
+  renew: "lease renewal",
+  end: "attempt ending",
+  stream: "stream write",
+};
 
 /** A write refused because its attempt no longer holds the run's lease. */
 export function leaseLost(write: AttemptWrite): LeaseLostError {

@@ -199,3 +199,14 @@ function migrate(db: Db, location: string): void {
     }
   }).immediate();
 }
+
+/** SqliteStore.pragmas(): the open connection's settings. */
+export function connectionPragmas(db: Db) {
+  return {
+    driver: db.driver,
+    journalMode: String(db.pragma("journal_mode")),
+    synchronous: Number(db.pragma("synchronous")),
+    busyTimeoutMs: Number(db.pragma("busy_timeout")),
+    cacheSize: Number(db.pragma("cache_size")),
+  };
+}

@@ -240,6 +240,21 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE runs ADD COLUMN spent_usd REAL NOT NULL DEFAULT 0;
   ALTER TABLE runs ADD COLUMN spent_tokens REAL NOT NULL DEFAULT 0;
   `,
+  // 13: streams (ctx.stream): each stream's records in order (see src/store/rows.ts, StreamRecord)
+  `
+  CREATE TABLE stream_records (
+    run_id       TEXT NOT NULL,
+    stream       TEXT NOT NULL,
+    seq          INTEGER NOT NULL,
+    kind         TEXT NOT NULL,
+    chunk_offset INTEGER NOT NULL,
+    chunk        TEXT,
+    step         TEXT,
+    attempt      INTEGER NOT NULL,
+    at           INTEGER NOT NULL,
+    PRIMARY KEY (run_id, stream, seq)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /**

@@ -6,11 +6,10 @@
  * batch-writer.ts writes a batch).
  *
  * This file is the Store contract's methods and the order each does things in: open on first
- * use, refuse what cannot be written, flush queued writes, then read or write. The parts are
- * beside it: options.ts (checking the options), open.ts (the file, its pragmas, migrations and
- * identity), failures.ts (failures as steplog's errors), sql.ts (the statements), reads.ts and
- * writes.ts (what runs inside a read or a write transaction), step-writes.ts (a step's intent
- * and outcome).
+ * use, refuse what cannot be written, flush queued writes, then read or write. Beside it:
+ * options.ts, open.ts (the file, pragmas, migrations, identity), failures.ts, sql.ts (the
+ * statements), reads.ts and writes.ts (inside a read or a write transaction), step-writes.ts
+ * (a step's intent and outcome), streams.ts (stream records).
  */
 
 import fs from "node:fs";
@@ -32,6 +31,7 @@ import type {
   StepRow,
   Store,
   StoredRun,
+  StreamRecord,
   WorkflowCount,
 } from "../types.js";
 import { canonicalPath } from "../canonical-path.js";
@@ -42,10 +42,9 @@ import type { SqliteConnection, SqliteDriverName } from "./drivers/connection.js
 /** The store's own queued writes (batch-writer.ts applies them through applyOp). */
 const OP_INTENT = 1;
 const OP_OUTCOME = 2;
-/** Commits a lone writer may make without letting the event loop turn (see group-commit.ts). */
-const LONE_WRITER_STREAK = 32;
+const LONE_WRITER_STREAK = 32; // commits a lone writer may make without letting the event loop turn (group-commit.ts)
 import { NEW_RUN, reading, writeFailed } from "./failures.js";
-import { checkStillThere, checkWritable, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
+import { checkStillThere, checkWritable, connectionPragmas, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
 import { sqliteSettings, type SqliteSettings, type SqliteStoreOptions } from "./options.js";
 import { dropSnapshot, snapshotStale } from "./snapshot.js";
 import { countRuns, listRuns, loadRun } from "./reads.js";
@@ -54,10 +53,10 @@ import { SqliteWrites, intentDescription } from "./writes.js";
 import { claimInTransaction, updateInTransaction, type Refusal } from "./run-transactions.js";
 import { applyIntent, applyOutcome } from "./step-writes.js";
 import { importInTransaction } from "./import-runs.js";
+import { appendRecords, readRecords } from "./streams.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
-
 /** A Store on one SQLite file, with a look at the settings of its open connection. */
 export interface SqliteStore extends Store {
   readonly path: string;
@@ -111,14 +110,7 @@ class SqliteStoreImpl implements SqliteStore {
 
   pragmas() {
     const db = this.#open(false);
-    if (!db) return undefined;
-    return {
-      driver: db.driver,
-      journalMode: String(db.pragma("journal_mode")),
-      synchronous: Number(db.pragma("synchronous")),
-      busyTimeoutMs: Number(db.pragma("busy_timeout")),
-      cacheSize: Number(db.pragma("cache_size")),
-    };
+    return db && connectionPragmas(db);
   }
 
   /** Open on first use. With `create` false a missing file is reported as absent and nothing is created. */
@@ -363,6 +355,15 @@ class SqliteStoreImpl implements SqliteStore {
       this.#stmts!.renewLease.run({ runId: fence.runId, expiresAt, heartbeatAt: now });
     };
     return this.#queue!.enqueue(OP_CALL, fence.runId, renew, "the lease renewal", false);
+  }
+
+  appendStream(fence: Fence, records: StreamRecord[]): Promise<void> {
+    this.#writable(this.#open(true)!, fence.runId);
+    return this.#queue!.enqueue(OP_CALL, fence.runId, () => appendRecords(this.#writes!, this.#db!, fence, records), "the stream's records", false);
+  }
+
+  async readStream(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]> {
+    return reading(this.location, () => (this.#openToRead() ? (this.#queue!.flush(), readRecords(this.#db!, runId, stream, afterSeq, limit)) : []));
   }
 
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {

@@ -1,0 +1,36 @@
+/**
+ * The SQLite store's streams (schema 12): `stream_records`, one row a record, keyed by (run,
+ * stream, seq). An append is queued with the attempt's other writes (group commit) and fenced
+ * like them.
+ */
+
+import type { SqliteConnection, SqliteStatement } from "./drivers/connection.js";
+import type { Fence, StreamRecord } from "../types.js";
+import type { SqliteWrites } from "./writes.js";
+
+const COLUMNS = `run_id AS runId, stream, seq, kind, chunk_offset AS "offset", chunk, step, attempt, at`;
+
+const prepared = new WeakMap<SqliteConnection, { insert: SqliteStatement; read: SqliteStatement }>();
+
+function statements(db: SqliteConnection): { insert: SqliteStatement; read: SqliteStatement } {
+  let found = prepared.get(db);
+  if (!found) {
+    found = {
+      insert: db.prepare("INSERT INTO stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+      read: db.prepare(`SELECT ${COLUMNS} FROM stream_records WHERE run_id = ? AND stream = ? AND seq > ? ORDER BY seq LIMIT ?`),
+    };
+    prepared.set(db, found);
+  }
+  return found;
+}
+
+/** Inside the batch's transaction: the fence, then each record. */
+export function appendRecords(writes: SqliteWrites, db: SqliteConnection, fence: Fence, records: readonly StreamRecord[]): void {
+  writes.fence(fence, "stream write");
+  const { insert } = statements(db);
+  for (const r of records) insert.run(r.runId, r.stream, r.seq, r.kind, r.offset, r.chunk, r.step, r.attempt, r.at);
+}
+
+export function readRecords(db: SqliteConnection, runId: string, stream: string, afterSeq: number, limit: number): StreamRecord[] {
+  return statements(db).read.all(runId, stream, afterSeq, limit) as StreamRecord[];
+}

@@ -1,0 +1,86 @@
+// Streams under SIGKILL (the fixture imports dist/: build first when calling vitest directly):
+// the chunks committed before the kill are read back, none written after the last commit
+// appears, a chunk is durable no later than the step that wrote it, and a reader following the
+// run across the continue is told to drop the redone step's chunks (a reset) before its new ones.
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { createEngine, type StreamItem } from "../../src/entries/index.js";
+import { sqliteStore } from "../../src/entries/sqlite.js";
+import { jsonlStore } from "../../src/entries/jsonl.js";
+import { postgresStore } from "../../src/entries/postgres.js";
+import type { Store } from "../../src/store/types.js";
+import { spawnNode } from "../helpers/child.js";
+import { PG_URL, pgSchema } from "../helpers/pg.js";
+import { tmpDb, tmpDir } from "../helpers/tmp.js";
+
+const WORKER = fileURLToPath(new URL("./fixtures/stream-worker.mjs", import.meta.url));
+
+/** Where each durable store lives, as the worker takes it, and the same store opened here. */
+const PLACES: Array<[name: string, place: () => string]> = [
+  ["sqlite", () => `sqlite:${tmpDb()}`],
+  ["jsonl", () => `jsonl:${path.join(tmpDir(), "steplog.jsonl")}`],
+  ...(PG_URL ? ([["postgres", () => `pg:${pgSchema()}`]] as Array<[string, () => string]>) : []),
+];
+
+function open(place: string): Store {
+  const where = place.slice(place.indexOf(":") + 1);
+  if (place.startsWith("sqlite:")) return sqliteStore({ path: where });
+  if (place.startsWith("jsonl:")) return jsonlStore({ path: where });
+  return postgresStore({ connectionString: PG_URL!, schema: where });
+}
+
+const worker = (place: string, mode: "start" | "continue", env: Record<string, string> = {}) =>
+  spawnNode(WORKER, [place, "r", mode], { env: { STEPLOG_FAULT: "", ...env } }).done;
+
+const chunk = (offset: number, value: unknown): StreamItem => ({ type: "chunk", offset, chunk: value });
+
+async function readAll(items: AsyncIterable<StreamItem>): Promise<StreamItem[]> {
+  const got: StreamItem[] = [];
+  for await (const item of items) got.push(item);
+  return got;
+}
+
+describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
+  it("killed between two chunks of a step: the committed chunks are read back, not the last; a reader following the continue gets a reset, then the redone step's chunks", async () => {
+    const place = makePlace();
+    const crashed = await worker(place, "start", { KILL_MID_TWO: "1" });
+    expect(crashed.signal).toBe("SIGKILL");
+
+    const engine = createEngine({ store: open(place) });
+    try {
+      const before = await readAll(engine.readStream("r", "out", { follow: false }));
+      expect(before).toEqual([chunk(0, "intro"), chunk(1, "one-a"), chunk(2, "one-b"), chunk(3, "two-a@1")]);
+
+      // A reader that follows the run (interrupted: it has not ended) across the continue in another process.
+      const following = readAll(engine.readStream("r", "out", { pollMs: 20 }));
+      const continued = await worker(place, "continue");
+      expect(continued.code).toBe(0);
+      expect(continued.report?.result).toMatchObject({ status: "completed", attempt: 2 });
+      expect(await following).toEqual([...before, { type: "reset", offset: 3 }, chunk(3, "two-a@2"), chunk(4, "two-b@2"), chunk(5, "outro")]);
+      // The replay wrote "intro" (outside a step) once; step one was reused and wrote nothing.
+      expect(await readAll(engine.readStream("r", "out", { from: 0 }))).toEqual([
+        chunk(0, "intro"),
+        chunk(1, "one-a"),
+        chunk(2, "one-b"),
+        chunk(3, "two-a@2"),
+        chunk(4, "two-b@2"),
+        chunk(5, "outro"),
+      ]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("killed just after a step's intent: every chunk written before it is durable", async () => {
+    const place = makePlace();
+    const crashed = await worker(place, "start", { STEPLOG_FAULT: "after-intent@two" });
+    expect(crashed.signal).toBe("SIGKILL");
+    const engine = createEngine({ store: open(place) });
+    try {
+      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual([chunk(0, "intro"), chunk(1, "one-a"), chunk(2, "one-b")]);
+    } finally {
+      await engine.close();
+    }
+  });
+});
