@@ -40,6 +40,10 @@ import { createRun, startRun } from "./start-run.js";
 import * as runMethods from "./run-methods.js";
 import { exportRun, importRun } from "./export-import.js";
 import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
+import { prune } from "./prune.js";
+import type { PruneOptions, PruneResult } from "./prune-options.js";
+import { applyRetention } from "./retention.js";
+import type { Retention } from "./retention-options.js";
 
 export { TEST_HOOKS } from "./api.js";
 export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunCount, CancelOptions, TracerLike } from "./api.js";
@@ -59,9 +63,12 @@ class SteplogEngine implements Engine {
   readonly #workerRuns = new Set<Promise<WorkSummary>>();
   /** What the engine's parts (the start path, the methods on one run) share of it. */
   readonly #core: EngineCore;
+  /** createEngine's retention, checked: applied by each worker. */
+  readonly #retention: Retention | undefined;
 
   constructor(options: EngineOptions) {
-    const { store, runtime, settings } = engineSetup(options);
+    const { store, runtime, settings, retention } = engineSetup(options);
+    this.#retention = retention;
     this.store = store;
     this.#store = runtime;
     this.#settings = settings;
@@ -194,6 +201,10 @@ class SteplogEngine implements Engine {
     return importRun(this.#core, doc);
   }
 
+  prune(options: PruneOptions): Promise<PruneResult> {
+    return prune(this.#core, options);
+  }
+
   async work(options: WorkOptions = {}): Promise<WorkSummary> {
     this.#open();
     checkKnownKeys("work", options, WORK_KEYS);
@@ -204,7 +215,7 @@ class SteplogEngine implements Engine {
     if (options.signal?.aborted) stop.abort();
     options.signal?.addEventListener("abort", onAbort);
     this.#workers.add(stop);
-    const done = work(
+    const looping = work(
       {
         store: this.#store,
         now: () => this.#settings.clock.now(),
@@ -229,6 +240,9 @@ class SteplogEngine implements Engine {
       options,
       stop.signal,
     );
+    // Retention beside the loop, stopped with it (its turn given back before the store closes).
+    const retained = this.#retention ? applyRetention(this.#core, this.#retention, stop.signal) : undefined;
+    const done = retained ? Promise.all([looping, retained]).then(([summary]) => summary) : looping;
     this.#workerRuns.add(done);
     try {
       return await done;

@@ -9,6 +9,7 @@
 
 import { LeaseLostError } from "../base/errors.js";
 import { ENDED_STATUSES } from "./types.js";
+import { chooseGroups } from "./prune-groups.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -18,6 +19,8 @@ import type {
   FlowFacts,
   FlowQuery,
   ImportedRun,
+  PruneJudge,
+  PrunedRows,
   RunCursor,
   RunFilter,
   RunListing,
@@ -273,6 +276,24 @@ export class RunStates {
     if (end.wakeOnEvent !== undefined && run.events.some((e) => e.name === end.wakeOnEvent && e.consumedBy === null)) run.run.wakeAt = end.endedAt;
     run.lease = { ...run.lease!, attempt: null, expiresAt: 0, heartbeatAt: end.endedAt };
     return undefined;
+  }
+
+  /** Runs pruned (pruneRuns, after its judge): every row of each goes. */
+  prune(runIds: string[]): Error | undefined {
+    for (const id of runIds) this.runs.delete(id);
+    return undefined;
+  }
+
+  /** The groups pruneRuns would delete now, judged on copies (the judge may keep what it reads). */
+  choosePrune(groups: string[][], approve: PruneJudge): PrunedRows {
+    return chooseGroups(
+      groups,
+      (id) => {
+        const found = this.runs.get(id);
+        return found ? structuredClone(found) : undefined;
+      },
+      approve,
+    ).rows;
   }
 
   /** The runs a filter lists, in listing order, limited; copies the caller may keep. */

@@ -22,6 +22,8 @@ export type JournalRecord =
   | { op: "create"; run: string; row: RunRow; attempt: AttemptRow; expiresAt: number; now: number }
   /** Runs imported whole (engine.import): `run` is the first one's id, `runs` every row of each. */
   | { op: "import"; run: string; runs: ImportedRun[] }
+  /** Runs pruned (engine.prune): `run` is the first one's id, `runs` every id; each run's rows go. */
+  | { op: "prune"; run: string; runs: string[] }
   /** A run queued for its turn (flow control): no attempt yet. */
   | { op: "enqueue"; run: string; row: RunRow; now: number }
   | { op: "claim"; run: string; epoch: number; attempt: AttemptRow; patch: RunPatch; expiresAt: number; now: number }
@@ -52,7 +54,7 @@ export type JournalRecord =
 
 export type JournalState = Map<string, StoredRun>;
 
-const OPS = new Set(["create", "import", "enqueue", "claim", "update", "intent", "outcome", "renew", "end"]);
+const OPS = new Set(["create", "import", "prune", "enqueue", "claim", "update", "intent", "outcome", "renew", "end"]);
 
 export type Header = { version: number };
 
@@ -86,6 +88,8 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
       return runs.create(record.row, record.attempt, { expiresAt: record.expiresAt, now: record.now });
     case "import":
       return runs.importRuns(record.runs);
+    case "prune":
+      return runs.prune(record.runs);
     case "enqueue":
       return runs.enqueue(record.row, record.now);
     case "claim":
