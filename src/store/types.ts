@@ -284,8 +284,8 @@ export interface Store {
   /**
    * Optional (retention across processes needs it): take the turn called `name` for `holder`
    * until `until` when nobody else holds it at `now` (never held, expired, or held by `holder`),
-   * in one transaction; resolves whether `holder` has it. Without it the engine keeps turns per
-   * process only.
+   * in one transaction; resolves whether `holder` has it (false, writing nothing, from a store
+   * that holds no records yet). Without it the engine keeps turns per process only.
    */
   takeTurn?(name: string, holder: string, now: number, until: number): Promise<boolean>;
   /** Read and update one run atomically, outside any attempt (recover, resolve, …). */

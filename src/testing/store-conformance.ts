@@ -18,6 +18,7 @@ import { durabilityCases } from "./conformance-durability.js";
 import { flowCases } from "./conformance-flow.js";
 import { listingCases } from "./conformance-listing.js";
 import { importCases } from "./conformance-import.js";
+import { pruneCases } from "./conformance-prune.js";
 
 export { attemptRow, runRow, stepRow } from "./conformance-rows.js";
 export type { AdditionalTests, StoreConformanceOptions, TestFunctions } from "./conformance-types.js";
@@ -64,6 +65,7 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
     durabilityCases(suite);
     flowCases(suite);
     importCases(suite);
+    pruneCases(suite);
 
     options.additionalTests?.({ it: runner.it, withStore, runRow, attemptRow, stepRow, now: NOW });
 
