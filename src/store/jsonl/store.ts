@@ -144,7 +144,7 @@ class JsonlStoreImpl implements JsonlStore {
     return this.#enqueue("the pruned runs", groups[0]?.[0] ?? "", false, (state) => {
       const rows = new RunStates(state).choosePrune(groups, approve);
       if (rows.ids.length === 0) return { ok: rows };
-      fault("during-prune", rows.ids[0]!);
+      for (const id of rows.ids) fault("during-prune", id);
       return { record: { op: "prune", run: rows.ids[0]!, runs: rows.ids }, settle: () => ({ ok: rows }) };
     });
   }
