@@ -1,10 +1,10 @@
 /**
  * engine.prune: ended runs deleted with every row they own, in small batches. The runs are found
- * by listing (newest first, from the cut-off back, a page at a time), each with its child runs
- * at every depth: a group deleted whole or not at all. A child whose parent is in the store is
- * pruned with it, never alone. Each batch of groups is one store transaction (pruneRuns), which
- * reads the runs again and asks the same judge (pruneJudge) before it deletes: a run continued
- * since it was listed is kept. Between batches the event loop turns, so the attempts of this
+ * by listing (newest first, from the cut-off back, a page at a time); each is handed to the
+ * store as a group's first run, and the store reads it with its child runs at every depth: a
+ * group deleted whole or not at all. A child whose parent is in the store is pruned with it,
+ * never alone. Each batch is one store transaction (pruneRuns), which reads the runs there and
+ * asks the judge (pruneJudge) before it deletes: a run continued since it was listed is kept. Between batches the event loop turns, so the attempts of this
  * process write their steps, and another process's writers wait at most for one batch.
  */
 
@@ -18,7 +18,7 @@ import { checkPruneOptions, pruneJudge, PRUNE_KEYS, type PruneOptions, type Prun
 
 /** Runs listed per page while looking for runs to prune. */
 const PAGE = 500;
-/** Runs deleted per transaction (bench/run.mjs, case prune: a writer's slowest step beside a prune). */
+/** Groups (a run with its child runs) per transaction (bench/run.mjs, case 12: a writer's slowest step beside a prune). */
 export const PRUNE_BATCH_RUNS = 50;
 
 /** What a caller inside steplog may add: a check between batches (false stops the prune), the batch size. */
@@ -36,7 +36,7 @@ export async function prune(core: EngineCore, options: PruneOptions, hooks: Prun
   const approve = pruneJudge(checked);
   const result: PruneResult = { dryRun: checked.dryRun, runs: 0, attempts: 0, steps: 0, events: 0 };
   const batchRuns = hooks.batchRuns ?? PRUNE_BATCH_RUNS;
-  let batch: string[][] = [];
+  let batch: string[] = [];
   let inBatch = 0;
   let batches = 0;
   let stopped = false;
@@ -45,7 +45,13 @@ export async function prune(core: EngineCore, options: PruneOptions, hooks: Prun
     const groups = batch;
     batch = [];
     inBatch = 0;
-    const rows = checked.dryRun ? (await chooseGroupsAsync(groups, (id) => store.loadRun(id), approve)).rows : await store.pruneRuns(groups, approve);
+    const rows = checked.dryRun
+      ? await chooseGroupsAsync(
+          groups,
+          { load: (id) => store.loadRun(id), children: async (id) => (await store.listRuns({ parent: id })).map((l) => l.run.id) },
+          approve,
+        )
+      : await store.pruneRuns(groups, approve);
     result.runs += rows.ids.length;
     result.attempts += rows.attempts;
     result.steps += rows.steps;
@@ -68,10 +74,8 @@ export async function prune(core: EngineCore, options: PruneOptions, hooks: Prun
       if (run.updatedAt >= checked.endedBefore) continue;
       // A child run goes with its parent (or stays with it): only one whose parent is gone is a group's first.
       if (run.parent !== null && (await store.loadRunRow(run.parent)) !== undefined) continue;
-      const group = await withDescendants(core, run.id);
-      batch.push(group);
-      inBatch += group.length;
-      if (inBatch >= batchRuns) await flush();
+      batch.push(run.id);
+      if (++inBatch >= batchRuns) await flush();
     }
     if (page.length < PAGE) break;
     const last = page.at(-1)!.run;
@@ -79,18 +83,4 @@ export async function prune(core: EngineCore, options: PruneOptions, hooks: Prun
   }
   if (!stopped) await flush();
   return result;
-}
-
-/** The run and its child runs at every depth, the run first. */
-async function withDescendants(core: EngineCore, runId: string): Promise<string[]> {
-  const group = [runId];
-  const seen = new Set(group);
-  for (let i = 0; i < group.length; i++) {
-    for (const { run } of await core.store.listRuns({ parent: group[i]! })) {
-      if (seen.has(run.id)) continue;
-      seen.add(run.id);
-      group.push(run.id);
-    }
-  }
-  return group;
 }

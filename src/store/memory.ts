@@ -86,9 +86,9 @@ class MemoryStore implements Store {
     return { imported: true };
   }
 
-  async pruneRuns(groups: string[][], approve: PruneJudge): Promise<PrunedRows> {
+  async pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
     this.#writes++;
-    const rows = this.#states.choosePrune(groups, approve);
+    const rows = this.#states.choosePrune(runIds, approve);
     must(this.#states.prune(rows.ids));
     return rows;
   }

@@ -1,50 +1,61 @@
 /**
  * What every store's pruneRuns does inside its transaction before it deletes anything: each
- * group's runs read as they are now (the ones still there), the engine's judge asked, and the
- * rows of the approved groups counted. The store then deletes the runs this returns.
+ * group read as it is now (its first run, then that run's child runs at every depth, found by
+ * their `parent`), the engine's judge asked, and the rows of the approved groups counted. The
+ * store then deletes the runs this returns.
  */
 
 import type { PruneJudge, PrunedRows, StoredRun } from "./types.js";
 
-export function chooseGroups(groups: string[][], load: (runId: string) => StoredRun | undefined, approve: PruneJudge): { runs: StoredRun[]; rows: PrunedRows } {
-  const runs: StoredRun[] = [];
-  const rows: PrunedRows = { ids: [], attempts: 0, steps: 0, events: 0 };
+/** How a store reads for a prune: one run, and the ids of a run's child runs. */
+export interface PruneReads<R = StoredRun | undefined, C = string[]> {
+  load: (runId: string) => R;
+  children: (runId: string) => C;
+}
+
+export function chooseGroups(firsts: string[], reads: PruneReads, approve: PruneJudge): PrunedRows {
+  const rows = nonePruned();
   const seen = new Set<string>();
-  for (const group of groups) {
-    const found: StoredRun[] = [];
-    for (const id of group) {
-      if (seen.has(id)) continue;
-      const stored = load(id);
-      if (stored) found.push(stored);
+  for (const first of firsts) {
+    if (seen.has(first)) continue;
+    const group: StoredRun[] = [];
+    const ids = [first];
+    for (let i = 0; i < ids.length; i++) {
+      const stored = reads.load(ids[i]!);
+      if (!stored) continue;
+      group.push(stored);
+      for (const child of reads.children(ids[i]!)) if (!ids.includes(child)) ids.push(child);
     }
-    if (found.length === 0 || !approve(found)) continue;
-    for (const stored of found) {
+    if (group.length === 0 || !approve(group)) continue;
+    for (const stored of group) {
       seen.add(stored.run.id);
-      runs.push(stored);
       rows.ids.push(stored.run.id);
       rows.attempts += stored.attempts.length;
       rows.steps += stored.steps.length;
       rows.events += stored.events.length;
     }
   }
-  return { runs, rows };
+  return rows;
 }
 
-/** chooseGroups with an asynchronous read (the Postgres store's). */
+/** chooseGroups with asynchronous reads (the Postgres store's, a dry run's). */
 export async function chooseGroupsAsync(
-  groups: string[][],
-  load: (runId: string) => Promise<StoredRun | undefined>,
+  firsts: string[],
+  reads: PruneReads<Promise<StoredRun | undefined>, Promise<string[]>>,
   approve: PruneJudge,
-): Promise<{ runs: StoredRun[]; rows: PrunedRows }> {
+): Promise<PrunedRows> {
   const loaded = new Map<string, StoredRun>();
-  for (const group of groups) {
-    for (const id of group) {
-      if (loaded.has(id)) continue;
-      const stored = await load(id);
-      if (stored) loaded.set(id, stored);
-    }
+  const kids = new Map<string, string[]>();
+  const pending = [...firsts];
+  while (pending.length > 0) {
+    const id = pending.shift()!;
+    if (loaded.has(id) || kids.has(id)) continue;
+    const stored = await reads.load(id);
+    kids.set(id, stored ? await reads.children(id) : []);
+    if (stored) loaded.set(id, stored);
+    pending.push(...kids.get(id)!);
   }
-  return chooseGroups(groups, (id) => loaded.get(id), approve);
+  return chooseGroups(firsts, { load: (id) => loaded.get(id), children: (id) => kids.get(id) ?? [] }, approve);
 }
 
 /** What a prune that deleted nothing deleted. */

@@ -132,10 +132,10 @@ export class RuntimeStore implements Store {
   }
 
   /** Only for a store that implements it: engine.prune (PRUNE_UNSUPPORTED otherwise, before anything is deleted). */
-  pruneRuns(groups: string[][], approve: PruneJudge): Promise<PrunedRows> {
+  pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
     const inner = this.#inner;
     if (!inner.pruneRuns) return Promise.reject(new PruneUnsupportedError(this.kind, this.location));
-    return this.#call("pruneRuns", () => inner.pruneRuns!(groups, approve));
+    return this.#call("pruneRuns", () => inner.pruneRuns!(runIds, approve));
   }
 
   /** Whether the store can prune (engine.prune asks before it reads anything). */

@@ -285,15 +285,14 @@ export class RunStates {
   }
 
   /** The groups pruneRuns would delete now, judged on copies (the judge may keep what it reads). */
-  choosePrune(groups: string[][], approve: PruneJudge): PrunedRows {
-    return chooseGroups(
-      groups,
-      (id) => {
-        const found = this.runs.get(id);
-        return found ? structuredClone(found) : undefined;
-      },
-      approve,
-    ).rows;
+  choosePrune(firsts: string[], approve: PruneJudge): PrunedRows {
+    const children = new Map<string, string[]>();
+    for (const { run } of this.runs.values()) if (run.parent != null) children.set(run.parent, [...(children.get(run.parent) ?? []), run.id]);
+    const load = (id: string) => {
+      const found = this.runs.get(id);
+      return found ? structuredClone(found) : undefined;
+    };
+    return chooseGroups(firsts, { load, children: (id) => children.get(id) ?? [] }, approve);
   }
 
   /** The runs a filter lists, in listing order, limited; copies the caller may keep. */

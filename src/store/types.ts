@@ -138,9 +138,9 @@ export interface PrunedRows {
 }
 
 /**
- * pruneRuns' verdict on one group of runs (a run and its child runs, at every depth), asked in the
- * prune's transaction with the group's runs as read there (the ones that still exist, the run
- * first): true deletes every row of each of them, false keeps them all. Pure, like ClaimJudge.
+ * pruneRuns' verdict on one group of runs (a run and its child runs at every depth, by their
+ * `parent`), asked in the prune's transaction with the group's runs as read there, the run
+ * first: true deletes every row of each of them, false keeps them all. Pure, like ClaimJudge.
  */
 export type PruneJudge = (group: StoredRun[]) => boolean;
 
@@ -275,12 +275,12 @@ export interface Store {
    */
   importRuns?(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }>;
   /**
-   * Optional (engine.prune needs it): in one transaction, read each group's runs, ask `approve`,
-   * and delete every row of each group it approves (run, attempts, lease, steps, events); a
-   * group is deleted whole or not at all, and a SIGKILL leaves the whole batch or none of it.
-   * Ids no longer in the store are left out of their group.
+   * Optional (engine.prune needs it): in one transaction, read each of these runs with its child
+   * runs at every depth (found by `parent`), ask `approve` of each such group, and delete every
+   * row of each group it approves (run, attempts, lease, steps, events): a group whole or not at
+   * all, and a SIGKILL leaves the whole batch or none of it. An id no longer stored is skipped.
    */
-  pruneRuns?(groups: string[][], approve: PruneJudge): Promise<PrunedRows>;
+  pruneRuns?(runIds: string[], approve: PruneJudge): Promise<PrunedRows>;
   /**
    * Optional (retention across processes needs it): take the turn called `name` for `holder`
    * until `until` when nobody else holds it at `now` (never held, expired, or held by `holder`),

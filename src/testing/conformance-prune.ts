@@ -30,21 +30,21 @@ async function writeSteps(store: Store, fence: Fence, from: number, count: numbe
 
 export function pruneCases({ it, withStore, options }: SuiteCases): void {
   it(
-    "pruneRuns deletes every row of each group its judge approves (after a reopen too), keeps a refused group whole, and shows the judge the runs as stored",
+    "pruneRuns reads each run with its child runs, deletes every row of each group its judge approves (after a reopen too), and keeps a refused group whole",
     withStore(async (store) => {
       if (!store.pruneRuns) return;
       await endedRun(store, "p-parent", 20);
       await endedRun(store, "p-child", 3, "p-parent");
       await endedRun(store, "p-kept", 2);
       const seen: string[][] = [];
-      const rows = await store.pruneRuns([["p-parent", "p-child", "p-missing"], ["p-kept"]], (group: StoredRun[]) => {
+      const rows = await store.pruneRuns(["p-parent", "p-missing", "p-kept"], (group: StoredRun[]) => {
         seen.push(group.map((r) => `${r.run.id}:${r.run.status}:${r.steps.length}:${r.events.length}`));
         return group[0]!.run.id === "p-parent";
       });
       assert.deepEqual(
         seen,
         [["p-parent:completed:20:1", "p-child:completed:3:1"], ["p-kept:completed:2:1"]],
-        "each group's runs that exist, as stored, in order",
+        "each group: its first run, then its child runs, as stored; a missing id skipped",
       );
       assert.deepEqual(rows, { ids: ["p-parent", "p-child"], attempts: 2, steps: 23, events: 2 });
       const check = async (s: Store) => {
@@ -62,7 +62,7 @@ export function pruneCases({ it, withStore, options }: SuiteCases): void {
         assert.deepEqual([kept.steps.length, kept.events.length, kept.attempts.length, kept.lease?.attempt], [2, 1, 1, null]);
       };
       await check(store);
-      assert.deepEqual(await store.pruneRuns([["p-parent"]], () => true), { ids: [], attempts: 0, steps: 0, events: 0 }, "a run already gone");
+      assert.deepEqual(await store.pruneRuns(["p-parent"], () => true), { ids: [], attempts: 0, steps: 0, events: 0 }, "a run already gone");
       if (!options.reopen) return;
       await store.close();
       const again = await options.reopen(store);
@@ -81,7 +81,7 @@ export function pruneCases({ it, withStore, options }: SuiteCases): void {
       const live = await created(store, "q-live");
       await writeSteps(store, live, 1, 5);
       await endedRun(store, "q-gone", 40);
-      await store.pruneRuns([["q-gone"]], () => true);
+      await store.pruneRuns(["q-gone"], () => true);
       await writeSteps(store, live, 6, 20);
       const again = await created(store, "q-gone");
       await writeSteps(store, again, 1, 3);

@@ -140,9 +140,9 @@ class JsonlStoreImpl implements JsonlStore {
     });
   }
 
-  pruneRuns(groups: string[][], approve: PruneJudge): Promise<PrunedRows> {
-    return this.#enqueue("the pruned runs", groups[0]?.[0] ?? "", false, (state) => {
-      const rows = new RunStates(state).choosePrune(groups, approve);
+  pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
+    return this.#enqueue("the pruned runs", runIds[0] ?? "", false, (state) => {
+      const rows = new RunStates(state).choosePrune(runIds, approve);
       if (rows.ids.length === 0) return { ok: rows };
       for (const id of rows.ids) fault("during-prune", id);
       return { record: { op: "prune", run: rows.ids[0]!, runs: rows.ids }, settle: () => ({ ok: rows }) };

@@ -1,7 +1,7 @@
 /**
  * The Postgres store's pruneRuns (engine.prune) and takeTurn (retention's one pruner), each one
  * transaction of its own. A prune locks each run as every transaction on a run does (its lease
- * row, see store.ts), in id order so two prunes cannot deadlock, reads the runs under the lock,
+ * row, see store.ts), the groups' first runs in id order, reads the runs under the lock,
  * asks the judge and deletes the approved runs' rows. Not run again after a COMMIT with no
  * reply (the failure says the runs may have been deleted). Postgres keeps a deleted row's bytes
  * until VACUUM reuses its space: docs/stores.md says how to reclaim it.
@@ -12,15 +12,19 @@ import { chooseGroupsAsync, nonePruned } from "../prune-groups.js";
 import type { PruneJudge, PrunedRows } from "../types.js";
 import type { Database } from "./database.js";
 
-export async function pruneRuns(db: Database, groups: string[][], approve: PruneJudge): Promise<PrunedRows> {
+export async function pruneRuns(db: Database, runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
   const s = db.sql.s;
-  const ids = [...new Set(groups.flat())].sort();
-  const result = await db.transact<PrunedRows>(false, "the pruned runs", ids[0] ?? "", "fail", true, async (client, tx) => {
+  const result = await db.transact<PrunedRows>(false, "the pruned runs", runIds[0] ?? "", "fail", true, async (client, tx) => {
     const { conn } = await db.connect();
     await conn.begin(client);
+    // Each run locked (its lease row, as every transaction on a run) before it is read: the
+    // groups' first runs in id order first, so two prunes never wait for each other in a circle.
     const locked = new Set<string>();
-    for (const id of ids) if (await db.lock(client, id)) locked.add(id);
-    const { rows } = await chooseGroupsAsync(groups, async (id) => (locked.has(id) ? db.sql.loadRun(client, id) : undefined), approve);
+    for (const id of [...runIds].sort()) if (await db.lock(client, id)) locked.add(id);
+    const load = async (id: string) => (locked.has(id) || (await db.lock(client, id)) ? db.sql.loadRun(client, id) : undefined);
+    const children = async (id: string) =>
+      (await client.query(`SELECT id FROM ${s}.runs WHERE parent = $1 ORDER BY id`, [id])).rows.map((r) => (r as { id: string }).id);
+    const rows = await chooseGroupsAsync(runIds, { load, children }, approve);
     for (const id of rows.ids) {
       await client.query(`DELETE FROM ${s}.steps WHERE run_id = $1`, [id]);
       await client.query(`DELETE FROM ${s}.events WHERE run_id = $1`, [id]);

@@ -109,8 +109,8 @@ class PostgresStoreImpl implements PostgresStore {
     return importRuns(this.#db, runs);
   }
 
-  pruneRuns(groups: string[][], approve: PruneJudge): Promise<PrunedRows> {
-    return pruneRuns(this.#db, groups, approve);
+  pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
+    return pruneRuns(this.#db, runIds, approve);
   }
 
   takeTurn(name: string, holder: string, now: number, until: number): Promise<boolean> {

@@ -17,6 +17,7 @@ import { inRunChunks, unchunkedOf, type Statements } from "./sql.js";
 import type { SqliteWrites } from "./writes.js";
 
 interface PruneStatements {
+  children: SqliteStatement;
   runNum: SqliteStatement;
   steps: SqliteStatement;
   unchunked: SqliteStatement;
@@ -33,6 +34,7 @@ function statements(db: SqliteConnection): PruneStatements {
   let s = prepared.get(db);
   if (!s) {
     s = {
+      children: db.preparePluck(`SELECT id FROM runs WHERE parent = ?`),
       runNum: db.preparePluck(`SELECT num FROM runs WHERE id = ?`),
       steps: db.prepare(`DELETE FROM steps WHERE ${inRunChunks("@num")}`),
       unchunked: db.prepare(`DELETE FROM steps WHERE ${unchunkedOf("@id", "@num")}`),
@@ -47,14 +49,14 @@ function statements(db: SqliteConnection): PruneStatements {
   return s;
 }
 
-export function pruneInTransaction(db: SqliteConnection, stmts: Statements, writes: SqliteWrites, groups: string[][], approve: PruneJudge): PrunedRows {
-  const { rows } = chooseGroups(groups, (id) => loadRun(stmts, id), approve);
+export function pruneInTransaction(db: SqliteConnection, stmts: Statements, writes: SqliteWrites, runIds: string[], approve: PruneJudge): PrunedRows {
   const s = statements(db);
+  const rows = chooseGroups(runIds, { load: (id) => loadRun(stmts, id), children: (id) => s.children.all(id) as string[] }, approve);
   db.pragma("secure_delete = ON");
   try {
     deleteRuns(s, writes, rows.ids);
   } finally {
-    db.pragma("secure_delete = OFF");
+    db.pragma("secure_delete = FAST");
   }
   return rows;
 }

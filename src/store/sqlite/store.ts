@@ -265,8 +265,8 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#transact(true, "the imported runs", runs[0]?.run.id ?? "", () => importInTransaction(this.#stmts!, this.#writes!, runs), true)!;
   }
 
-  readonly pruneRuns: NonNullable<Store["pruneRuns"]> = async (groups, approve) =>
-    this.#transact(false, "the pruned runs", groups[0]?.[0] ?? "", (db) => pruneInTransaction(db, this.#stmts!, this.#writes!, groups, approve), true) ??
+  readonly pruneRuns: NonNullable<Store["pruneRuns"]> = async (runIds, approve) =>
+    this.#transact(false, "the pruned runs", runIds[0] ?? "", (db) => pruneInTransaction(db, this.#stmts!, this.#writes!, runIds, approve), true) ??
     nonePruned();
   readonly takeTurn: NonNullable<Store["takeTurn"]> = async (name, holder, now, until) =>
     this.#transact(false, "the retention turn", "", (db) => takeTurnInTransaction(db, name, holder, now, until)) ?? false;
