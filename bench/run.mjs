@@ -25,6 +25,7 @@ import { scaleOutCase } from "./cases/scale-out.mjs";
 import { scalingCase } from "./cases/scaling.mjs";
 import { IMPORT_REPS, importCase } from "./cases/import-cost.mjs";
 import { FIRST_RUN_TARGET_S, firstRunCase } from "./cases/first-run.mjs";
+import { pruneCase } from "./cases/prune.mjs";
 
 // Sizes: the issue's, except jsonlSteps (see there). The whole bench takes 1-2.5 minutes on 2 cores, and case 11
 // (npm installs, one compiling better-sqlite3) 1-2 more.
@@ -49,6 +50,8 @@ const SIZES = {
   scaleOutSteps: 100,
   // Case 9: the steps of each run, at every concurrency level (1 … 1,000 runs at once).
   scalingSteps: 100,
+  // Case 12: ended runs in the store a prune deletes while a writer runs (issue 43's size).
+  pruneRuns: 100_000,
 };
 
 const args = process.argv.slice(2);
@@ -399,6 +402,20 @@ await section(7, "testWorkflow", async () => {
     "≥ 2,000/s",
     r.steplogPerSec >= 2000,
   );
+});
+
+await section(12, "a writer beside a prune", async () => {
+  const r = await pruneCase(SIZES.pruneRuns);
+  results.cases["12"] = { ...r, target: "<= 3", pass: r.ratio <= 3 };
+  row(
+    `12. a writer's slowest step while ${int(r.runs)} runs are pruned (SQLite)`,
+    `alone ${fix(r.slowestAloneMs)} ms`,
+    `beside the prune ${fix(r.slowestBesideMs)} ms`,
+    times(r.ratio),
+    "≤ 3×",
+    r.ratio <= 3,
+  );
+  row("12. the prune's pace beside the writer", "-", `${int(r.prunedRunsPerSec)} runs/s (${fix(r.pruned.ms / 1000)} s)`, "-", "info");
 });
 
 await section(10, "import cost", async () => {

@@ -39,7 +39,8 @@ export function fill(file, runs) {
       attempt.run(id, at, at + 5);
       lease.run(id, at + 5);
       chunk.run(num, -num);
-      for (let seq = 1; seq <= 3; seq++) step.run(num, -num, id, seq, `s${seq}`, `s${seq}`, `${id}:s${seq}`, JSON.stringify({ seq, text: "x".repeat(100) }), at, at + 1, seq - 1);
+      for (let seq = 1; seq <= 3; seq++)
+        step.run(num, -num, id, seq, `s${seq}`, `s${seq}`, `${id}:s${seq}`, JSON.stringify({ seq, text: "x".repeat(100) }), at, at + 1, seq - 1);
       event.run(id, at);
     }
   })();
