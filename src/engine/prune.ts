@@ -63,15 +63,14 @@ export async function prune(core: EngineCore, options: PruneOptions, hooks: Prun
   // Runs created at or after the cut-off ended after it: the listing starts there.
   let cursor: RunCursor = { createdAt: checked.endedBefore, id: "" };
   while (!stopped) {
-    const page: RunListing[] = await store.listRuns({
-      status: checked.statuses,
-      ...(checked.workflow === undefined ? {} : { workflow: checked.workflow }),
-      after: cursor,
-      limit: PAGE,
-    });
+    // By the keyset alone (an index's order on every store), status and workflow read here: a
+    // listing filtered by status sorts every run of those statuses again for each page (seconds
+    // on SQLite at 100,000 runs, holding the writers up).
+    const page: RunListing[] = await store.listRuns({ after: cursor, limit: PAGE });
     for (const { run } of page) {
       if (stopped) break;
-      if (run.updatedAt >= checked.endedBefore) continue;
+      if (run.updatedAt >= checked.endedBefore || !checked.statuses.includes(run.status)) continue;
+      if (checked.workflow !== undefined && run.workflow !== checked.workflow) continue;
       // A child run goes with its parent (or stays with it): only one whose parent is gone is a group's first.
       if (run.parent !== null && (await store.loadRunRow(run.parent)) !== undefined) continue;
       batch.push(run.id);
