@@ -9,7 +9,6 @@
  * time, never a run that should be kept.
  */
 
-import { randomUUID } from "node:crypto";
 import type { EngineCore } from "./engine-core.js";
 import { prune } from "./prune.js";
 import type { Retention } from "./retention-options.js";
@@ -31,7 +30,8 @@ async function takeTurn(core: EngineCore, holder: string, now: number, until: nu
 
 /** A worker's retention: a pass now and every `everyMs`, until `stop` aborts. */
 export async function applyRetention(core: EngineCore, retention: Retention, stop: AbortSignal): Promise<void> {
-  const holder = randomUUID();
+  // Who holds the turn, for the store's row: unique enough among workers (node:crypto is not loaded by "steplog").
+  const holder = `${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
   const turnMs = 2 * retention.everyMs;
   let heldUntil = 0;
   const renew = async (): Promise<boolean> => {

@@ -357,14 +357,15 @@ describe("npm pack", () => {
   });
 
   // Unpacked, 2.8 of 5 MB are source maps (the ES module and CommonJS builds each have theirs); the
-  // three SQLite drivers, listing by cursor and the rest of this round took it just past 5 MB.
-  it("stays small: under 1.5 MB packed and 5.5 MB unpacked (sources maps included)", () => {
+  // three SQLite drivers, listing by cursor and the rest of this round took it just past 5 MB;
+  // export/import, step inputs and retention (engine.prune, steplog prune) past 5.5 MB (5.54).
+  it("stays small: under 1.5 MB packed and 6 MB unpacked (sources maps included)", () => {
     console.log(
       `steplog package: ${(packedSize.size / 1e6).toFixed(2)} MB packed, ${(packedSize.unpackedSize / 1e6).toFixed(2)} MB unpacked, ${tarballFiles.length} files`,
     );
     expect(packedSize.size).toBeGreaterThan(0);
     expect(packedSize.size).toBeLessThan(1_500_000);
-    expect(packedSize.unpackedSize).toBeLessThan(5_500_000);
+    expect(packedSize.unpackedSize).toBeLessThan(6_000_000);
   });
 
   it("the prepack build prints nothing on stdout, so npm pack --json prints JSON alone", async () => {
