@@ -26,6 +26,7 @@ import { scalingCase } from "./cases/scaling.mjs";
 import { IMPORT_REPS, importCase } from "./cases/import-cost.mjs";
 import { FIRST_RUN_TARGET_S, firstRunCase } from "./cases/first-run.mjs";
 import { streamCase } from "./cases/streams.mjs";
+import { pruneCase } from "./cases/prune.mjs";
 
 // Sizes: the issue's, except jsonlSteps (see there). The whole bench takes 1-2.5 minutes on 2 cores, and case 11
 // (npm installs, one compiling better-sqlite3) 1-2 more.
@@ -52,6 +53,8 @@ const SIZES = {
   scalingSteps: 100,
   // Case 12: the chunks a stream is written in a sample (burst: in one turn; per turn: one a turn).
   streamChunks: 2000,
+  // Case 13: ended runs in the store a prune deletes while a writer runs (issue 43's size).
+  pruneRuns: 100_000,
 };
 
 const args = process.argv.slice(2);
@@ -421,6 +424,20 @@ await section(7, "testWorkflow", async () => {
     "≥ 2,000/s",
     r.steplogPerSec >= 2000,
   );
+});
+
+await section(13, "a writer beside a prune", async () => {
+  const r = await pruneCase(SIZES.pruneRuns);
+  results.cases["13"] = { ...r, target: "<= 3", pass: r.ratio <= 3 };
+  row(
+    `13. a writer's slowest step while ${int(r.runs)} runs are pruned (SQLite)`,
+    `alone ${fix(r.slowestAloneMs)} ms`,
+    `beside the prune ${fix(r.slowestBesideMs)} ms`,
+    times(r.ratio),
+    "≤ 3×",
+    r.ratio <= 3,
+  );
+  row("13. the prune's pace beside the writer", "-", `${int(r.prunedRunsPerSec)} runs/s (${fix(r.pruned.ms / 1000)} s)`, "-", "info");
 });
 
 await section(10, "import cost", async () => {

@@ -3,10 +3,13 @@
  * `after-intent@charge`; when the attempt reaches it, the process SIGKILLs itself: no
  * finally blocks, no exit handlers, exactly like `kill -9`. The variable is read once at
  * start-up; unset, every check is one comparison with undefined. `before-wake@<child run id>`:
- * a child run's ending is committed and its parent not yet woken.
+ * a child run's ending is committed and its parent not yet woken. `during-prune@<run id>`: inside
+ * a prune's transaction, that run's rows partly deleted (JSONL: before its line is appended);
+ * `after-prune-batch@*`: a prune's batch committed, the next not begun.
  */
 
-export type FaultPoint = "before-intent" | "after-intent" | "after-fn" | "after-outcome" | "before-end" | "before-wake" | "during-migration";
+export type FaultPoint =
+  "before-intent" | "after-intent" | "after-fn" | "after-outcome" | "before-end" | "before-wake" | "during-migration" | "during-prune" | "after-prune-batch";
 
 const spec = process.env.STEPLOG_FAULT;
 const parsed = spec === undefined || spec === "" ? undefined : parse(spec);

@@ -4,6 +4,8 @@
  * (error messages, values) from writing control sequences to the user's terminal.
  */
 
+import { durationMs } from "../base/duration.js";
+
 export type Style = "bold" | "dim" | "red" | "green" | "yellow" | "blue" | "magenta" | "cyan" | "gray";
 
 const CODES: Record<Style, [number, number]> = {
@@ -94,12 +96,7 @@ export const HOUR_MS = 3_600_000;
 
 /** Parse "500ms", "30s", "10m", "2h", "1d", "1h30m". A unit is required. */
 export function parseDuration(text: string): number | undefined {
-  const trimmed = text.trim();
-  if (!/^(\d+(\.\d+)?(ms|s|m|h|d))+$/.test(trimmed)) return undefined;
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: HOUR_MS, d: 24 * HOUR_MS };
-  let total = 0;
-  for (const [, amount, , unit] of trimmed.matchAll(/(\d+(\.\d+)?)(ms|s|m|h|d)/g)) total += Number(amount) * units[unit!]!;
-  return total > 0 ? Math.round(total) : undefined;
+  return durationMs(text);
 }
 
 /** Placeholders for a path the user types, shown as they are. */

@@ -18,6 +18,7 @@ import { deadLetters } from "./commands/dead-letters.js";
 import { escalations } from "./commands/escalations.js";
 import { exportCommand } from "./commands/export.js";
 import { importCommand } from "./commands/import.js";
+import { prune } from "./commands/prune.js";
 import { recover } from "./commands/recover.js";
 import { resolve } from "./commands/resolve.js";
 import { run } from "./commands/run.js";
@@ -52,6 +53,7 @@ export const COMMANDS: Record<string, Command> = {
   export: exportCommand,
   import: importCommand,
   stream,
+  prune,
   ui,
 };
 

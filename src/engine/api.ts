@@ -30,6 +30,8 @@ import type { Workflow, WorkflowArgs, WorkflowResult } from "../workflow/define-
 import type { Budget } from "../workflow/budgets.js";
 import type { WorkOptions, WorkSummary } from "./worker.js";
 import type { SchedulesOptions, ScheduleView } from "./schedules.js";
+import type { PruneOptions, PruneResult } from "./prune-options.js";
+import type { RetentionOptions } from "./retention-options.js";
 
 export const TEST_HOOKS = Symbol.for("steplog.testHooks");
 
@@ -44,6 +46,7 @@ export const ENGINE_KEYS: KnownKeys<EngineOptions> = {
   redact: true,
   handleSignals: true,
   tracing: true,
+  retention: true,
 };
 export const START_KEYS: KnownKeys<StartOptions> = {
   id: true,
@@ -114,6 +117,13 @@ export interface EngineOptions {
    * the package cannot be loaded. `{ tracer }`: spans from this Tracer instead of the global one.
    */
   tracing?: boolean | { tracer: TracerLike };
+  /**
+   * How long ended runs are kept, by status ("30d", "12h", or ms): `{ completed: "30d", failed:
+   * "90d" }`. Applied by workers (engine.work) when they begin and every `every` (default "1h"),
+   * one at a time across processes, as engine.prune with `status` set to each status named (a
+   * dead-lettered run or one with an open escalation only under its own key). Default: none.
+   */
+  retention?: RetentionOptions;
   [TEST_HOOKS]?: TestHooks;
 }
 
@@ -245,6 +255,14 @@ export interface Engine {
    * `offset` on: drop them, the new ones follow. RUN_NOT_FOUND if there is no such run.
    */
   readStream(id: string, name: string, options?: ReadStreamOptions): AsyncIterable<StreamItem>;
+  /**
+   * Delete runs that ended before `endedBefore` with every row they own (attempts, lease, steps,
+   * events), a run and its child runs together, in small batches (one transaction each); with
+   * `dryRun` count them only. Never a run that has not ended, nor a child whose parent is kept;
+   * a dead-lettered run or one with an open escalation only when `status` names
+   * "dead-lettered" or "escalated". PRUNE_UNSUPPORTED on a store without pruneRuns.
+   */
+  prune(options: PruneOptions): Promise<PruneResult>;
   /** Runs newest first (ties by id), filtered; a page at a time with `limit` and `after`. */
   list(filter?: ListFilter): Promise<RunSummary[]>;
   /** How many runs `list(filter)` would list without its limit, in all and per workflow. */

@@ -15,12 +15,14 @@ import { sqliteStore } from "../store/sqlite/store.js";
 import type { Store } from "../store/types.js";
 import { ENGINE_KEYS, TEST_HOOKS, type EngineOptions } from "./api.js";
 import { loadTracing } from "./load-tracing.js";
+import { checkRetention, type Retention } from "./retention-options.js";
 
 /** What createEngine's options configure: the store as given, its runtime wrapper, and the settings. */
 export interface EngineSetup {
   store: Store;
   runtime: RuntimeStore;
   settings: EngineSettings;
+  retention: Retention | undefined;
 }
 
 /** A clock that reads whole ms (a clock made from performance.now() reads fractions). */
@@ -35,6 +37,7 @@ export function engineSetup(options: EngineOptions): EngineSetup {
   // read from the clock are rounded down, lengths of time and what they lead to rounded up.
   const leaseMs = Math.ceil(options.leaseMs ?? 30_000);
   if (!(leaseMs >= 30)) throw new InvalidOptionError(`createEngine: leaseMs must be at least 30 ms, got ${String(options.leaseMs)}.`);
+  const retention = checkRetention(options.retention);
   const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES;
   if (!(maxValueBytes > 0)) throw new InvalidOptionError(`createEngine: maxValueBytes must be > 0, got ${String(options.maxValueBytes)}.`);
   // Checked (and the API loaded) before a default store is made.
@@ -54,5 +57,5 @@ export function engineSetup(options: EngineOptions): EngineSetup {
     hooks: options[TEST_HOOKS],
   };
   if (tracing) settings.tracing = tracing;
-  return { store, runtime, settings };
+  return { store, runtime, settings, retention };
 }

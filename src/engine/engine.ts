@@ -43,6 +43,10 @@ import * as runMethods from "./run-methods.js";
 import { exportRun, importRun } from "./export-import.js";
 import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
 import { checkReadStream, readStream, type ReadStreamOptions, type StreamItem } from "../operations/read-stream.js";
+import { prune } from "./prune.js";
+import type { PruneOptions, PruneResult } from "./prune-options.js";
+import { applyRetention } from "./retention.js";
+import type { Retention } from "./retention-options.js";
 
 export { TEST_HOOKS } from "./api.js";
 export type { Engine, EngineOptions, StartOptions, ContinueOptions, ListFilter, RunCount, CancelOptions, TracerLike } from "./api.js";
@@ -62,9 +66,12 @@ class SteplogEngine implements Engine {
   readonly #workerRuns = new Set<Promise<WorkSummary>>();
   /** What the engine's parts (the start path, the methods on one run) share of it. */
   readonly #core: EngineCore;
+  /** createEngine's retention, checked: applied by each worker. */
+  readonly #retention: Retention | undefined;
 
   constructor(options: EngineOptions) {
-    const { store, runtime, settings } = engineSetup(options);
+    const { store, runtime, settings, retention } = engineSetup(options);
+    this.#retention = retention;
     this.store = store;
     this.#store = runtime;
     this.#settings = settings;
@@ -213,6 +220,10 @@ class SteplogEngine implements Engine {
     return readStream(this.#store, this.#settings.payloads, id, name, options);
   }
 
+  prune(options: PruneOptions): Promise<PruneResult> {
+    return prune(this.#core, options);
+  }
+
   async work(options: WorkOptions = {}): Promise<WorkSummary> {
     this.#open();
     checkKnownKeys("work", options, WORK_KEYS);
@@ -223,7 +234,7 @@ class SteplogEngine implements Engine {
     if (options.signal?.aborted) stop.abort();
     options.signal?.addEventListener("abort", onAbort);
     this.#workers.add(stop);
-    const done = work(
+    const looping = work(
       {
         store: this.#store,
         now: () => this.#settings.clock.now(),
@@ -248,6 +259,9 @@ class SteplogEngine implements Engine {
       options,
       stop.signal,
     );
+    // Retention beside the loop, stopped with it (its turn given back before the store closes).
+    const retained = this.#retention ? applyRetention(this.#core, this.#retention, stop.signal) : undefined;
+    const done = retained ? Promise.all([looping, retained]).then(([summary]) => summary) : looping;
     this.#workerRuns.add(done);
     try {
       return await done;

@@ -53,6 +53,7 @@ export type { Clock, ProgressEvent } from "../public/types.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../public/types.js";
 export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../public/types.js";
 export type { StreamItem, ReadStreamOptions } from "../public/types.js";
+export type { PruneOptions, PruneResult, PruneStatus, RetentionOptions } from "../public/types.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -82,6 +83,8 @@ export type {
   RunListing,
   WorkflowCount,
   ImportedRun,
+  PruneJudge,
+  PrunedRows,
 } from "../public/types.js";
 export type { StandardSchemaV1 } from "../public/types.js";
 export * from "../base/errors.js";

@@ -41,6 +41,8 @@ export type { ProgressEvent } from "../steps/attempt-settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../operations/views.js";
 export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../operations/export.js";
 export type { StreamItem, ReadStreamOptions } from "../operations/read-stream.js";
+export type { PruneOptions, PruneResult, PruneStatus } from "../engine/prune-options.js";
+export type { RetentionOptions } from "../engine/retention-options.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {
   RunStatus,
@@ -70,6 +72,8 @@ export type {
   RunListing,
   WorkflowCount,
   ImportedRun,
+  PruneJudge,
+  PrunedRows,
 } from "../store/types.js";
 export type { StandardSchemaV1 } from "../workflow/value-schemas.js";
 export type { EncryptedCodecOptions } from "../payloads/encrypted-codec.js";

@@ -14,6 +14,8 @@ import type {
   FlowQuery,
   ImportedRun,
   Lease,
+  PruneJudge,
+  PrunedRows,
   RunFilter,
   RunListing,
   RunRow,
@@ -50,6 +52,7 @@ class MemoryStore implements Store {
   readonly multiProcess = false;
   readonly #states = new RunStates();
   readonly #streams = new StreamStates();
+  readonly #turns = new Map<string, { holder: string; until: number }>();
   /** Writes asked for so far: the change marker (a refused one counts too, which the contract allows). */
   #writes = 0;
 
@@ -84,6 +87,22 @@ class MemoryStore implements Store {
     if (existing) return { exists: structuredClone(existing) };
     must(this.#states.importRuns(runs));
     return { imported: true };
+  }
+
+  async pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
+    this.#writes++;
+    const rows = this.#states.choosePrune(runIds, approve);
+    must(this.#states.prune(rows.ids));
+    for (const id of rows.ids) this.#streams.drop(id);
+    return rows;
+  }
+
+  /** One process: a turn is this store's to give. */
+  async takeTurn(name: string, holder: string, now: number, until: number): Promise<boolean> {
+    const held = this.#turns.get(name);
+    if (held && held.holder !== holder && held.until > now) return false;
+    this.#turns.set(name, { holder, until });
+    return true;
   }
 
   async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {

@@ -13,7 +13,7 @@
  * its closed state, as they share the object.
  */
 
-import { InvalidOptionError, StoreClosedError, StreamsUnsupportedError } from "../base/errors.js";
+import { InvalidOptionError, PruneUnsupportedError, StoreClosedError, StreamsUnsupportedError } from "../base/errors.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -24,6 +24,8 @@ import type {
   ImportedRun,
   Lease,
   LeaseRow,
+  PruneJudge,
+  PrunedRows,
   RunFilter,
   RunListing,
   RunRow,
@@ -128,6 +130,25 @@ export class RuntimeStore implements Store {
       );
     }
     return this.#call("importRuns", () => inner.importRuns!(runs));
+  }
+
+  /** Only for a store that implements it: engine.prune (PRUNE_UNSUPPORTED otherwise, before anything is deleted). */
+  pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
+    const inner = this.#inner;
+    if (!inner.pruneRuns) return Promise.reject(new PruneUnsupportedError(this.kind, this.location));
+    return this.#call("pruneRuns", () => inner.pruneRuns!(runIds, approve));
+  }
+
+  /** Whether the store can prune (engine.prune asks before it reads anything). */
+  get prunes(): boolean {
+    return typeof this.#inner.pruneRuns === "function";
+  }
+
+  /** The store's turn (Store.takeTurn); undefined for a store without it (the engine keeps turns per process then). */
+  sharedTurn(name: string, holder: string, now: number, until: number): Promise<boolean> | undefined {
+    const inner = this.#inner;
+    if (!inner.takeTurn) return undefined;
+    return this.#call("takeTurn", () => inner.takeTurn!(name, holder, now, until));
   }
 
   claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {

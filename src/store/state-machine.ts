@@ -9,6 +9,7 @@
 
 import { LeaseLostError } from "../base/errors.js";
 import { ENDED_STATUSES } from "./types.js";
+import { chooseGroups } from "./prune-groups.js";
 import type {
   AttemptEnd,
   AttemptRow,
@@ -18,6 +19,8 @@ import type {
   FlowFacts,
   FlowQuery,
   ImportedRun,
+  PruneJudge,
+  PrunedRows,
   RunCursor,
   RunFilter,
   RunListing,
@@ -281,6 +284,23 @@ export class RunStates {
     if (end.wakeOnEvent !== undefined && run.events.some((e) => e.name === end.wakeOnEvent && e.consumedBy === null)) run.run.wakeAt = end.endedAt;
     run.lease = { ...run.lease!, attempt: null, expiresAt: 0, heartbeatAt: end.endedAt };
     return undefined;
+  }
+
+  /** Runs pruned (pruneRuns, after its judge): every row of each goes. */
+  prune(runIds: string[]): Error | undefined {
+    for (const id of runIds) this.runs.delete(id);
+    return undefined;
+  }
+
+  /** The groups pruneRuns would delete now, judged on copies (the judge may keep what it reads). */
+  choosePrune(firsts: string[], approve: PruneJudge): PrunedRows {
+    const children = new Map<string, string[]>();
+    for (const { run } of this.runs.values()) if (run.parent != null) children.set(run.parent, [...(children.get(run.parent) ?? []), run.id]);
+    const load = (id: string) => {
+      const found = this.runs.get(id);
+      return found ? structuredClone(found) : undefined;
+    };
+    return chooseGroups(firsts, { load, children: (id) => children.get(id) ?? [] }, approve);
   }
 
   /** The runs a filter lists, in listing order, limited; copies the caller may keep. */

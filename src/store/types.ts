@@ -129,6 +129,22 @@ export interface ImportedRun {
   lease: LeaseRow;
 }
 
+/** The rows a prune deleted (pruneRuns), or a dry run would delete, by table. */
+export interface PrunedRows {
+  /** The ids of the runs deleted. */
+  ids: string[];
+  attempts: number;
+  steps: number;
+  events: number;
+}
+
+/**
+ * pruneRuns' verdict on one group of runs (a run and its child runs at every depth, by their
+ * `parent`), asked in the prune's transaction with the group's runs as read there, the run
+ * first: true deletes every row of each of them, false keeps them all. Pure, like ClaimJudge.
+ */
+export type PruneJudge = (group: StoredRun[]) => boolean;
+
 export interface RunUpdate<T> {
   run?: RunPatch;
   appendSteps?: StepRow[];
@@ -271,6 +287,20 @@ export interface Store {
    * id is taken, or its `dedupeKey` is held by a run that has not ended (createRun's rule).
    */
   importRuns?(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }>;
+  /**
+   * Optional (engine.prune needs it): in one transaction, read each of these runs with its child
+   * runs at every depth (found by `parent`), ask `approve` of each such group, and delete every
+   * row of each group it approves (run, attempts, lease, steps, events): a group whole or not at
+   * all, and a SIGKILL leaves the whole batch or none of it. An id no longer stored is skipped.
+   */
+  pruneRuns?(runIds: string[], approve: PruneJudge): Promise<PrunedRows>;
+  /**
+   * Optional (retention across processes needs it): take the turn called `name` for `holder`
+   * until `until` when nobody else holds it at `now` (never held, expired, or held by `holder`),
+   * in one transaction; resolves whether `holder` has it (false, writing nothing, from a store
+   * that holds no records yet). Without it the engine keeps turns per process only.
+   */
+  takeTurn?(name: string, holder: string, now: number, until: number): Promise<boolean>;
   /** Read and update one run atomically, outside any attempt (recover, resolve, …). */
   updateRun<T>(runId: string, decide: (current: StoredRun) => RunUpdate<T>): Promise<T | undefined>;
   loadRun(runId: string): Promise<StoredRun | undefined>;

@@ -20,6 +20,7 @@ import { listingCases } from "./conformance-listing.js";
 import { importCases } from "./conformance-import.js";
 import { spendCases } from "./conformance-spend.js";
 import { streamCases } from "./conformance-streams.js";
+import { pruneCases } from "./conformance-prune.js";
 
 export { attemptRow, runRow, stepRow } from "./conformance-rows.js";
 export type { AdditionalTests, StoreConformanceOptions, TestFunctions } from "./conformance-types.js";
@@ -68,6 +69,7 @@ export function describeStore(name: string, options: StoreConformanceOptions, te
     importCases(suite);
     spendCases(suite);
     streamCases(suite);
+    pruneCases(suite);
 
     options.additionalTests?.({ it: runner.it, withStore, runRow, attemptRow, stepRow, now: NOW });
 

@@ -12,7 +12,22 @@ const dirs = new TempDirs();
 beforeAll(assertBuilt);
 afterEach(() => dirs.cleanup());
 
-const COMMANDS = ["run", "runs", "show", "recover", "escalations", "resolve", "approve", "reject", "send", "compensate", "dead-letters", "cancel", "work"];
+const COMMANDS = [
+  "run",
+  "runs",
+  "show",
+  "recover",
+  "escalations",
+  "resolve",
+  "approve",
+  "reject",
+  "send",
+  "compensate",
+  "dead-letters",
+  "cancel",
+  "work",
+  "prune",
+];
 
 describe("steplog --help", () => {
   it("lists every command, and each command has its own --help", async () => {

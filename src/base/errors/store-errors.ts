@@ -140,3 +140,15 @@ export function isStoreRefusal(error: unknown): boolean {
     typeof (error as { sqlState?: unknown }).sqlState === "string"
   );
 }
+
+/** engine.prune, steplog prune or createEngine's retention on a store without pruneRuns; nothing was read or deleted. */
+export class PruneUnsupportedError extends SteplogError {
+  override name = "PruneUnsupportedError";
+  constructor(kind: string, location: string) {
+    super(
+      "PRUNE_UNSUPPORTED",
+      `The ${kind} store at ${location} cannot prune runs (it has no pruneRuns), so no run was read or deleted. ` +
+        `Prune with steplog's SQLite, Postgres, JSONL or memory store, or implement pruneRuns (docs/stores.md, Retention).`,
+    );
+  }
+}

@@ -54,7 +54,7 @@ export const importCommand: Command = {
 };
 
 /** The store options this command was given, to repeat in the commands it suggests (a password in a URL hidden). */
-function storeArgs(parsed: Parsed): string[] {
+export function storeArgs(parsed: Parsed): string[] {
   const db = stringOption(parsed, "db");
   const store = stringOption(parsed, "store");
   const schema = stringOption(parsed, "schema");

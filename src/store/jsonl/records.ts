@@ -23,6 +23,8 @@ export type JournalRecord =
   | { op: "create"; run: string; row: RunRow; attempt: AttemptRow; expiresAt: number; now: number }
   /** Runs imported whole (engine.import): `run` is the first one's id, `runs` every row of each. */
   | { op: "import"; run: string; runs: ImportedRun[] }
+  /** Runs pruned (engine.prune): `run` is the first one's id, `runs` every id; each run's rows go. */
+  | { op: "prune"; run: string; runs: string[] }
   /** A run queued for its turn (flow control): no attempt yet. */
   | { op: "enqueue"; run: string; row: RunRow; now: number }
   | { op: "claim"; run: string; epoch: number; attempt: AttemptRow; patch: RunPatch; expiresAt: number; now: number }
@@ -55,7 +57,7 @@ export type JournalRecord =
 
 export type JournalState = Map<string, StoredRun>;
 
-const OPS = new Set(["create", "import", "enqueue", "claim", "update", "intent", "outcome", "renew", "stream", "end"]);
+const OPS = new Set(["create", "import", "prune", "enqueue", "claim", "update", "intent", "outcome", "renew", "stream", "end"]);
 
 /** The streams replayed beside a state's runs (a new state, as after the file was rewritten, starts with none). */
 const streams = new WeakMap<JournalState, StreamStates>();
@@ -98,6 +100,11 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
       return runs.create(record.row, record.attempt, { expiresAt: record.expiresAt, now: record.now });
     case "import":
       return runs.importRuns(record.runs);
+    case "prune": {
+      const refused = runs.prune(record.runs);
+      if (!refused) for (const id of record.runs) streamsOf(state).drop(id);
+      return refused;
+    }
     case "enqueue":
       return runs.enqueue(record.row, record.now);
     case "claim":

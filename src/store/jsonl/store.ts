@@ -21,6 +21,8 @@ import type {
   FlowQuery,
   ImportedRun,
   Lease,
+  PruneJudge,
+  PrunedRows,
   RunFilter,
   RunListing,
   RunRow,
@@ -43,6 +45,7 @@ import { Warnings } from "./warnings.js";
 import { CREATES, JsonlBatchWriter, UPDATE, type Prepared } from "./batch-writer.js";
 import { GroupCommit } from "../group-commit.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
+import { fault } from "../../base/faults.js";
 
 export type { JsonlStoreOptions } from "./options.js";
 
@@ -135,6 +138,15 @@ class JsonlStoreImpl implements JsonlStore {
       const existing = new RunStates(state).importTaken(runs);
       if (existing) return { ok: { exists: structuredClone(existing) } };
       return { record: { op: "import", run: runs[0]?.run.id ?? "", runs }, settle: () => ({ ok: { imported: true as const } }) };
+    });
+  }
+
+  pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
+    return this.#enqueue("the pruned runs", runIds[0] ?? "", false, (state) => {
+      const rows = new RunStates(state).choosePrune(runIds, approve);
+      if (rows.ids.length === 0) return { ok: rows };
+      for (const id of rows.ids) fault("during-prune", id);
+      return { record: { op: "prune", run: rows.ids[0]!, runs: rows.ids }, settle: () => ({ ok: rows }) };
     });
   }
 

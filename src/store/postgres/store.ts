@@ -18,6 +18,8 @@ import type {
   ClaimResult,
   Fence,
   ImportedRun,
+  PruneJudge,
+  PrunedRows,
   Lease,
   RunFilter,
   RunListing,
@@ -36,6 +38,7 @@ import { Database } from "./database.js";
 import { Failures, secretsOf } from "./failures.js";
 import { NewRuns } from "./new-runs.js";
 import { importRuns } from "./import-runs.js";
+import { pruneRuns, takeTurn } from "./prune-runs.js";
 import { checkPostgresOptions, type PostgresStoreOptions } from "./options.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { listLimit } from "../state-machine.js";
@@ -105,6 +108,14 @@ class PostgresStoreImpl implements PostgresStore {
 
   importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
     return importRuns(this.#db, runs);
+  }
+
+  pruneRuns(runIds: string[], approve: PruneJudge): Promise<PrunedRows> {
+    return pruneRuns(this.#db, runIds, approve);
+  }
+
+  takeTurn(name: string, holder: string, now: number, until: number): Promise<boolean> {
+    return takeTurn(this.#db, name, holder, now, until);
   }
 
   claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {

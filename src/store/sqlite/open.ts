@@ -73,6 +73,7 @@ export function openDatabase(settings: SqliteSettings, create: boolean, opened: 
       // log's hot pages are few (the table's end, index ends, live runs), and an embedded store
       // should not hold 16 MB of an app's memory per open file. `pragmas` can raise it.
       db.pragma(`cache_size = ${DEFAULT_CACHE_SIZE}`);
+      db.pragma("secure_delete = FAST");
       for (const [name, value] of settings.extraPragmas) db.pragma(`${name} = ${value}`);
       migrate(db, location);
     } else if (schemaVersion(db) < SCHEMA_VERSION) {

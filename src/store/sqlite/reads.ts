@@ -76,7 +76,10 @@ function runsWhere(filter: RunFilter): { where: string; params: unknown[] } {
     params.push(filter.idContains);
   }
   if (filter.after !== undefined) {
-    where.push("(created_at < ? OR (created_at = ? AND id > ?))");
+    // `created_at <= ?` first: a range on runs_by_created, read newest first and stopped at the
+    // limit. Written as an OR of the two cases alone, SQLite gathered every older run and sorted
+    // them for each page (half a second a page at 50,000 runs).
+    where.push("created_at <= ? AND (created_at < ? OR id > ?)");
     params.push(filter.after.createdAt, filter.after.createdAt, filter.after.id);
   }
   return { where: where.length ? ` WHERE ${where.join(" AND ")}` : "", params };

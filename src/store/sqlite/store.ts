@@ -54,6 +54,7 @@ import { claimInTransaction, updateInTransaction, type Refusal } from "./run-tra
 import { applyIntent, applyOutcome } from "./step-writes.js";
 import { importInTransaction } from "./import-runs.js";
 import { appendRecords, readRecords } from "./streams.js";
+import { nonePruned, pruneInTransaction, takeTurnInTransaction } from "./prune-runs.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
@@ -255,6 +256,12 @@ class SqliteStoreImpl implements SqliteStore {
   async importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
     return this.#transact(true, "the imported runs", runs[0]?.run.id ?? "", () => importInTransaction(this.#stmts!, this.#writes!, runs), true)!;
   }
+
+  readonly pruneRuns: NonNullable<Store["pruneRuns"]> = async (runIds, approve) =>
+    this.#transact(false, "the pruned runs", runIds[0] ?? "", (db) => pruneInTransaction(db, this.#stmts!, this.#writes!, runIds, approve), true) ??
+    nonePruned();
+  readonly takeTurn: NonNullable<Store["takeTurn"]> = async (name, holder, now, until) =>
+    this.#transact(false, "the retention turn", "", (db) => takeTurnInTransaction(db, name, holder, now, until)) ?? false;
 
   async claimRun(runId: string, decide: ClaimJudge, flow?: FlowQuery): Promise<ClaimResult> {
     const out: Refusal = {};
