@@ -42,6 +42,7 @@ export const ui: Command = {
       engine,
       readOnly,
       token: newToken(),
+      redacting: session.redacting(),
       storeLabel: session.describeStore(),
       now: () => session.now(),
       continueRun: async (id, options) => {

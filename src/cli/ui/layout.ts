@@ -17,6 +17,8 @@ export interface UiContext {
   readOnly: boolean;
   /** The per-process token every form carries (a POST without it is refused). */
   token: string;
+  /** Whether redaction rules were given (--redact, STEPLOG_REDACT): an export is then redacted too. */
+  redacting: boolean;
   /** Where the records are, for the header ("/app/.steplog/steplog.db"). */
   storeLabel: string;
   now(): number;

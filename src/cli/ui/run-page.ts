@@ -61,7 +61,9 @@ export async function runPage(ctx: UiContext, url: URL, id: string): Promise<Ren
   const escalations = view.status === "escalated" ? (await ctx.engine.escalations({ redact: true })).filter((e) => e.runId === id) : [];
   const approvals = view.waitingFor?.kind === "approval" ? await ctx.engine.approvals({ runId: id, redact: true }) : [];
   const t = buildTimeline(view, escalations, ctx.now());
-  const parts = [flash(url), `<h1>Run ${h(t.id)} ${badge(t.status)}</h1>`, facts(t), actions(ctx, t, escalations, approvals)];
+  // Export: the run's records as one document, to take to another store or a unit test (testWorkflow's `from`).
+  const download = `<a class="small" href="${runHref(t.id)}/export.json" download>Export${ctx.redacting ? " (redacted)" : ""}</a>`;
+  const parts = [flash(url), `<h1>Run ${h(t.id)} ${badge(t.status)} ${download}</h1>`, facts(t), actions(ctx, t, escalations, approvals)];
   if (t.error) parts.push(`<div class="card t-bad"><strong>Error</strong><pre>${h(errorText(t.error), true)}</pre></div>`);
   if ("value" in t)
     parts.push(

@@ -17,6 +17,7 @@
 import crypto from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { isSteplogError } from "../../base/errors.js";
 import { ACTIONS, runAction, type Action } from "./actions.js";
 import { FAVICON_SVG, UI_CSS, UI_JS } from "./assets.js";
 import { h, page, type Rendered, type UiContext } from "./layout.js";
@@ -89,6 +90,8 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
     if (req.method === "GET" && url.pathname === "/events") return stream(req, res, url);
     if (req.method === "POST") return post(req, res, url);
     if (req.method !== "GET") return send(res, 405, "text/plain; charset=utf-8", "Method not allowed.\n");
+    const exported = /^\/runs\/([^/]+)\/export\.json$/.exec(url.pathname);
+    if (exported) return exportRun(res, decodeURIComponent(exported[1]!));
     const rendered = await render(ctx, url);
     if (!rendered)
       return send(
@@ -98,6 +101,23 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
         page(ctx, { status: 404, title: "Not found", nav: "runs", main: `<h1>Not found</h1><p><a href="/">All runs</a></p>` }),
       );
     send(res, rendered.status, "text/html; charset=utf-8", page(ctx, rendered));
+  }
+
+  /**
+   * The run's export document (with its child runs), as `steplog export --children` writes it, to
+   * download: sealed values stay sealed; with redaction rules given, redacted (for reading, not
+   * for importing), as every page is.
+   */
+  async function exportRun(res: http.ServerResponse, id: string): Promise<void> {
+    let doc: unknown;
+    try {
+      doc = await ctx.engine.export(id, { children: true, ...(ctx.redacting ? { redact: true } : {}) });
+    } catch (error) {
+      return send(res, isSteplogError(error) && error.code === "RUN_NOT_FOUND" ? 404 : 500, "text/plain; charset=utf-8", `${(error as Error).message}\n`);
+    }
+    const file = `${id.replace(/[^A-Za-z0-9._-]/g, "_")}.steplog.json`;
+    res.writeHead(200, { ...SECURITY_HEADERS, "Content-Type": "application/json; charset=utf-8", "Content-Disposition": `attachment; filename="${file}"` });
+    res.end(`${JSON.stringify(doc, null, 2)}\n`);
   }
 
   async function post(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
