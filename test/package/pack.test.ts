@@ -358,14 +358,14 @@ describe("npm pack", () => {
 
   // Unpacked, 2.8 of 5 MB are source maps (the ES module and CommonJS builds each have theirs); the
   // three SQLite drivers, listing by cursor and the rest of this round took it just past 5 MB;
-  // streams (issue 43) and retention (engine.prune, steplog prune) past 5.7 MB.
-  it("stays small: under 1.6 MB packed and 6.2 MB unpacked (sources maps included)", () => {
+  // streams, retention and budgets (issue 43) and Claude Agent SDK sessions (issue 42): 1.65 MB packed, 6.17 MB unpacked.
+  it("stays small: under 1.8 MB packed and 6.6 MB unpacked (sources maps included)", () => {
     console.log(
       `steplog package: ${(packedSize.size / 1e6).toFixed(2)} MB packed, ${(packedSize.unpackedSize / 1e6).toFixed(2)} MB unpacked, ${tarballFiles.length} files`,
     );
     expect(packedSize.size).toBeGreaterThan(0);
-    expect(packedSize.size).toBeLessThan(1_600_000);
-    expect(packedSize.unpackedSize).toBeLessThan(6_200_000);
+    expect(packedSize.size).toBeLessThan(1_800_000);
+    expect(packedSize.unpackedSize).toBeLessThan(6_600_000);
   });
 
   it("the prepack build prints nothing on stdout, so npm pack --json prints JSON alone", async () => {

@@ -14,6 +14,7 @@ import { describeEntry, errorText } from "../describe.js";
 import { budgetText, budgetWaitText, formatDuration, formatUsage, oneLineJson, prettyJson, truncate } from "../format.js";
 import { buildTimeline, type Timeline, type TimelineAttempt, type TimelineEntry } from "../timeline.js";
 import { nestedKeys } from "../nesting.js";
+import { budgetCard } from "./budget-card.js";
 import { actionForm, badge, flash, h, runHref, when, type Rendered, type UiContext } from "./layout.js";
 
 /** The look of a row: which kind of thing happened to the step. */
@@ -117,15 +118,8 @@ function actions(ctx: UiContext, t: Timeline, escalations: Escalation[], approva
 ${actionForm(ctx, `${base}/resolve`, `<input type="hidden" name="step" value="${h(e.step)}"><input type="hidden" name="how" value="redo">`, "It did not happen: redo it", "quiet")}</div></div>`);
   }
   for (const a of approvals) cards.push(approvalCard(ctx, a, `<strong>Step ${h(a.step)} waits for approval.</strong>`));
-  if (t.waitingFor?.kind === "budget") {
-    const w = t.waitingFor;
-    // A child that draws on another run's budget: the form raises that run's (and so wakes this one).
-    const owner = w.budgetRun ?? t.id;
-    const field = (name: "usd" | "tokens", label: string) =>
-      `<label class="small">${label}<br><input name="${name}" inputmode="decimal" size="10" placeholder="${h(String(w.budget?.[name] ?? ""))}"></label>`;
-    cards.push(`<div class="card t-wait"><strong>${h(budgetWaitText(w))}.</strong> <span class="muted small">${h(budgetText({ spent: w.spent ?? { usd: 0, tokens: 0 }, budget: w.budget ?? {} }) ?? "")}</span>
-<div class="actions">${actionForm(ctx, `${runHref(owner)}/budget`, `${field("usd", "New limit, USD")} ${field("tokens", "New limit, tokens")}`, owner === t.id ? "Raise the budget" : `Raise the budget of ${h(owner)}`)}</div></div>`);
-  }
+  // A child that draws on another run's budget: the form raises that run's (and so wakes this one).
+  if (t.waitingFor?.kind === "budget") cards.push(budgetCard(ctx, t.id, t.waitingFor));
   const buttons: string[] = [];
   const due = t.status === "waiting" && t.wakeAt !== undefined && Date.parse(t.wakeAt) <= ctx.now();
   if (["failed", "stopped", "timed-out", "cancelled", "interrupted", "ready"].includes(t.status) || due) {

@@ -20,6 +20,9 @@ import type { BatchWriter, QueuedWrite } from "../group-commit.js";
  * apply and `b` what it records (a string, or a function building one).
  */
 export const OP_CALL = 0;
+/** The store's own ops (store.ts): a step's intent and its outcome. */
+export const OP_INTENT = 1;
+export const OP_OUTCOME = 2;
 
 /** Applies a queued write of one of the store's own kinds: `op` (> 0) and its two arguments. */
 export type OpApplier = (op: number, a: unknown, b: unknown) => unknown;

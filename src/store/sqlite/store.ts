@@ -9,7 +9,7 @@
  * use, refuse what cannot be written, flush queued writes, then read or write. Beside it:
  * options.ts, open.ts (the file, pragmas, migrations, identity), failures.ts, sql.ts (the
  * statements), reads.ts and writes.ts (inside a read or a write transaction), step-writes.ts
- * (a step's intent and outcome), streams.ts (stream records).
+ * (a step's intent and outcome), streams.ts (stream records), prune-runs.ts (engine.prune).
  */
 
 import fs from "node:fs";
@@ -36,12 +36,9 @@ import type {
 } from "../types.js";
 import { canonicalPath } from "../canonical-path.js";
 import { GroupCommit } from "../group-commit.js";
-import { OP_CALL, SqliteBatchWriter } from "./batch-writer.js";
+import { OP_CALL, OP_INTENT, OP_OUTCOME, SqliteBatchWriter } from "./batch-writer.js";
 import type { SqliteConnection, SqliteDriverName } from "./drivers/connection.js";
 
-/** The store's own queued writes (batch-writer.ts applies them through applyOp). */
-const OP_INTENT = 1;
-const OP_OUTCOME = 2;
 const LONE_WRITER_STREAK = 32; // commits a lone writer may make without letting the event loop turn (group-commit.ts)
 import { NEW_RUN, reading, writeFailed } from "./failures.js";
 import { checkStillThere, checkWritable, connectionPragmas, openDatabase, recordIdentity, type OpenedFile } from "./open.js";
