@@ -6,6 +6,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { spawnNode } from "../helpers/child.js";
 import { launchChromium } from "./browser.js";
+import { startUiServer } from "./ui-server.js";
 import { assertBuilt, BIN, childEnv, cli, TempDirs, writeWorkflow } from "./helpers.js";
 
 const dirs = new TempDirs();
@@ -85,18 +86,7 @@ describe("steplog ui: the run page of a run parked on its budget", () => {
     const cwd = dirs.make();
     const file = writeWorkflow(cwd, "paid.mjs", PAID);
     await cli(["run", file, "--id", "b2"], { cwd });
-    const ui = spawnNode(BIN, ["ui", "--port", "0", "--poll", "200ms", "--json"], { cwd, env: childEnv() as Record<string, string> });
-    children.push(ui.child);
-    let url = "";
-    for (let i = 0; i < 200 && !url; i++) {
-      const line = ui
-        .output()
-        .split("\n")
-        .find((l) => l.startsWith("{"));
-      if (line) url = (JSON.parse(line) as { url: string }).url;
-      else await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(url, ui.output()).not.toBe("");
+    const { url } = await startUiServer(cwd, ["--poll", "200ms"], children);
     const worker = spawnNode(BIN, ["work", "--poll", "200ms"], { cwd, env: childEnv() as Record<string, string> });
     children.push(worker.child);
     const page = await browser.newPage();

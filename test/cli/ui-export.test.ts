@@ -7,8 +7,8 @@ import type { ChildProcess } from "node:child_process";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./browser.js";
-import { spawnNode } from "../helpers/child.js";
-import { assertBuilt, BIN, childEnv, cli, TempDirs, writeWorkflow } from "./helpers.js";
+import { startUiServer } from "./ui-server.js";
+import { assertBuilt, cli, TempDirs, writeWorkflow } from "./helpers.js";
 
 const dirs = new TempDirs();
 let browser: Browser;
@@ -26,20 +26,8 @@ afterEach(() => {
   dirs.cleanup();
 });
 
-async function startUi(cwd: string, extra: string[] = []): Promise<string> {
-  const run = spawnNode(BIN, ["ui", "--port", "0", "--poll", "200ms", "--json", ...extra], { cwd, env: childEnv() as Record<string, string> });
-  children.push(run.child);
-  for (let i = 0; i < 200; i++) {
-    const line = run
-      .output()
-      .split("\n")
-      .find((l) => l.startsWith("{"));
-    if (line) return (JSON.parse(line) as { url: string }).url;
-    if (run.child.exitCode !== null) throw new Error(`steplog ui exited: ${run.output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`steplog ui did not start: ${run.output()}`);
-}
+/** `steplog ui` on a free port, looking at the store every 200 ms; resolves with its URL. */
+const startUi = async (cwd: string, extra: string[] = []) => (await startUiServer(cwd, ["--poll", "200ms", ...extra], children)).url;
 
 const SIGNUP = `export default defineWorkflow({
   name: "signup",

@@ -9,11 +9,11 @@ import type { ChildProcess } from "node:child_process";
 import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./browser.js";
+import { startUiServer } from "./ui-server.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { attemptRow, runRow } from "../../src/entries/testing.js";
 import type { RunStatus, Store } from "../../src/store/types.js";
-import { spawnNode, type ChildRun } from "../helpers/child.js";
-import { assertBuilt, BIN, childEnv, TempDirs } from "./helpers.js";
+import { assertBuilt, TempDirs } from "./helpers.js";
 
 const dirs = new TempDirs();
 let browser: Browser;
@@ -60,24 +60,8 @@ async function seed(cwd: string, count: number): Promise<{ all: string[]; failed
   return { all: runs.map((r) => r.id), failed: runs.filter((r) => r.failed).map((r) => r.id) };
 }
 
-/** `steplog ui` in a child process on a free port, polling every `poll`. */
-async function startUi(cwd: string, poll: string, env: Record<string, string> = {}): Promise<{ url: string; run: ChildRun }> {
-  const run = spawnNode(BIN, ["ui", "--port", "0", "--poll", poll, "--json", "--read-only"], {
-    cwd,
-    env: { ...(childEnv() as Record<string, string>), ...env },
-  });
-  children.push(run.child);
-  for (let i = 0; i < 200; i++) {
-    const line = run
-      .output()
-      .split("\n")
-      .find((l) => l.startsWith("{"));
-    if (line) return { url: (JSON.parse(line) as { url: string }).url, run };
-    if (run.child.exitCode !== null) throw new Error(`steplog ui exited: ${run.output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`steplog ui did not start: ${run.output()}`);
-}
+/** `steplog ui --read-only` on a free port, looking at the store every `poll`. */
+const startUi = (cwd: string, poll: string, env: Record<string, string> = {}) => startUiServer(cwd, ["--poll", poll, "--read-only"], children, env);
 
 /** Click a link and wait until its page is the one shown. */
 async function follow(page: Page, link: Locator): Promise<void> {

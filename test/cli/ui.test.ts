@@ -11,6 +11,7 @@ import type { ChildProcess } from "node:child_process";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./browser.js";
+import { startUiServer } from "./ui-server.js";
 import { spawnNode } from "../helpers/child.js";
 import { assertBuilt, BIN, childEnv, cli, example, ROOT, TempDirs, writeWorkflow } from "./helpers.js";
 import { decodePng, distinctColours } from "./png.js";
@@ -31,21 +32,8 @@ afterEach(() => {
   dirs.cleanup();
 });
 
-/** `steplog ui` in a child process on a free port; resolves with its URL. */
-async function startUi(cwd: string, extra: string[] = []): Promise<string> {
-  const run = spawnNode(BIN, ["ui", "--port", "0", "--poll", "200ms", "--json", ...extra], { cwd, env: childEnv() as Record<string, string> });
-  children.push(run.child);
-  for (let i = 0; i < 200; i++) {
-    const line = run
-      .output()
-      .split("\n")
-      .find((l) => l.startsWith("{"));
-    if (line) return (JSON.parse(line) as { url: string }).url;
-    if (run.child.exitCode !== null) throw new Error(`steplog ui exited: ${run.output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`steplog ui did not start: ${run.output()}`);
-}
+/** `steplog ui` on a free port, looking at the store every 200 ms; resolves with its URL. */
+const startUi = async (cwd: string, extra: string[] = []) => (await startUiServer(cwd, ["--poll", "200ms", ...extra], children)).url;
 
 /** A screenshot that is not blank: many colours, the badges' among them. */
 async function shot(page: Page, dir: string, name: string): Promise<void> {
