@@ -177,6 +177,10 @@ class MemoryStore implements Store {
     return this.#streams.read(runId, stream, afterSeq, limit);
   }
 
+  async streamNames(runId: string): Promise<string[]> {
+    return this.#streams.names(runId);
+  }
+
   async endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
     this.#writes++;
     must(this.#states.end(fence.runId, fence.epoch, end));

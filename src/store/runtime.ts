@@ -274,6 +274,12 @@ export class RuntimeStore implements Store {
     return this.#call("readStream", () => inner.readStream!(runId, stream, afterSeq, limit));
   }
 
+  streamNames(runId: string): Promise<string[]> {
+    const inner = this.#inner;
+    if (!inner.streamNames) return Promise.reject(new StreamsUnsupportedError(this.kind, this.location, "streamNames", runId));
+    return this.#call("streamNames", () => inner.streamNames!(runId));
+  }
+
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {
     return this.#call("endAttempt", () => this.#inner.endAttempt(fence, end));
   }

@@ -43,6 +43,10 @@ export class StreamStates {
     return list.slice(Math.max(0, afterSeq + 1), Math.max(0, afterSeq + 1) + limit).map((r) => ({ ...r }));
   }
 
+  names(runId: string): string[] {
+    return [...(this.#streams.get(runId)?.keys() ?? [])].sort();
+  }
+
   /** Forget a run's streams (its records deleted). */
   drop(runId: string): void {
     this.#streams.delete(runId);

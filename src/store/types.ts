@@ -338,6 +338,8 @@ export interface Store {
   appendStream?(fence: Fence, records: StreamRecord[]): Promise<void>;
   /** Optional (engine.readStream needs it): a stream's records with a seq above `afterSeq`, in seq order, at most `limit`. */
   readStream?(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]>;
+  /** Optional (a run's streams listed: export, the UI): the names of the run's streams with any record, in name order. */
+  streamNames?(runId: string): Promise<string[]>;
   /** Record the attempt's ending, patch the run and release the lease, in one transaction. */
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void>;
 

@@ -45,6 +45,10 @@ export function streamCases({ it, withStore, options }: SuiteCases): void {
       assert.deepEqual(await store.readStream!("s", "log", -1, 100), [record("s", "log", 0)]);
       assert.deepEqual(await store.readStream!("t", "out", -1, 100), [record("t", "out", 0, { chunk: '"other"' })]);
       assert.deepEqual(await store.readStream!("none", "out", -1, 100), []);
+      if (store.streamNames) {
+        assert.deepEqual(await store.streamNames("s"), ["log", "out"], "the run's stream names, in name order");
+        assert.deepEqual(await store.streamNames("none"), []);
+      }
       if (!options.reopen) return;
       await store.close();
       const again = await options.reopen(store);

@@ -291,6 +291,11 @@ class JsonlStoreImpl implements JsonlStore {
     return this.#reader.read((state) => streamsOf(state).read(runId, stream, afterSeq, limit), []);
   }
 
+  async streamNames(runId: string): Promise<string[]> {
+    await this.#writesDone();
+    return this.#reader.read((state) => streamsOf(state).names(runId), []);
+  }
+
   /** The journal file's identity, size and time: every write appends to it (a rewritten file is another inode). */
   async changeMarker(): Promise<string> {
     await this.#writesDone();

@@ -204,6 +204,13 @@ class PostgresStoreImpl implements PostgresStore {
     });
   }
 
+  async streamNames(runId: string): Promise<string[]> {
+    return this.#db.read([] as string[], async (client) => {
+      const { rows } = await client.query(`SELECT DISTINCT stream FROM ${this.#db.sql.s}.stream_records WHERE run_id = $1 ORDER BY stream`, [runId]);
+      return (rows as Array<{ stream: string }>).map((r) => r.stream);
+    });
+  }
+
   close(): Promise<void> {
     return this.#db.close();
   }

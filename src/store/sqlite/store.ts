@@ -50,7 +50,7 @@ import { SqliteWrites, intentDescription } from "./writes.js";
 import { claimInTransaction, updateInTransaction, type Refusal } from "./run-transactions.js";
 import { applyIntent, applyOutcome } from "./step-writes.js";
 import { importInTransaction } from "./import-runs.js";
-import { appendRecords, readRecords } from "./streams.js";
+import { appendRecords, readNames, readRecords } from "./streams.js";
 import { nonePruned, pruneInTransaction, takeTurnInTransaction } from "./prune-runs.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
@@ -275,30 +275,26 @@ class SqliteStoreImpl implements SqliteStore {
     return result;
   }
 
-  async loadRunRow(runId: string): Promise<RunRow | undefined> {
+  /** A read: open (again, if a private copy went stale), flush queued writes, read; `none` when there is no file yet. */
+  async #read<T>(none: T, read: (db: Db) => T): Promise<T> {
     return reading(this.location, () => {
-      if (!this.#openToRead()) return undefined;
+      const db = this.#openToRead();
+      if (!db) return none;
       this.#queue!.flush();
-      return this.#stmts!.getRun.get(runId) as RunRow | undefined;
+      return read(db);
     });
   }
 
-  async loadRun(runId: string): Promise<StoredRun | undefined> {
-    return reading(this.location, () => {
-      const db = this.#openToRead();
-      if (!db) return undefined;
-      this.#queue!.flush();
-      return loadRun(this.#stmts!, runId);
-    });
+  loadRunRow(runId: string): Promise<RunRow | undefined> {
+    return this.#read(undefined, () => this.#stmts!.getRun.get(runId) as RunRow | undefined);
   }
 
-  async listRuns(filter: RunFilter): Promise<RunListing[]> {
-    return reading(this.location, () => {
-      const db = this.#openToRead();
-      if (!db) return [];
-      this.#queue!.flush();
-      return listRuns(db, this.#stmts!, filter);
-    });
+  loadRun(runId: string): Promise<StoredRun | undefined> {
+    return this.#read(undefined, () => loadRun(this.#stmts!, runId));
+  }
+
+  listRuns(filter: RunFilter): Promise<RunListing[]> {
+    return this.#read([], (db) => listRuns(db, this.#stmts!, filter));
   }
 
   async countRuns(filter: RunFilter): Promise<WorkflowCount[]> {
@@ -366,8 +362,12 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#queue!.enqueue(OP_CALL, fence.runId, () => appendRecords(this.#writes!, this.#db!, fence, records), "the stream's records", false);
   }
 
-  async readStream(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]> {
-    return reading(this.location, () => (this.#openToRead() ? (this.#queue!.flush(), readRecords(this.#db!, runId, stream, afterSeq, limit)) : []));
+  readStream(runId: string, stream: string, afterSeq: number, limit: number): Promise<StreamRecord[]> {
+    return this.#read([], (db) => readRecords(db, runId, stream, afterSeq, limit));
+  }
+
+  streamNames(runId: string): Promise<string[]> {
+    return this.#read([], (db) => readNames(db, runId));
   }
 
   endAttempt(fence: Fence, end: AttemptEnd): Promise<void> {

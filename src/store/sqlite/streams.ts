@@ -10,14 +10,21 @@ import type { SqliteWrites } from "./writes.js";
 
 const COLUMNS = `run_id AS runId, stream, seq, kind, chunk_offset AS "offset", chunk, step, attempt, at`;
 
-const prepared = new WeakMap<SqliteConnection, { insert: SqliteStatement; read: SqliteStatement }>();
+interface StreamStatements {
+  insert: SqliteStatement;
+  read: SqliteStatement;
+  names: SqliteStatement;
+}
 
-function statements(db: SqliteConnection): { insert: SqliteStatement; read: SqliteStatement } {
+const prepared = new WeakMap<SqliteConnection, StreamStatements>();
+
+function statements(db: SqliteConnection): StreamStatements {
   let found = prepared.get(db);
   if (!found) {
     found = {
       insert: db.prepare("INSERT INTO stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
       read: db.prepare(`SELECT ${COLUMNS} FROM stream_records WHERE run_id = ? AND stream = ? AND seq > ? ORDER BY seq LIMIT ?`),
+      names: db.preparePluck(`SELECT DISTINCT stream FROM stream_records WHERE run_id = ? ORDER BY stream`),
     };
     prepared.set(db, found);
   }
@@ -29,6 +36,10 @@ export function appendRecords(writes: SqliteWrites, db: SqliteConnection, fence:
   writes.fence(fence, "stream write");
   const { insert } = statements(db);
   for (const r of records) insert.run(r.runId, r.stream, r.seq, r.kind, r.offset, r.chunk, r.step, r.attempt, r.at);
+}
+
+export function readNames(db: SqliteConnection, runId: string): string[] {
+  return statements(db).names.all(runId) as string[];
 }
 
 export function readRecords(db: SqliteConnection, runId: string, stream: string, afterSeq: number, limit: number): StreamRecord[] {
