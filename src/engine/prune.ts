@@ -16,10 +16,10 @@ import type { RunCursor, RunListing } from "../store/types.js";
 import type { EngineCore } from "./engine-core.js";
 import { checkPruneOptions, pruneJudge, PRUNE_KEYS, type PruneOptions, type PruneResult } from "./prune-options.js";
 
-/** Runs listed per page while looking for runs to prune. */
-const PAGE = 500;
-/** Groups (a run with its child runs) per transaction (bench/run.mjs, case 12: a writer's slowest step beside a prune). */
-export const PRUNE_BATCH_RUNS = 50;
+/** Runs listed per page while looking for runs to prune (a page is read in one go, holding up this process's writers: 500 took about five times a batch's time). */
+const PAGE = 100;
+/** Groups (a run with its child runs) per transaction (bench/run.mjs, case 13: a writer's slowest step beside a prune). */
+export const PRUNE_BATCH_RUNS = 25;
 
 /** What a caller inside steplog may add: a check between batches (false stops the prune), the batch size. */
 export interface PruneHooks {
