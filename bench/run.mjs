@@ -56,7 +56,7 @@ const SIZES = {
   streamChunks: 2000,
   // Case 13: ended runs in the store a prune deletes while a writer runs (issue 43's size).
   pruneRuns: 100_000,
-  // Case 13 on Postgres (with STEPLOG_PG_URL): scaled down for time, its prune deletes ~170-330 runs/s here.
+  // Case 13 on Postgres (with STEPLOG_PG_URL): scaled down for time, its prune deletes ~240 runs/s here.
   prunePgRuns: 10_000,
 };
 
