@@ -34,7 +34,7 @@ function notingPool(pool: pg.Pool): PgPoolLike {
       return client;
     },
     end: () => pool.end(),
-    on: (event: "error", listener: (error: Error) => void) => pool.on(event, listener),
+    on: ((event: "error", listener: (error: Error) => void) => pool.on(event, listener)) as PgPoolLike["on"],
   };
 }
 
