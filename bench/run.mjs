@@ -27,6 +27,7 @@ import { IMPORT_REPS, importCase } from "./cases/import-cost.mjs";
 import { FIRST_RUN_TARGET_S, firstRunCase } from "./cases/first-run.mjs";
 import { streamCase } from "./cases/streams.mjs";
 import { pruneCase } from "./cases/prune.mjs";
+import { prunePgCase } from "./cases/prune-pg.mjs";
 
 // Sizes: the issue's, except jsonlSteps (see there). The whole bench takes 1-2.5 minutes on 2 cores, and case 11
 // (npm installs, one compiling better-sqlite3) 1-2 more.
@@ -55,6 +56,8 @@ const SIZES = {
   streamChunks: 2000,
   // Case 13: ended runs in the store a prune deletes while a writer runs (issue 43's size).
   pruneRuns: 100_000,
+  // Case 13 on Postgres (with STEPLOG_PG_URL): scaled down for time, its prune deletes ~240 runs/s here.
+  prunePgRuns: 10_000,
 };
 
 const args = process.argv.slice(2);
@@ -438,6 +441,29 @@ await section(13, "a writer beside a prune", async () => {
     r.ratio <= 3,
   );
   row("13. the prune's pace beside the writer", "-", `${int(r.prunedRunsPerSec)} runs/s (${fix(r.pruned.ms / 1000)} s)`, "-", "info");
+  const p = await prunePgCase(SIZES.prunePgRuns);
+  results.cases["13"].postgres = p;
+  if (p.skipped) {
+    row("13. the same on Postgres", `skipped: ${p.skipped}`, "skipped", "-", "-");
+    rows.at(-1).verdict = "skipped";
+    return;
+  }
+  row(
+    `13. the same on Postgres, ${int(p.runs)} runs`,
+    `alone ${fix(p.slowestAloneMs)} ms`,
+    `beside the prune ${fix(p.slowestBesideMs)} ms`,
+    times(p.ratio),
+    "≤ 3×",
+    p.ratio <= 3,
+  );
+  row(
+    "13. Postgres: held at most one batch (slowest beside ≤ slowest alone + slowest batch)",
+    `batch: median ${fix(p.medianBatchMs)} ms, slowest ${fix(p.slowestBatchMs)} ms`,
+    `${int(p.prunedRunsPerSec)} runs/s (${fix(p.pruned.ms / 1000)} s)`,
+    "-",
+    "within",
+    p.withinOneBatch,
+  );
 });
 
 await section(10, "import cost", async () => {

@@ -61,7 +61,7 @@ export const writer = defineWorkflow({
 });
 
 /** Runs of `steps` steps until `done()`, at least once; every step's time. */
-async function write(engine, steps, done) {
+export async function write(engine, steps, done) {
   const all = [];
   let k = 0;
   do {

@@ -130,7 +130,7 @@ export function planStep(state: PlanState, step: PlanStep): Plan {
     startsHere = started && fromStep === undefined;
   } else if (kind === "step" && (state.siblingsOf !== undefined || step.launchedBeside !== undefined)) {
     const bound = step.launchedBeside ?? state.newestReused;
-    if (change?.onChange === "stop") return { decision: inputChanged(state, key, change), started, siblings };
+    if (change?.onChange === "stop") return { decision: inputChanged(state, step, change), started, siblings };
     if (record && settled && record.attempt >= bound && !change) return { decision: HAND_BACK, started, siblings };
     // Not handed back (run, re-driven, settled by a query): what follows may depend on its new value.
     siblings = "close";
@@ -147,14 +147,15 @@ export function planStep(state: PlanState, step: PlanStep): Plan {
 /** Before the start point: hand the record back, supply a given value, or stop for one (steps and waits alike). */
 function decideBefore(state: PlanState, step: PlanStep, settled: boolean, change: InputChange | undefined): StepDecision {
   const { key, record } = step;
-  if (record && settled) return change ? inputChanged(state, key, change) : HAND_BACK;
+  if (record && settled) return change ? inputChanged(state, step, change) : HAND_BACK;
   if (state.values && Object.hasOwn(state.values, key)) return SUPPLY;
   return { kind: "stop", error: new ValueMissingError(state.runId, key, state.fromStep!, state.notReached()), ending: "stopped" };
 }
 
 /** STEP_INPUT_CHANGED: the attempt stops before a step whose record was made for another input. */
-function inputChanged(state: PlanState, key: string, change: InputChange): StepDecision {
-  return { kind: "stop", error: new StepInputChangedError(state.runId, key, change.recorded, change.given), ending: "stopped" };
+function inputChanged(state: PlanState, step: PlanStep, change: InputChange): StepDecision {
+  const irreversible = step.record?.status === "succeeded" && (step.record.effect === "irreversible" || step.effect === "irreversible");
+  return { kind: "stop", error: new StepInputChangedError(state.runId, step.key, change.recorded, change.given, irreversible), ending: "stopped" };
 }
 
 /** A step from the start point. */
@@ -163,7 +164,12 @@ function decide(state: PlanState, step: PlanStep): StepDecision {
   // A succeeded irreversible step (a charge, an email) is never run again without consent; the step fromStep names has it.
   if (record?.status === "succeeded" && (record.effect === "irreversible" || step.effect === "irreversible") && key !== state.fromStep) {
     if (state.reuse.has(key)) return HAND_BACK;
-    if (!state.redo.has(key)) return { kind: "stop", error: new RedoIrreversibleError(state.runId, key, record.attempt, record.endedAt), ending: "stopped" };
+    // Before STEP_INPUT_CHANGED when both apply: this stop carries the start point to the next
+    // continue (what follows the step runs again, as the start point asked); its message tells the change.
+    if (!state.redo.has(key)) {
+      const error = new RedoIrreversibleError(state.runId, key, record.attempt, record.endedAt, step.inputChange);
+      return { kind: "stop", error, ending: "stopped" };
+    }
   }
   // An escalation nobody resolved (the run was cancelled or forced meanwhile) stays in force.
   if (record?.status === "escalated") return { kind: "stop", error: new RunEscalatedError(state.runId, key), ending: "escalated" };

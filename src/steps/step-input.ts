@@ -116,7 +116,7 @@ export async function afterChangedResolution(
   const change = given.change!;
   const irreversible = call.options.effect === "irreversible" || call.record!.effect === "irreversible";
   if (change.onChange === "stop" || (irreversible && !state.order.redo.has(key))) {
-    const error = new StepInputChangedError(state.runId, key, change.recorded, change.given);
+    const error = new StepInputChangedError(state.runId, key, change.recorded, change.given, irreversible);
     state.ending.endWith("stopped", error);
     throw error;
   }

@@ -227,6 +227,61 @@ describe.each(STORES)("a step's input (%s)", (_name, makeStore) => {
     expect(sent).toEqual(["ann@example.com", "bob@example.com"]);
     await engine.close();
   });
+
+  it("fromStep before a succeeded irreversible step whose input changed: REDO_IRREVERSIBLE first, naming both inputs; reuse then redoes what follows", async () => {
+    let amount = 10;
+    const charged: number[] = [];
+    const receipts: string[] = [];
+    const workflow = defineWorkflow({
+      name: "checkout",
+      async run(ctx) {
+        const price = await ctx.step("price", async () => amount);
+        const charge = await ctx.step("charge", { effect: "irreversible", input: { amount: price } }, async () => (charged.push(price), `ch-${price}`));
+        return ctx.step("receipt", async () => (receipts.push(`${charge} for ${price}`), `${charge} for ${price}`));
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "c" })).toMatchObject({ status: "completed", value: "ch-10 for 10" });
+    amount = 20;
+    // Both apply: the step would run again (irreversible) and its record was made for another input.
+    const stopped = await engine.continue("c", { fromStep: "price" });
+    expect(stopped).toMatchObject({ status: "stopped", error: { code: "REDO_IRREVERSIBLE", step: "charge" } });
+    const message = stopped.error!.message;
+    expect(message).toContain('recorded: {"amount":10}; now: {"amount":20}');
+    expect(message).toContain("reuse hands back what was done for the recorded input");
+    expect(message).toContain('engine.continue("c", { redo: ["charge"] })');
+    expect(charged).toEqual([10]);
+    // reuse: the old charge is kept, and the step after it runs again (the stop carried the start point).
+    expect(await engine.continue("c", { reuse: ["charge"] })).toMatchObject({ status: "completed", value: "ch-10 for 20" });
+    expect(charged).toEqual([10]);
+    expect(receipts).toEqual(["ch-10 for 10", "ch-10 for 20"]);
+    await engine.close();
+  });
+
+  it("a succeeded irreversible step before the start point whose input changed: STEP_INPUT_CHANGED, saying a redo does its effect again", async () => {
+    let amount = 10;
+    let failing = true;
+    const charged: number[] = [];
+    const workflow = defineWorkflow({
+      name: "pay",
+      async run(ctx) {
+        await ctx.step("charge", { effect: "irreversible", input: { amount } }, async () => charged.push(amount));
+        await ctx.step("ship", async () => {
+          if (failing) throw new Error("courier down");
+        });
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    expect(await engine.start(workflow, undefined, { id: "p" })).toMatchObject({ status: "failed" });
+    amount = 20;
+    failing = false;
+    const stopped = await engine.continue("p");
+    expect(stopped).toMatchObject({ status: "stopped", error: { code: "STEP_INPUT_CHANGED", step: "charge" } });
+    expect(stopped.error!.message).toContain("It is irreversible and its effect happened: a redo does it again, for the new input.");
+    expect(await engine.continue("p", { reuse: ["charge"] })).toMatchObject({ status: "completed" });
+    expect(charged).toEqual([10]);
+    await engine.close();
+  });
 });
 
 describe("a sealed input", () => {

@@ -10,12 +10,17 @@ import { q } from "./quote.js";
 /** A continue reached a succeeded irreversible step after its start point and was given no consent to run it again. */
 export class RedoIrreversibleError extends SteplogError {
   override name = "RedoIrreversibleError";
-  constructor(runId: string, step: string, recordedBy: number, ranAt: number | null) {
+  /** `input`: set when the record was also made for another input (STEP_INPUT_CHANGED's finding, told here: reuse then hands back an effect made for the old one). */
+  constructor(runId: string, step: string, recordedBy: number, ranAt: number | null, input?: { recorded: string; given: string }) {
     const when = ranAt === null ? `in attempt ${recordedBy}` : `in attempt ${recordedBy}, at ${new Date(ranAt).toISOString()}`;
+    const changed = input
+      ? `Its record was also made for another input than the code gives it now (recorded: ${input.recorded}; now: ${input.given}), so reuse hands back what was done for the recorded input. `
+      : "";
     super(
       "REDO_IRREVERSIBLE",
       `Run ${q(runId)} stopped before step ${q(step)}: it is irreversible and already succeeded (${when}), and this continue's start point comes before it, so it would run again. ` +
-        `steplog never repeats an irreversible effect without being told to. To run it again, type engine.continue(${q(runId)}, { redo: [${q(step)}] }); ` +
+        changed +
+        `steplog never repeats an irreversible effect without being told to. To run it again${input ? " with the new input" : ""}, type engine.continue(${q(runId)}, { redo: [${q(step)}] }); ` +
         `to keep its record and go on after it, engine.continue(${q(runId)}, { reuse: [${q(step)}] }).`,
       { runId, step },
     );
@@ -25,11 +30,13 @@ export class RedoIrreversibleError extends SteplogError {
 /** A continue reached a settled step whose recorded input differs from the input the code gives it now. */
 export class StepInputChangedError extends SteplogError {
   override name = "StepInputChangedError";
-  constructor(runId: string, step: string, recorded: string, given: string) {
+  /** `irreversible`: the step's recorded effect is irreversible (a redo does it again: the message says so). */
+  constructor(runId: string, step: string, recorded: string, given: string, irreversible = false) {
     super(
       "STEP_INPUT_CHANGED",
       `Run ${q(runId)} stopped before step ${q(step)}: its record was made for another input than the code gives it now ` +
         `(recorded: ${recorded}; now: ${given}), so handing it back would answer for something else (a list reordered or changed between attempts?). ` +
+        (irreversible ? "It is irreversible and its effect happened: a redo does it again, for the new input. " : "") +
         `To run it with the new input, type engine.continue(${q(runId)}, { redo: [${q(step)}] }) (steplog run --continue --id ${runId} --redo ${step}); ` +
         `to keep its record and go on after it, engine.continue(${q(runId)}, { reuse: [${q(step)}] }) (--reuse ${step}).`,
       { runId, step },
