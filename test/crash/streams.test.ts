@@ -33,7 +33,7 @@ function open(place: string): Store {
 const worker = (place: string, mode: "start" | "continue", env: Record<string, string> = {}) =>
   spawnNode(WORKER, [place, "r", mode], { env: { STEPLOG_FAULT: "", ...env } }).done;
 
-const chunk = (offset: number, value: unknown): StreamItem => ({ type: "chunk", offset, chunk: value });
+const chunk = (offset: number, value: unknown, seq: number): StreamItem => ({ type: "chunk", offset, chunk: value, seq });
 
 async function readAll(items: AsyncIterable<StreamItem>): Promise<StreamItem[]> {
   const got: StreamItem[] = [];
@@ -50,22 +50,22 @@ describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
     const engine = createEngine({ store: open(place) });
     try {
       const before = await readAll(engine.readStream("r", "out", { follow: false }));
-      expect(before).toEqual([chunk(0, "intro"), chunk(1, "one-a"), chunk(2, "one-b"), chunk(3, "two-a@1")]);
+      expect(before).toEqual([chunk(0, "intro", 0), chunk(1, "one-a", 1), chunk(2, "one-b", 2), chunk(3, "two-a@1", 3)]);
 
       // A reader that follows the run (interrupted: it has not ended) across the continue in another process.
       const following = readAll(engine.readStream("r", "out", { pollMs: 20 }));
       const continued = await worker(place, "continue");
       expect(continued.code).toBe(0);
       expect(continued.report?.result).toMatchObject({ status: "completed", attempt: 2 });
-      expect(await following).toEqual([...before, { type: "reset", offset: 3 }, chunk(3, "two-a@2"), chunk(4, "two-b@2"), chunk(5, "outro")]);
+      expect(await following).toEqual([...before, { type: "reset", offset: 3, seq: 4 }, chunk(3, "two-a@2", 5), chunk(4, "two-b@2", 6), chunk(5, "outro", 7)]);
       // The replay wrote "intro" (outside a step) once; step one was reused and wrote nothing.
       expect(await readAll(engine.readStream("r", "out", { from: 0 }))).toEqual([
-        chunk(0, "intro"),
-        chunk(1, "one-a"),
-        chunk(2, "one-b"),
-        chunk(3, "two-a@2"),
-        chunk(4, "two-b@2"),
-        chunk(5, "outro"),
+        chunk(0, "intro", 0),
+        chunk(1, "one-a", 1),
+        chunk(2, "one-b", 2),
+        chunk(3, "two-a@2", 5),
+        chunk(4, "two-b@2", 6),
+        chunk(5, "outro", 7),
       ]);
     } finally {
       await engine.close();
@@ -78,7 +78,7 @@ describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
     expect(crashed.signal).toBe("SIGKILL");
     const engine = createEngine({ store: open(place) });
     try {
-      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual([chunk(0, "intro"), chunk(1, "one-a"), chunk(2, "one-b")]);
+      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual([chunk(0, "intro", 0), chunk(1, "one-a", 1), chunk(2, "one-b", 2)]);
     } finally {
       await engine.close();
     }
