@@ -1,7 +1,8 @@
 // Streams under SIGKILL (the fixture imports dist/: build first when calling vitest directly):
 // the chunks committed before the kill are read back, none written after the last commit
 // appears, a chunk is durable no later than the step that wrote it, and a reader following the
-// run across the continue is told to drop the redone step's chunks (a reset) before its new ones.
+// run across the continue is told to drop the redone step's chunks (a reset) before its new ones,
+// on the store it crashed on or on another one it was exported to and imported into.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -63,6 +64,44 @@ describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
         chunk(0, "intro", 0),
         chunk(1, "one-a", 1),
         chunk(2, "one-b", 2),
+        chunk(3, "two-a@2", 5),
+        chunk(4, "two-b@2", 6),
+        chunk(5, "outro", 7),
+      ]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("killed mid-stream, exported from the dead store and imported into another, continued there: a reader there gets the reset, then the retry's chunks", async () => {
+    const dead = makePlace();
+    expect((await worker(dead, "start", { KILL_MID_TWO: "1" })).signal).toBe("SIGKILL");
+    const from = createEngine({ store: open(dead) });
+    const doc = await from.export("r");
+    const before = await readAll(from.readStream("r", "out", { follow: false }));
+    await from.close();
+    expect(doc.run.status).toBe("running");
+    expect(doc.streams!.map((r) => [r.seq, r.kind, r.offset])).toEqual([
+      [0, "chunk", 0],
+      [1, "chunk", 1],
+      [2, "chunk", 2],
+      [3, "chunk", 3],
+    ]);
+
+    const place = makePlace();
+    const engine = createEngine({ store: open(place) });
+    try {
+      await engine.import(JSON.parse(JSON.stringify(doc)));
+      expect((await engine.get("r")).status).toBe("interrupted");
+      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual(before);
+      const following = readAll(engine.readStream("r", "out", { pollMs: 20 }));
+      const continued = await worker(place, "continue");
+      expect(continued.code).toBe(0);
+      expect(continued.report?.result).toMatchObject({ status: "completed", attempt: 2 });
+      expect(await following).toEqual([...before, { type: "reset", offset: 3, seq: 4 }, chunk(3, "two-a@2", 5), chunk(4, "two-b@2", 6), chunk(5, "outro", 7)]);
+      // A reader that had shown the cut-off chunk (seq 3) before the move resumes on the new store.
+      expect(await readAll(engine.readStream("r", "out", { after: 3 }))).toEqual([
+        { type: "reset", offset: 3, seq: 4 },
         chunk(3, "two-a@2", 5),
         chunk(4, "two-b@2", 6),
         chunk(5, "outro", 7),
