@@ -34,11 +34,20 @@ export interface ReadStreamOptions {
   follow?: boolean;
   /** How often to look for writes made by other processes, in ms. Default 250. */
   pollMs?: number;
+  /** How long to wait for a run not yet recorded (one being started elsewhere), in ms, looking every `pollMs`. Default 0: RUN_NOT_FOUND at once. */
+  waitForRunMs?: number;
   /** Stop reading (the iteration ends) when it aborts. */
   signal?: AbortSignal;
 }
 
-export const READ_STREAM_KEYS = { from: true, after: true, follow: true, pollMs: true, signal: true } satisfies KnownKeys<ReadStreamOptions>;
+export const READ_STREAM_KEYS = {
+  from: true,
+  after: true,
+  follow: true,
+  pollMs: true,
+  waitForRunMs: true,
+  signal: true,
+} satisfies KnownKeys<ReadStreamOptions>;
 
 const PAGE = 1000;
 
@@ -47,12 +56,15 @@ export function checkReadStream(id: string, name: string, options: ReadStreamOpt
   checkName("run id", id);
   checkName("stream name", name);
   checkKnownKeys("readStream", options, READ_STREAM_KEYS);
-  const { from, after, pollMs } = options;
+  const { from, after, pollMs, waitForRunMs } = options;
   if (from !== undefined && (!Number.isSafeInteger(from) || from < 0)) {
     throw new InvalidOptionError(`readStream: from must be a whole number of 0 or more (an offset), not ${String(from)}.`, { runId: id });
   }
   if (after !== undefined && (!Number.isSafeInteger(after) || after < 0)) {
     throw new InvalidOptionError(`readStream: after must be a whole number of 0 or more (an item's seq), not ${String(after)}.`, { runId: id });
+  }
+  if (waitForRunMs !== undefined && (!Number.isFinite(waitForRunMs) || waitForRunMs < 0)) {
+    throw new InvalidOptionError(`readStream: waitForRunMs must be a number of milliseconds of 0 or more, not ${String(waitForRunMs)}.`, { runId: id });
   }
   if (from !== undefined && after !== undefined) {
     throw new InvalidOptionError(
@@ -69,7 +81,10 @@ export async function* readStream(store: RuntimeStore, payloads: Payloads, id: s
   const follow = options.follow ?? true;
   const pollMs = options.pollMs ?? 250;
   const signal = options.signal;
-  if ((await store.loadRunRow(id)) === undefined) throw new RunNotFoundError(id, store.location);
+  if (!(await runRecorded(store, id, options.waitForRunMs ?? 0, pollMs, signal))) {
+    if (signal?.aborted) return;
+    throw new RunNotFoundError(id, store.location);
+  }
   const view = new StreamView();
   // The offset the reader has been given everything before (it asked from there).
   let next = options.from ?? 0;
@@ -115,6 +130,17 @@ export async function* readStream(store: RuntimeStore, payloads: Payloads, id: s
     }
   } finally {
     stop();
+  }
+}
+
+/** Whether the run is recorded, looking every `pollMs` for up to `waitMs` (a run being started elsewhere may not be yet). */
+async function runRecorded(store: RuntimeStore, id: string, waitMs: number, pollMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    if ((await store.loadRunRow(id)) !== undefined) return true;
+    const left = until - Date.now();
+    if (left <= 0 || signal?.aborted) return false;
+    await pause(id, Math.min(pollMs, left), signal);
   }
 }
 

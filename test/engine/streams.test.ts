@@ -125,8 +125,14 @@ describe.each(EVERY_STORE)("streams (%s)", (_name, makeStore) => {
     const stop = new AbortController();
     try {
       expect((await engine.start(workflow, undefined, { id: "s4" })).status).toBe("waiting");
-      const reading = collect(engine.readStream("s4", "out", { pollMs: 20, signal: stop.signal }), (got) => got.length === 6);
-      await new Promise((r) => setTimeout(r, 50));
+      // The continue only once the reader has the first attempt's chunks (else it would find them superseded already).
+      let caughtUp!: () => void;
+      const firstThree = new Promise<void>((resolve) => (caughtUp = resolve));
+      const reading = collect(engine.readStream("s4", "out", { pollMs: 20, signal: stop.signal }), (got) => {
+        if (got.length === 3) caughtUp();
+        return got.length === 6;
+      });
+      await firstThree;
       expect((await engine.continue("s4", { fromStep: "turn" })).status).toBe("waiting");
       const got = await reading;
       expect(got).toEqual([
@@ -185,6 +191,38 @@ describe.each(EVERY_STORE)("streams (%s)", (_name, makeStore) => {
         expect.objectContaining({ code: "INVALID_OPTION", message: expect.stringContaining("from and after were both given") }),
       );
       expect(() => engine.readStream("s7", "out", { after: -1 })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("waitForRunMs: a reader opened before its run is recorded waits for it (bounded); without it, RUN_NOT_FOUND at once", async () => {
+    const workflow = defineWorkflow({
+      name: "late",
+      async run(ctx) {
+        const out = ctx.stream("out");
+        await ctx.step("say", async () => out.write("hi"));
+        out.close();
+        return null;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow] });
+    try {
+      await expect(collect(engine.readStream("late", "out"))).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+      const reading = collect(engine.readStream("late", "out", { waitForRunMs: 10_000, pollMs: 20 }));
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await engine.start(workflow, undefined, { id: "late" })).status).toBe("completed");
+      expect(await reading).toEqual([chunk(0, "hi", 0)]);
+      // A run that does not appear within the bound: RUN_NOT_FOUND once it has passed.
+      const began = Date.now();
+      await expect(collect(engine.readStream("never", "out", { waitForRunMs: 300, pollMs: 50 }))).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+      expect(Date.now() - began).toBeGreaterThanOrEqual(290);
+      // Stopped while waiting: the iteration just ends.
+      const stop = new AbortController();
+      const stopped = collect(engine.readStream("never", "out", { waitForRunMs: 10_000, pollMs: 20, signal: stop.signal }));
+      stop.abort();
+      expect(await stopped).toEqual([]);
+      expect(() => engine.readStream("late", "out", { waitForRunMs: -1 })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
     } finally {
       await engine.close();
     }
