@@ -208,6 +208,19 @@ describe("streams in export and import: sealed chunks, redaction, a store withou
       await source.start(quiet, undefined, { id: "q" });
       await target.import(await source.export("q"));
       expect("streams" in (await target.export("q"))).toBe(false);
+      // A store that reads streams but cannot list a run's: its export is refused rather than made without them.
+      const unlisted = new Proxy(source.store, {
+        get: (t, k) => {
+          if (k === "streamNames") return undefined;
+          if (k === "close") return async () => {};
+          const value = Reflect.get(t, k);
+          return typeof value === "function" ? value.bind(t) : value;
+        },
+      });
+      const lister = createEngine({ store: unlisted, workflows: [workflow] });
+      const unlistedError = await refusedWith(lister.export("c5"), "STREAMS_UNSUPPORTED");
+      expect(unlistedError.message).toContain("streamNames");
+      await lister.close();
     } finally {
       await source.close();
       await target.close();
