@@ -2,9 +2,9 @@
  * engine.export and engine.import: a run as one versioned JSON document, and back. The document
  * holds every row the run owns (its run row, attempts, steps in seq order, events in order of
  * arrival, its streams' records by stream and seq; its child runs' too, on request) with their
- * values as stored: a value sealed by a
- * codec stays sealed, and the document carries no key. Its lease is not in it: a lease is who
- * owns the run in one store, and an imported run is owned by nobody (see importedLease).
+ * values as stored: a value sealed by a codec stays sealed, and the document carries no key. Its
+ * lease is not in it: a lease is who owns the run in one store, and an imported run is owned by
+ * nobody (see importedLease).
  *
  * A redacted export (for reading, not for importing) holds every value decoded, passed through
  * the redaction rules and written plain; importing one is refused. export-check.ts checks a
