@@ -7,7 +7,17 @@
  */
 
 import { ImportInvalidError } from "../base/errors.js";
-import { EFFECTS, type AttemptEnding, type AttemptRow, type EventRow, type RunRow, type RunStatus, type StepRow, type StepStatus } from "../store/types.js";
+import {
+  EFFECTS,
+  type AttemptEnding,
+  type AttemptRow,
+  type EventRow,
+  type RunRow,
+  type RunStatus,
+  type StepRow,
+  type StepStatus,
+  type StreamRecord,
+} from "../store/types.js";
 import { checkName } from "../workflow/names.js";
 import { EXPORT_FORMAT, EXPORT_VERSION, exportDocument, type ExportedRun, type RunExport } from "./export.js";
 
@@ -104,6 +114,18 @@ const EVENT_FIELDS: Record<keyof EventRow, Kind> = {
   key: "string?",
 };
 
+const STREAM_FIELDS: Record<keyof StreamRecord, Kind> = {
+  runId: "string",
+  stream: "string",
+  seq: "int",
+  kind: ["chunk", "reset", "close"],
+  offset: "int",
+  chunk: "string?",
+  step: "string?",
+  attempt: "int",
+  at: "number",
+};
+
 /** Thrown inside the check, turned into IMPORT_INVALID (reason "shape") naming where. */
 class Shape extends Error {}
 
@@ -181,15 +203,58 @@ function checkRows(value: unknown, where: string, parent: string | null, ids: Se
   list("attempts", ATTEMPT_FIELDS, ATTEMPT_OPTIONAL);
   list("steps", STEP_FIELDS);
   list("events", EVENT_FIELDS);
-  const known = new Set(["run", "attempts", "steps", "events", "children", "format", "version", "redacted"]);
+  if (value.streams !== undefined) checkStreams(value.streams, `${where}.streams`, run.id);
+  const known = new Set(["run", "attempts", "steps", "events", "streams", "children", "format", "version", "redacted"]);
   const extra = Object.keys(value).find((k) => !known.has(k));
   if (extra !== undefined) throw new Shape(`${where} has a field ${JSON.stringify(extra)} no run export has`);
   const out: ExportedRun = { run, attempts: value.attempts as AttemptRow[], steps: value.steps as StepRow[], events: value.events as EventRow[] };
+  if (value.streams !== undefined) out.streams = value.streams as StreamRecord[];
   if (value.children !== undefined) {
     if (!Array.isArray(value.children)) throw new Shape(`${where}.children is not a list`);
     out.children = value.children.map((child, i) => checkRows(child, `${where}.children[${i}]`, run.id, ids));
   }
   return out;
+}
+
+/**
+ * A run's stream records: each of the shape a store holds, each stream's together and numbered
+ * from seq 0 on, and each replayed as a reader would (a chunk at the end of the standing ones,
+ * not after a close; a reset to an offset that stands), so an imported stream reads as it did.
+ */
+function checkStreams(value: unknown, where: string, runId: string): void {
+  if (!Array.isArray(value)) throw new Shape(`${where} is not a list`);
+  const done = new Set<string>();
+  let name: string | undefined;
+  let standing = 0;
+  let closed = false;
+  value.forEach((row, i) => {
+    const at = `${where}[${i}]`;
+    checkRow(row, STREAM_FIELDS, at);
+    const r = row as StreamRecord;
+    if (r.runId !== runId) throw new Shape(`${at}.runId is ${JSON.stringify(r.runId)}, not its run's id ${JSON.stringify(runId)}`);
+    if (r.stream !== name) {
+      try {
+        checkName("stream name", r.stream);
+      } catch (error) {
+        throw new Shape(`${at}: ${(error as Error).message}`);
+      }
+      if (done.has(r.stream)) throw new Shape(`${at}: the records of stream ${JSON.stringify(r.stream)} are not together`);
+      if (name !== undefined) done.add(name);
+      [name, standing, closed] = [r.stream, 0, false];
+      if (r.seq !== 0) throw new Shape(`${at}: stream ${JSON.stringify(r.stream)} starts at seq ${r.seq}, not 0`);
+    } else if (r.seq !== (value[i - 1] as StreamRecord).seq + 1) {
+      throw new Shape(`${at}: stream ${JSON.stringify(r.stream)} goes from seq ${(value[i - 1] as StreamRecord).seq} to ${r.seq}, not to the next`);
+    }
+    if ((r.kind === "chunk") !== (r.chunk !== null)) throw new Shape(`${at}: a ${r.kind} record ${r.kind === "chunk" ? "needs a chunk" : "has no chunk"}`);
+    if (r.kind === "chunk" && (closed || r.offset !== standing))
+      throw new Shape(`${at}: a chunk at offset ${r.offset}, where the stream ${closed ? "is closed" : `has ${standing} standing chunks`}`);
+    if (r.kind === "reset" && (r.offset < 0 || r.offset > standing))
+      throw new Shape(`${at}: a reset to offset ${r.offset}, where the stream has ${standing} standing chunks`);
+    if (r.kind === "close" && closed) throw new Shape(`${at}: a close of a stream closed already`);
+    if (r.kind === "chunk") standing++;
+    else if (r.kind === "reset") [standing, closed] = [r.offset, false];
+    else closed = true;
+  });
 }
 
 /** The document, checked whole before anything is written: IMPORT_INVALID says what is wrong with it. */

@@ -1,9 +1,10 @@
 /**
  * engine.export and engine.import: a run as one versioned JSON document, and back. The document
  * holds every row the run owns (its run row, attempts, steps in seq order, events in order of
- * arrival; its child runs' too, on request) with their values as stored: a value sealed by a
- * codec stays sealed, and the document carries no key. Its lease is not in it: a lease is who
- * owns the run in one store, and an imported run is owned by nobody (see importedLease).
+ * arrival, its streams' records by stream and seq; its child runs' too, on request) with their
+ * values as stored: a value sealed by a codec stays sealed, and the document carries no key. Its
+ * lease is not in it: a lease is who owns the run in one store, and an imported run is owned by
+ * nobody (see importedLease).
  *
  * A redacted export (for reading, not for importing) holds every value decoded, passed through
  * the redaction rules and written plain; importing one is refused. export-check.ts checks a
@@ -13,7 +14,8 @@
 import type { ErrorInfo } from "../base/errors.js";
 import { Payloads } from "../payloads/payloads.js";
 import { redact, type RedactRule } from "../payloads/redact.js";
-import type { AttemptRow, EventRow, ImportedRun, LeaseRow, RunRow, StepRow, Store, StoredRun } from "../store/types.js";
+import type { AttemptRow, EventRow, ImportedRun, LeaseRow, RunRow, StepRow, StoredRun, StreamRecord } from "../store/types.js";
+import type { RuntimeStore } from "../store/runtime.js";
 import { formatResolution, parseResolution, parseWaitingFor, type StoredWait } from "../workflow/step-resolution.js";
 import { approvalEvent } from "../steps/waits.js";
 import type { ApprovalRecord } from "../steps/approval-gate.js";
@@ -30,6 +32,8 @@ export interface ExportedRun {
   steps: StepRow[];
   /** In order of arrival. */
   events: EventRow[];
+  /** Every record of the run's streams (chunks as stored, resets, closes), by stream name then seq; only for a run that wrote a stream (documents from before streams have none). */
+  streams?: StreamRecord[];
   /** The child runs it started, oldest first, each with theirs (only when exported with `children: true`). */
   children?: ExportedRun[];
 }
@@ -58,10 +62,12 @@ export interface ImportResult {
 }
 
 /** The run's rows, its child runs' too with `children`; undefined when there is no such run. */
-export async function exportedRun(store: Store, id: string, children: boolean): Promise<ExportedRun | undefined> {
+export async function exportedRun(store: RuntimeStore, id: string, children: boolean): Promise<ExportedRun | undefined> {
   const stored = await store.loadRun(id);
   if (!stored) return undefined;
   const out = rowsOf(stored);
+  const streams = await streamRecords(store, id);
+  if (streams.length > 0) out.streams = streams;
   if (children) {
     out.children = [];
     // Listed newest first: a document lists them oldest first, as the run's view does.
@@ -72,6 +78,25 @@ export async function exportedRun(store: Store, id: string, children: boolean): 
   }
   return out;
 }
+
+/** Every record of the run's streams, by name then seq; none from a store that keeps no streams. */
+async function streamRecords(store: RuntimeStore, id: string): Promise<StreamRecord[]> {
+  if (!store.keepsStreams) return [];
+  const out: StreamRecord[] = [];
+  for (const name of await store.streamNames(id)) {
+    for (let after = -1; ;) {
+      const page = await store.readStream(id, name, after, STREAM_PAGE);
+      for (const r of page) {
+        out.push({ runId: r.runId, stream: r.stream, seq: r.seq, kind: r.kind, offset: r.offset, chunk: r.chunk, step: r.step, attempt: r.attempt, at: r.at });
+      }
+      if (page.length < STREAM_PAGE) break;
+      after = page.at(-1)!.seq;
+    }
+  }
+  return out;
+}
+
+const STREAM_PAGE = 1000;
 
 /** Every row in one shape whatever store read it: optional columns as null (or 0), in one key order. */
 function rowsOf(stored: StoredRun): ExportedRun {
@@ -213,6 +238,7 @@ export async function redactedRows(rows: ExportedRun, payloads: Payloads, rule: 
     ),
     events: await Promise.all(rows.events.map(async (e) => ({ ...e, payload: await payload(e) }))),
   };
+  if (rows.streams) out.streams = await Promise.all(rows.streams.map(async (r) => ({ ...r, chunk: await value(r.chunk) })));
   if (rows.children) out.children = await Promise.all(rows.children.map((c) => redactedRows(c, payloads, rule)));
   return out;
 }

@@ -86,6 +86,7 @@ class MemoryStore implements Store {
     const existing = this.#states.importTaken(runs);
     if (existing) return { exists: structuredClone(existing) };
     must(this.#states.importRuns(runs));
+    for (const run of runs) this.#streams.apply(run.streams ?? []);
     return { imported: true };
   }
 

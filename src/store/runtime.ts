@@ -91,6 +91,11 @@ export class RuntimeStore implements Store {
     return this.#inner;
   }
 
+  /** The store keeps streams (it reads them): export asks it for the run's streams. */
+  get keepsStreams(): boolean {
+    return this.#inner.readStream !== undefined;
+  }
+
   get closed(): boolean {
     return this.#closing !== undefined;
   }
@@ -129,6 +134,9 @@ export class RuntimeStore implements Store {
         ),
       );
     }
+    // Runs with streams go only where streams are kept (not dropped on the way).
+    const streamed = runs.find((r) => (r.streams?.length ?? 0) > 0);
+    if (streamed && !inner.appendStream) return Promise.reject(new StreamsUnsupportedError(this.kind, this.location, "appendStream", streamed.run.id));
     return this.#call("importRuns", () => inner.importRuns!(runs));
   }
 

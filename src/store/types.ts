@@ -126,6 +126,8 @@ export interface ImportedRun {
   steps: StepRow[];
   /** In order of arrival. */
   events: EventRow[];
+  /** Every record of the run's streams, each stream's in seq order (absent or empty: none); a store that keeps streams writes them with the rest. */
+  streams?: StreamRecord[];
   lease: LeaseRow;
 }
 

@@ -1,16 +1,29 @@
 /**
  * The conformance suite's import cases (importRuns, what engine.import writes with): every row
- * written as given and read back the same (after a reopen too, with `reopen`), a taken place
+ * written as given and read back the same (its stream records too, on a store that keeps
+ * streams; after a reopen too, with `reopen`), a taken place
  * refusing the whole import, and an imported run claimed and written on like any other. A store
  * without importRuns (it is optional) skips these cases.
  */
 
 import assert from "node:assert/strict";
-import type { ImportedRun, Store } from "../store/types.js";
+import type { ImportedRun, Store, StreamRecord } from "../store/types.js";
 import { attemptRow, comparable, created, NOW, runRow, stepRow, takeIfFree } from "./conformance-rows.js";
 import type { SuiteCases } from "./conformance-types.js";
 
-/** A run as an export holds one: two attempts (the second cut off), steps of both, two events, a released lease. */
+const streamRecord = (runId: string, stream: string, seq: number, kind: StreamRecord["kind"], offset: number, attempt = 1): StreamRecord => ({
+  runId,
+  stream,
+  seq,
+  kind,
+  offset,
+  chunk: kind === "chunk" ? JSON.stringify(`${stream}${seq}`) : null,
+  step: kind === "chunk" ? "a" : null,
+  attempt,
+  at: NOW + seq,
+});
+
+/** A run as an export holds one: two attempts (the second cut off), steps of both, two events, two streams (one reset, one closed), a released lease. */
 function imported(id: string, patch: Partial<ImportedRun["run"]> = {}): ImportedRun {
   return {
     run: runRow(id, { status: "interrupted", attempts: 2, budgetUsed: 2, updatedAt: NOW + 20, ...patch }),
@@ -27,13 +40,26 @@ function imported(id: string, patch: Partial<ImportedRun["run"]> = {}): Imported
       { runId: id, seq: 1, name: "go", payload: '"x"', sentAt: NOW + 1, consumedBy: "wait", key: "k1" },
       { runId: id, seq: 2, name: "go", payload: '"y"', sentAt: NOW + 12, consumedBy: null, key: null },
     ],
+    streams: [
+      streamRecord(id, "answer", 0, "chunk", 0),
+      streamRecord(id, "answer", 1, "chunk", 1),
+      streamRecord(id, "answer", 2, "reset", 1, 2),
+      streamRecord(id, "answer", 3, "chunk", 1, 2),
+      streamRecord(id, "log", 0, "chunk", 0),
+      streamRecord(id, "log", 1, "close", 1),
+    ],
     lease: { runId: id, epoch: 1, attempt: null, expiresAt: 0, heartbeatAt: NOW + 20 },
   };
 }
 
 async function readBack(store: Store, runs: ImportedRun[]): Promise<void> {
-  for (const { run, attempts, steps, events, lease } of runs) {
+  for (const { run, attempts, steps, events, streams, lease } of runs) {
     assert.deepEqual(comparable(await store.loadRun(run.id)), { run, attempts, steps, lease, events }, `run ${run.id} as imported`);
+    if (!store.readStream) continue;
+    for (const name of ["answer", "log"]) {
+      const records = (streams ?? []).filter((r) => r.stream === name);
+      assert.deepEqual(await store.readStream(run.id, name, -1, 100), records, `run ${run.id}'s stream ${name} as imported`);
+    }
   }
 }
 
@@ -72,6 +98,7 @@ export function importCases({ it, withStore, options }: SuiteCases): void {
       const taken = await store.importRuns([imported("new-1"), imported("there", { args: '"other"' })]);
       assert.ok("exists" in taken && taken.exists.id === "there" && taken.exists.args === '{"n":1}', "the run whose id is taken");
       assert.equal(await store.loadRun("new-1"), undefined, "nothing of the import was written");
+      if (store.readStream) assert.deepEqual(await store.readStream("new-1", "answer", -1, 10), [], "not its stream records either");
       const keyed = await store.importRuns([imported("new-2", { dedupeKey: "order-7", status: "waiting" })]);
       assert.ok("exists" in keyed && keyed.exists.id === "there", "the run that holds the dedupe key");
       assert.equal(await store.loadRun("new-2"), undefined);
@@ -91,6 +118,12 @@ export function importCases({ it, withStore, options }: SuiteCases): void {
       assert.equal(claim.kind, "taken");
       if (claim.kind !== "taken") return;
       assert.deepEqual({ epoch: claim.lease.epoch, attempt: claim.lease.attempt }, { epoch: 2, attempt: 3 });
+      if (store.appendStream && store.readStream) {
+        // The imported stream goes on at the seq after its last record.
+        const next = { ...streamRecord("go-on", "answer", 4, "chunk", 2, 3), at: NOW + 30 };
+        await store.appendStream(claim.lease, [next]);
+        assert.deepEqual(await store.readStream("go-on", "answer", 3, 10), [next]);
+      }
       await store.writeIntent(claim.lease, stepRow("go-on", 4, "b", { attempt: 3, position: 1 }));
       await store.writeOutcome(claim.lease, {
         seq: 4,

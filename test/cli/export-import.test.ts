@@ -1,6 +1,7 @@
 // steplog export and steplog import on every store the command opens (SQLite, JSONL, Postgres
 // with STEPLOG_PG_URL): a failed run taken to another store and continued there, reusing what
-// succeeded; the same document back out; --children; --redact; each refusal and its exit code.
+// succeeded, its stream with it; the same document back out; --children; --redact; each refusal
+// and its exit code.
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -11,15 +12,16 @@ const dirs = new TempDirs();
 beforeAll(assertBuilt);
 afterEach(() => dirs.cleanup());
 
-// Each call of a step appends its key to ran.log; "ship" fails while FAIL is set.
+// Each call of a step appends its key to ran.log; "ship" writes to the stream "progress" and fails while FAIL is set.
 const BODY = `import fs from "node:fs";
 const log = (key) => fs.appendFileSync("ran.log", key + "\\n");
 export default defineWorkflow({
   name: "order",
   async run(ctx, args) {
+    const progress = ctx.stream("progress");
     const a = await ctx.step("reserve", async () => { log("reserve"); return { reserved: args.order, token: "s3cret" }; });
     const b = await ctx.step("charge", async () => { log("charge"); return { charged: 42 }; });
-    const c = await ctx.step("ship", async () => { log("ship"); if (process.env.FAIL) throw new Error("carrier down"); return { shipped: true }; });
+    const c = await ctx.step("ship", async () => { log("ship"); progress.write("shipping " + args.order); if (process.env.FAIL) throw new Error("carrier down"); return { shipped: true }; });
     return { a, b, c };
   },
 });`;
@@ -66,11 +68,29 @@ describe.each(PLACES)("steplog export and import (%s)", (_name, place) => {
     const shownFrom = (await cli(["show", "o-1", "--json", ...from], { cwd })).json();
     const shownTo = (await cli(["show", "o-1", "--json", ...to], { cwd })).json();
     expect(shownTo).toEqual(shownFrom);
+    // The stream came with it.
+    expect(doc.streams).toEqual([expect.objectContaining({ runId: "o-1", stream: "progress", seq: 0, kind: "chunk", chunk: '"shipping o-7"', step: "ship" })]);
+    const streamed = async (store: string[], ...args: string[]) => {
+      const shown = await cli(["stream", "o-1", "progress", "--json", ...args, ...store], { cwd });
+      expect(shown.code, shown.output).toBe(0);
+      return shown.stdout;
+    };
+    expect(await streamed(to)).toBe(await streamed(from));
 
     const go = await cli(["run", file, "--continue", "--id", "o-1", "--json", ...to], { cwd });
     expect(go.code, go.output).toBe(0);
     expect(go.json()).toMatchObject({ status: "completed", value: { c: { shipped: true } } });
     expect(ran(cwd)).toEqual(["ship"]);
+    // The redone ship's chunk was superseded there: a reader that had it resumes to a reset, then the new one.
+    expect(
+      (await streamed(to, "--after", "0"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { type: "reset", offset: 0, seq: 1 },
+      { type: "chunk", offset: 0, chunk: "shipping o-7", seq: 2 },
+    ]);
     // The store it came from is untouched.
     expect((await cli(["runs", "--json", ...from], { cwd })).json()[0]).toMatchObject({ id: "o-1", status: "failed" });
   });

@@ -1,7 +1,8 @@
 // Streams under SIGKILL (the fixture imports dist/: build first when calling vitest directly):
 // the chunks committed before the kill are read back, none written after the last commit
 // appears, a chunk is durable no later than the step that wrote it, and a reader following the
-// run across the continue is told to drop the redone step's chunks (a reset) before its new ones.
+// run across the continue is told to drop the redone step's chunks (a reset) before its new ones,
+// on the store it crashed on or on another one it was exported to and imported into.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -33,7 +34,7 @@ function open(place: string): Store {
 const worker = (place: string, mode: "start" | "continue", env: Record<string, string> = {}) =>
   spawnNode(WORKER, [place, "r", mode], { env: { STEPLOG_FAULT: "", ...env } }).done;
 
-const chunk = (offset: number, value: unknown): StreamItem => ({ type: "chunk", offset, chunk: value });
+const chunk = (offset: number, value: unknown, seq: number): StreamItem => ({ type: "chunk", offset, chunk: value, seq });
 
 async function readAll(items: AsyncIterable<StreamItem>): Promise<StreamItem[]> {
   const got: StreamItem[] = [];
@@ -50,22 +51,60 @@ describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
     const engine = createEngine({ store: open(place) });
     try {
       const before = await readAll(engine.readStream("r", "out", { follow: false }));
-      expect(before).toEqual([chunk(0, "intro"), chunk(1, "one-a"), chunk(2, "one-b"), chunk(3, "two-a@1")]);
+      expect(before).toEqual([chunk(0, "intro", 0), chunk(1, "one-a", 1), chunk(2, "one-b", 2), chunk(3, "two-a@1", 3)]);
 
       // A reader that follows the run (interrupted: it has not ended) across the continue in another process.
       const following = readAll(engine.readStream("r", "out", { pollMs: 20 }));
       const continued = await worker(place, "continue");
       expect(continued.code).toBe(0);
       expect(continued.report?.result).toMatchObject({ status: "completed", attempt: 2 });
-      expect(await following).toEqual([...before, { type: "reset", offset: 3 }, chunk(3, "two-a@2"), chunk(4, "two-b@2"), chunk(5, "outro")]);
+      expect(await following).toEqual([...before, { type: "reset", offset: 3, seq: 4 }, chunk(3, "two-a@2", 5), chunk(4, "two-b@2", 6), chunk(5, "outro", 7)]);
       // The replay wrote "intro" (outside a step) once; step one was reused and wrote nothing.
       expect(await readAll(engine.readStream("r", "out", { from: 0 }))).toEqual([
-        chunk(0, "intro"),
-        chunk(1, "one-a"),
-        chunk(2, "one-b"),
-        chunk(3, "two-a@2"),
-        chunk(4, "two-b@2"),
-        chunk(5, "outro"),
+        chunk(0, "intro", 0),
+        chunk(1, "one-a", 1),
+        chunk(2, "one-b", 2),
+        chunk(3, "two-a@2", 5),
+        chunk(4, "two-b@2", 6),
+        chunk(5, "outro", 7),
+      ]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("killed mid-stream, exported from the dead store and imported into another, continued there: a reader there gets the reset, then the retry's chunks", async () => {
+    const dead = makePlace();
+    expect((await worker(dead, "start", { KILL_MID_TWO: "1" })).signal).toBe("SIGKILL");
+    const from = createEngine({ store: open(dead) });
+    const doc = await from.export("r");
+    const before = await readAll(from.readStream("r", "out", { follow: false }));
+    await from.close();
+    expect(doc.run.status).toBe("running");
+    expect(doc.streams!.map((r) => [r.seq, r.kind, r.offset])).toEqual([
+      [0, "chunk", 0],
+      [1, "chunk", 1],
+      [2, "chunk", 2],
+      [3, "chunk", 3],
+    ]);
+
+    const place = makePlace();
+    const engine = createEngine({ store: open(place) });
+    try {
+      await engine.import(JSON.parse(JSON.stringify(doc)));
+      expect((await engine.get("r")).status).toBe("interrupted");
+      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual(before);
+      const following = readAll(engine.readStream("r", "out", { pollMs: 20 }));
+      const continued = await worker(place, "continue");
+      expect(continued.code).toBe(0);
+      expect(continued.report?.result).toMatchObject({ status: "completed", attempt: 2 });
+      expect(await following).toEqual([...before, { type: "reset", offset: 3, seq: 4 }, chunk(3, "two-a@2", 5), chunk(4, "two-b@2", 6), chunk(5, "outro", 7)]);
+      // A reader that had shown the cut-off chunk (seq 3) before the move resumes on the new store.
+      expect(await readAll(engine.readStream("r", "out", { after: 3 }))).toEqual([
+        { type: "reset", offset: 3, seq: 4 },
+        chunk(3, "two-a@2", 5),
+        chunk(4, "two-b@2", 6),
+        chunk(5, "outro", 7),
       ]);
     } finally {
       await engine.close();
@@ -78,7 +117,7 @@ describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
     expect(crashed.signal).toBe("SIGKILL");
     const engine = createEngine({ store: open(place) });
     try {
-      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual([chunk(0, "intro"), chunk(1, "one-a"), chunk(2, "one-b")]);
+      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual([chunk(0, "intro", 0), chunk(1, "one-a", 1), chunk(2, "one-b", 2)]);
     } finally {
       await engine.close();
     }

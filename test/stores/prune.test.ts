@@ -98,12 +98,12 @@ describe.each(EVERY_STORE)("engine.prune (%s)", (_name, makeStore) => {
       return items;
     };
     expect((await engine.start(streamer, { text: "old" }, { id: "s" })).status).toBe("completed");
-    expect(await read("s")).toEqual([{ type: "chunk", offset: 0, chunk: "old" }]);
+    expect(await read("s")).toEqual([{ type: "chunk", offset: 0, chunk: "old", seq: 0 }]);
     clock.at = T0 + 10 * DAY;
     expect((await engine.prune({ endedBefore: new Date(T0 + 5 * DAY) })).runs).toBe(1);
     expect(await store.readStream!("s", "out", -1, 10)).toEqual([]);
     expect((await engine.start(streamer, { text: "new" }, { id: "s" })).status).toBe("completed");
-    expect(await read("s")).toEqual([{ type: "chunk", offset: 0, chunk: "new" }]);
+    expect(await read("s")).toEqual([{ type: "chunk", offset: 0, chunk: "new", seq: 0 }]);
     await engine.close();
   });
 

@@ -1111,7 +1111,7 @@ describe("sqlite store: schema 13 (streams)", () => {
     expect((await engine.start(workflow, undefined, { id: "after" })).status).toBe("completed");
     const items = [];
     for await (const item of engine.readStream("after", "out")) items.push(item);
-    expect(items).toEqual([{ type: "chunk", offset: 0, chunk: "hello" }]);
+    expect(items).toEqual([{ type: "chunk", offset: 0, chunk: "hello", seq: 0 }]);
     await engine.close();
     const db = new Database(file, { readonly: true });
     expect(db.prepare("select value from meta where key = 'schema_version'").get()).toEqual({ value: String(SCHEMA_VERSION) });

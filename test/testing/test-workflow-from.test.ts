@@ -53,6 +53,38 @@ describe.each(EVERY_STORE)("testWorkflow({ from }) (%s)", (_name, makeStore) => 
       [2, "completed"],
     ]);
   });
+
+  it("seeds the exported run's streams: the next attempt's redone step resets its chunks, and an engine on the test's store reads them", async () => {
+    const failing = { check: true };
+    const chat = defineWorkflow({
+      name: "chat",
+      async run(ctx) {
+        const answer = ctx.stream("answer");
+        await ctx.step("draft", async (info) => answer.write(`draft ${info.attempt}`));
+        await ctx.step("check", async () => {
+          if (failing.check) throw new Error("bad draft");
+        });
+        answer.close();
+        return "ok";
+      },
+    });
+    const source = createEngine({ store: makeStore(), workflows: [chat] });
+    expect((await source.start(chat, undefined, { id: "chat-1" })).status).toBe("failed");
+    const doc = await source.export("chat-1");
+    await source.close();
+    failing.check = false;
+    const store = memoryStore();
+    const result = await testWorkflow(chat, { from: doc, store, fromStep: "draft" });
+    expect(result.status).toBe("completed");
+    const reader = createEngine({ store });
+    const items = [];
+    for await (const item of reader.readStream("chat-1", "answer", { after: 0 })) items.push(item);
+    expect(items).toEqual([
+      { type: "reset", offset: 0, seq: 1 },
+      { type: "chunk", offset: 0, chunk: "draft 2", seq: 2 },
+    ]);
+    await reader.close();
+  });
 });
 
 describe("testWorkflow({ from })", () => {

@@ -98,8 +98,12 @@ export function apply(state: JournalState, record: JournalRecord): Error | undef
   switch (record.op) {
     case "create":
       return runs.create(record.row, record.attempt, { expiresAt: record.expiresAt, now: record.now });
-    case "import":
-      return runs.importRuns(record.runs);
+    case "import": {
+      // Journals written before streams were exported hold import records without them.
+      const refused = runs.importRuns(record.runs);
+      if (!refused) for (const run of record.runs) streamsOf(state).apply(run.streams ?? []);
+      return refused;
+    }
     case "prune": {
       const refused = runs.prune(record.runs);
       if (!refused) for (const id of record.runs) streamsOf(state).drop(id);

@@ -1,7 +1,7 @@
 /**
  * The Postgres store's importRuns (engine.import): one transaction of its own, every run's place
  * checked under its dedupe key's lock (claims.ts's rule for a new run), then each run's rows
- * inserted as given, its lease row too. Not run again after a COMMIT with no reply: an import
+ * inserted as given, its lease row and stream records too. Not run again after a COMMIT with no reply: an import
  * cannot tell its own rows from another's (the failure says they may have been recorded).
  */
 
@@ -28,7 +28,7 @@ export async function importRuns(db: Database, runs: ImportedRun[]): Promise<Imp
       const taken = await db.sql.taken(client, run);
       if (taken) return refuse(taken);
     }
-    for (const { run, attempts, steps, events, lease } of runs) {
+    for (const { run, attempts, steps, events, streams, lease } of runs) {
       // Two runs of the document with one id or one dedupe key: the second finds the first.
       const taken = await db.sql.taken(client, run);
       if (taken) return refuse(taken);
@@ -52,6 +52,12 @@ export async function importRuns(db: Database, runs: ImportedRun[]): Promise<Imp
           e.consumedBy,
           e.key ?? null,
         ]);
+      }
+      for (const r of streams ?? []) {
+        await client.query(
+          `INSERT INTO ${s}.stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [r.runId, r.stream, r.seq, r.kind, r.offset, r.chunk, r.step, r.attempt, r.at],
+        );
       }
     }
     await conn.commit(client, tx);

@@ -251,7 +251,7 @@ class SqliteStoreImpl implements SqliteStore {
   }
 
   async importRuns(runs: ImportedRun[]): Promise<{ imported: true } | { exists: RunRow }> {
-    return this.#transact(true, "the imported runs", runs[0]?.run.id ?? "", () => importInTransaction(this.#stmts!, this.#writes!, runs), true)!;
+    return this.#transact(true, "the imported runs", runs[0]?.run.id ?? "", (db) => importInTransaction(db, this.#stmts!, this.#writes!, runs), true)!;
   }
 
   readonly pruneRuns: NonNullable<Store["pruneRuns"]> = async (runIds, approve) =>

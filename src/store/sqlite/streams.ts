@@ -34,6 +34,11 @@ function statements(db: SqliteConnection): StreamStatements {
 /** Inside the batch's transaction: the fence, then each record. */
 export function appendRecords(writes: SqliteWrites, db: SqliteConnection, fence: Fence, records: readonly StreamRecord[]): void {
   writes.fence(fence, "stream write");
+  insertRecords(db, records);
+}
+
+/** Inside a transaction the caller fenced or needs no fence for (an import): each record as given. */
+export function insertRecords(db: SqliteConnection, records: readonly StreamRecord[]): void {
   const { insert } = statements(db);
   for (const r of records) insert.run(r.runId, r.stream, r.seq, r.kind, r.offset, r.chunk, r.step, r.attempt, r.at);
 }
