@@ -161,6 +161,44 @@ describe("steplog ui: a run's streams", () => {
     await page.close();
   });
 
+  it("a chunk written between serving the page and its live connection still shows (the page's script held back until then)", async () => {
+    const cwd = dirs.make();
+    const file = writeWorkflow(
+      cwd,
+      "parked.mjs",
+      `export default defineWorkflow({
+  name: "parked",
+  async run(ctx) {
+    const out = ctx.stream("out");
+    await ctx.step("one", async () => out.write("one "));
+    await ctx.waitForEvent("more");
+    await ctx.step("two", async () => out.write("two "));
+    await ctx.waitForEvent("done");
+    return null;
+  },
+});`,
+    );
+    expect((await cli(["run", file, "--id", "p-1"], { cwd })).output).toMatch(/waiting/);
+    const { url } = await startUiServer(cwd, ["--poll", "200ms"], children);
+    const page = await browser.newPage();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route("**/ui.js", async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(`${url}/runs/p-1`, { waitUntil: "commit" });
+    await expect.poll(() => section(page, "out").locator("pre").textContent()).toBe("one ");
+    // While the page has no live connection yet, another process moves the run on, and it parks again (nothing more changes).
+    expect((await cli(["send", "p-1", "more"], { cwd })).code).toBe(0);
+    const worked = await cli(["work", "--until-idle", "--poll", "100ms"], { cwd });
+    expect(worked.code, worked.output).toBe(0);
+    expect(await (await fetch(`${url}/runs/p-1/streams/out/text`)).text()).toBe("one two ");
+    release();
+    await expect.poll(() => section(page, "out").locator("pre").textContent(), { timeout: 20_000 }).toBe("one two ");
+    await page.close();
+  });
+
   it("a stream past 64 KB: its last 64 KB, a note of what was left out, and the whole stream by the link", async () => {
     const cwd = dirs.make();
     const file = writeWorkflow(

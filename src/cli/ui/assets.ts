@@ -97,7 +97,7 @@ export const UI_JS = `
   }
   toEnd({});
   var path = location.pathname + location.search;
-  var source = new EventSource("/events?path=" + encodeURIComponent(path));
+  var source = new EventSource("/events?path=" + encodeURIComponent(path) + "&digest=" + encodeURIComponent(main.getAttribute("data-digest") || ""));
   source.addEventListener("main", function (event) {
     var active = document.activeElement;
     // Someone typing into a form: leave the page as it is until they are done.

@@ -21,7 +21,7 @@ import { isSteplogError } from "../../base/errors.js";
 import { ACTIONS, runAction, type Action } from "./actions.js";
 import { FAVICON_SVG, UI_CSS, UI_JS } from "./assets.js";
 import { SECURITY_HEADERS, send, startEvents } from "./http.js";
-import { h, page, type Rendered, type UiContext } from "./layout.js";
+import { h, mainDigest, page, type Rendered, type UiContext } from "./layout.js";
 import { queuePage } from "./queue-page.js";
 import { runPage } from "./run-page.js";
 import { runsPage } from "./runs-page.js";
@@ -147,7 +147,9 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
     const target = new URL(path.startsWith("/") && !path.startsWith("//") ? path : "/", origin);
     startEvents(res);
     streams.add(res);
-    let last: string | undefined;
+    // What the page shows: the digest of the <main> it was served with (its script sends it), so
+    // a change made between serving the page and this stream's first look is sent too.
+    let last: string | undefined = url.searchParams.get("digest") ?? undefined;
     let marker: string | undefined;
     let renderedAt = 0;
     let busy = false;
@@ -161,14 +163,15 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
         const startedAt = Date.now();
         const rendered = await render(ctx, target);
         const main = rendered?.main ?? "";
-        if (last !== undefined && main !== last)
+        const digest = mainDigest(main);
+        if (last !== undefined && digest !== last)
           res.write(
             `event: main\n${main
               .split("\n")
               .map((line) => `data: ${line}`)
               .join("\n")}\n\n`,
           );
-        last = main;
+        last = digest;
         // Kept once rendered: a failed look leaves it, so the next one tries again.
         marker = seen;
         renderedAt = startedAt;
