@@ -2,7 +2,8 @@
 // stands, chunk count, closed or open) and follows a run that another process is writing,
 // without a reload, through a redo's reset too; a stream's server-sent events
 // (GET /runs/<id>/streams/<name>) read with fetch, live, from an offset and from Last-Event-ID;
-// a stream past 64 KB shows its tail, says what was cut and links to the whole.
+// a stream past 64 KB shows its tail, says what was cut and links to the whole; markup in a
+// stream's name or chunks stays text.
 import fs from "node:fs";
 import path from "node:path";
 import type { ChildProcess } from "node:child_process";
@@ -215,6 +216,7 @@ describe("steplog ui: a run's streams", () => {
       out.write({ last: true });
       out.write("END");
     });
+    ctx.stream('<b id="bold">tag</b>').write("<i id='it'>hi</i>");
     return null;
   },
 });`,
@@ -231,6 +233,12 @@ describe("steplog ui: a run's streams", () => {
     expect(await section(page, "out").locator(".cut").textContent()).toBe(
       `Only the last 64 KB is shown: 34 earlier chunks (${100_017 - 65_536} characters) left out. whole stream`,
     );
+    // A name and chunks with markup in them are text, and the link reaches that stream.
+    const odd = page.locator("section.stream").first();
+    expect(await odd.locator("strong").textContent()).toBe('<b id="bold">tag</b>');
+    expect(await odd.locator("pre").textContent()).toBe("<i id='it'>hi</i>");
+    expect(await page.locator("#bold, #it").count()).toBe(0);
+    expect(await (await fetch(`${url}${await odd.locator("a").getAttribute("href")}`)).text()).toBe("<i id='it'>hi</i>");
     await section(page, "out").locator(".cut a").click();
     const whole = (await page.locator("body").textContent())!;
     expect(page.url()).toBe(`${url}/runs/long-1/streams/out/text`);
