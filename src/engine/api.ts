@@ -23,6 +23,7 @@ export interface ApproveOptions {
   inputDigest?: string;
 }
 import type { RunSummary, RunView } from "../operations/views.js";
+import type { StreamInfo } from "../operations/stream-list.js";
 import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
 import type { RunResult } from "../steps/attempt.js";
 import type { RunStatus, Store } from "../store/types.js";
@@ -255,6 +256,12 @@ export interface Engine {
    * `offset` on: drop them, the new ones follow. RUN_NOT_FOUND if there is no such run.
    */
   readStream(id: string, name: string, options?: ReadStreamOptions): AsyncIterable<StreamItem>;
+  /**
+   * The run's streams as they stand, in name order: each one's name, its standing chunks and
+   * whether it is closed (a stream never written is not listed). RUN_NOT_FOUND if there is no
+   * such run; STREAMS_UNSUPPORTED on a store without streamNames.
+   */
+  streams(id: string): Promise<StreamInfo[]>;
   /**
    * Delete runs that ended before `endedBefore` with every row they own (attempts, lease, steps,
    * events), a run and its child runs together, in small batches (one transaction each); with

@@ -43,6 +43,7 @@ import * as runMethods from "./run-methods.js";
 import { exportRun, importRun } from "./export-import.js";
 import type { ExportOptions, ImportResult, RunExport } from "../operations/export.js";
 import { checkReadStream, readStream, type ReadStreamOptions, type StreamItem } from "../operations/read-stream.js";
+import { listStreams, type StreamInfo } from "../operations/stream-list.js";
 import { prune } from "./prune.js";
 import type { PruneOptions, PruneResult } from "./prune-options.js";
 import { applyRetention } from "./retention.js";
@@ -217,7 +218,13 @@ class SteplogEngine implements Engine {
   readStream(id: string, name: string, options: ReadStreamOptions = {}): AsyncIterable<StreamItem> {
     this.#open();
     checkReadStream(id, name, options);
-    return readStream(this.#store, this.#settings.payloads, id, name, options);
+    return readStream(this.#store, this.#settings.payloads, id, name, options, this.#core.redact);
+  }
+
+  streams(id: string): Promise<StreamInfo[]> {
+    this.#open();
+    checkName("run id", id);
+    return listStreams(this.#store, id);
   }
 
   prune(options: PruneOptions): Promise<PruneResult> {

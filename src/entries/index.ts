@@ -52,7 +52,7 @@ export type {
 export type { Clock, ProgressEvent } from "../public/types.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../public/types.js";
 export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../public/types.js";
-export type { StreamItem, ReadStreamOptions } from "../public/types.js";
+export type { StreamItem, ReadStreamOptions, StreamInfo } from "../public/types.js";
 export type { PruneOptions, PruneResult, PruneStatus, RetentionOptions } from "../public/types.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).
 export type {

@@ -12,6 +12,7 @@
 import { InvalidOptionError, RunNotFoundError } from "../base/errors.js";
 import { checkKnownKeys, type KnownKeys } from "../base/options.js";
 import type { Payloads } from "../payloads/payloads.js";
+import { redact, type RedactRule } from "../payloads/redact.js";
 import type { RuntimeStore } from "../store/runtime.js";
 import { ENDED_STATUSES, type StreamRecord } from "../store/types.js";
 import { StreamView } from "../steps/stream-view.js";
@@ -38,6 +39,8 @@ export interface ReadStreamOptions {
   waitForRunMs?: number;
   /** Stop reading (the iteration ends) when it aborts. */
   signal?: AbortSignal;
+  /** Pass each chunk through the engine's `redact` rules (as get(id, { redact: true }) does a step's value). Default false. */
+  redact?: boolean;
 }
 
 export const READ_STREAM_KEYS = {
@@ -47,6 +50,7 @@ export const READ_STREAM_KEYS = {
   pollMs: true,
   waitForRunMs: true,
   signal: true,
+  redact: true,
 } satisfies KnownKeys<ReadStreamOptions>;
 
 const PAGE = 1000;
@@ -77,7 +81,19 @@ export function checkReadStream(id: string, name: string, options: ReadStreamOpt
   }
 }
 
-export async function* readStream(store: RuntimeStore, payloads: Payloads, id: string, name: string, options: ReadStreamOptions): AsyncGenerator<StreamItem> {
+export async function* readStream(
+  store: RuntimeStore,
+  payloads: Payloads,
+  id: string,
+  name: string,
+  options: ReadStreamOptions,
+  rule?: RedactRule,
+): AsyncGenerator<StreamItem> {
+  // Shown redacted when asked (an engine without rules shows chunks unchanged).
+  const chunkItem = async (record: StreamRecord): Promise<StreamItem> => {
+    const chunk = await payloads.decode(record.chunk!);
+    return { type: "chunk", offset: record.offset, chunk: options.redact ? redact(chunk, rule) : chunk, seq: record.seq };
+  };
   const follow = options.follow ?? true;
   const pollMs = options.pollMs ?? 250;
   const signal = options.signal;
@@ -99,7 +115,7 @@ export async function* readStream(store: RuntimeStore, payloads: Payloads, id: s
     if (readOnce) {
       await readNew(store, id, name, view);
       for (const record of view.live.slice(next)) {
-        yield await chunkItem(payloads, record);
+        yield await chunkItem(record);
         next = record.offset + 1;
       }
     }
@@ -121,7 +137,7 @@ export async function* readStream(store: RuntimeStore, payloads: Payloads, id: s
           yield { type: "reset", offset: record.offset, seq: record.seq };
         } else if (record.kind === "chunk" && record.offset === next && view.live[record.offset] === record) {
           next++;
-          yield await chunkItem(payloads, record);
+          yield await chunkItem(record);
         }
       }
       if (records.length > 0) continue;
@@ -153,10 +169,6 @@ async function readNew(store: RuntimeStore, id: string, name: string, view: Stre
     if (keep) all.push(...page);
     if (page.length < PAGE) return all;
   }
-}
-
-async function chunkItem(payloads: Payloads, record: StreamRecord): Promise<StreamItem> {
-  return { type: "chunk", offset: record.offset, chunk: await payloads.decode(record.chunk!), seq: record.seq };
 }
 
 /** Wait for a write to the run in this process, `pollMs`, or the signal, whichever comes first. */

@@ -41,6 +41,7 @@ export type { ProgressEvent } from "../steps/attempt-settings.js";
 export type { RunView, RunSummary, StepView, AttemptView } from "../operations/views.js";
 export type { RunExport, ExportedRun, ExportOptions, ImportResult } from "../operations/export.js";
 export type { StreamItem, ReadStreamOptions } from "../operations/read-stream.js";
+export type { StreamInfo } from "../operations/stream-list.js";
 export type { PruneOptions, PruneResult, PruneStatus } from "../engine/prune-options.js";
 export type { RetentionOptions } from "../engine/retention-options.js";
 // The store contract, for writing an adapter (see docs/stores.md and describeStore in steplog/testing).

@@ -1,6 +1,7 @@
 // Budgets from the terminal and the UI, through the built bin: a run parked on its budget is
 // shown (waiting, budget line, the next command), `steplog budget` refuses a limit below the
-// spend and raises it, a worker goes on; and the run page's form raises it in a real browser.
+// spend and raises it, a worker goes on; and the run page's form, and the Human queue's, raise it in
+// a real browser.
 import type { ChildProcess } from "node:child_process";
 import type { Browser } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -104,6 +105,43 @@ describe("steplog ui: the run page of a run parked on its budget", () => {
     await expect.poll(() => page.locator(".flash").first().textContent()).toContain("Budget of run b2 raised to $20");
     // The worker process picks the run up at its next look (200 ms); under a loaded machine that can take a while.
     await expect.poll(() => page.locator("h1 .badge").textContent(), { timeout: 60_000 }).toBe("completed");
+    await page.close();
+  });
+});
+
+describe("steplog ui: runs parked on their budget on the Human queue", () => {
+  it("lists them with their budget card; raised from there, a worker in another process completes the run and the queue empties", async () => {
+    browser ??= await launchChromium();
+    const cwd = dirs.make();
+    const file = writeWorkflow(cwd, "paid.mjs", PAID);
+    await cli(["run", file, "--id", "q1"], { cwd });
+    // A run waiting for something else is not on the queue's budget list.
+    writeWorkflow(cwd, "sleepy.mjs", `export default defineWorkflow({ name: "sleepy", async run(ctx) { await ctx.sleep("nap", 3_600_000); return 1; } });`);
+    await cli(["run", `${cwd}/sleepy.mjs`, "--id", "nap-1"], { cwd });
+    const { url } = await startUiServer(cwd, ["--poll", "200ms"], children);
+    const page = await browser.newPage();
+    await page.goto(`${url}/queue`);
+    const card = page.locator('.card[data-run="q1"]');
+    expect(await card.textContent()).toContain("a raise of its budget before step pay-4");
+    expect(await card.textContent()).toContain("$3.00 of $2.50 spent");
+    expect(await card.locator("a").first().getAttribute("href")).toBe("/runs/q1");
+    expect(await page.locator('.card[data-run="nap-1"]').count()).toBe(0);
+    expect(await page.locator("h2", { hasText: "Budgets" }).textContent()).toBe("Budgets 1");
+
+    await card.locator('input[name="usd"]').fill("20");
+    await card.locator("button").click();
+    await expect.poll(() => page.locator(".flash").first().textContent()).toContain("Budget of run q1 raised to $20");
+    expect(page.url()).toMatch(new RegExp(`^${url}/queue\\?`));
+    // Raised, not yet continued: it waits for a worker, and is no longer parked on its budget.
+    await expect.poll(() => page.locator('.card[data-run="q1"]').count()).toBe(0);
+    expect(await page.locator("h2", { hasText: "Budgets" }).textContent()).toBe("Budgets 0");
+    expect(await page.locator("main").textContent()).toContain("No run waits for a raise of its budget.");
+
+    const worker = spawnNode(BIN, ["work", "--poll", "200ms"], { cwd, env: childEnv() as Record<string, string> });
+    children.push(worker.child);
+    await page.goto(`${url}/runs/q1`);
+    await expect.poll(() => page.locator("h1 .badge").textContent(), { timeout: 60_000 }).toBe("completed");
+    expect((await cli(["show", "q1", "--json"], { cwd })).json()).toMatchObject({ status: "completed", spent: { usd: 5 }, budget: { usd: 20 } });
     await page.close();
   });
 });

@@ -228,6 +228,42 @@ describe.each(EVERY_STORE)("streams (%s)", (_name, makeStore) => {
     }
   });
 
+  it("engine.streams lists the run's streams as they stand (chunks after a reset, closed or open); readStream redacts when asked", async () => {
+    const workflow = defineWorkflow({
+      name: "listed",
+      async run(ctx) {
+        const log = ctx.stream("log");
+        const out = ctx.stream("out");
+        await ctx.step("turn", async (info) => {
+          // The redo (attempt 2) writes fewer chunks than the first call did.
+          for (let i = 0; i < (info.attempt === 1 ? 3 : 1); i++) out.write({ text: `t${i}`, token: "s3cret" });
+        });
+        log.write("done");
+        log.close();
+        await ctx.waitForEvent("go");
+        return null;
+      },
+    });
+    const engine = createEngine({ store: makeStore(), workflows: [workflow], redact: ["token"] });
+    try {
+      expect((await engine.start(workflow, undefined, { id: "s7" })).status).toBe("waiting");
+      expect(await engine.streams("s7")).toEqual([
+        { name: "log", chunks: 1, closed: true },
+        { name: "out", chunks: 3, closed: false },
+      ]);
+      expect((await engine.continue("s7", { fromStep: "turn" })).status).toBe("waiting");
+      expect(await engine.streams("s7")).toEqual([
+        { name: "log", chunks: 1, closed: true },
+        { name: "out", chunks: 1, closed: false },
+      ]);
+      expect(await collect(engine.readStream("s7", "out", { follow: false, redact: true }))).toEqual([chunk(0, { text: "t0", token: "[redacted]" }, 4)]);
+      expect(await collect(engine.readStream("s7", "out", { follow: false }))).toEqual([chunk(0, { text: "t0", token: "s3cret" }, 4)]);
+      await expect(engine.streams("nope")).rejects.toMatchObject({ code: "RUN_NOT_FOUND" });
+    } finally {
+      await engine.close();
+    }
+  });
+
   it("with a codec that seals asynchronously: chunks are sealed in the store, read back plain and in order, before the next step's records", async () => {
     const codec = {
       encode: async (plain: string) => {

@@ -4,8 +4,8 @@
  *
  * The script does one thing: it keeps the page's <main> live. It listens to the server's event
  * stream for this page (/events?path=…) and puts each new rendering of <main> in place, keeping
- * open inspectors open and a form being typed into untouched. Without it (scripts off) every
- * page still works, reloaded by hand.
+ * open inspectors open, a form being typed into untouched, and a run's stream text at its end
+ * (unless scrolled back). Without it (scripts off) every page still works, reloaded by hand.
  */
 
 export const UI_CSS = `
@@ -74,6 +74,7 @@ details.inspect summary{cursor:pointer;font-size:12px;color:#2f5fc4}
 .legend{display:flex;gap:14px;flex-wrap:wrap;font-size:12px;color:var(--muted);margin:6px 0 12px}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px}
 .empty{color:var(--muted);padding:14px 0}
+.card.stream pre{max-height:360px}.card.stream .cut{margin:4px 0}
 nav.pages{display:flex;gap:18px;margin:12px 0}
 nav.pages a.older{margin-left:auto}
 `;
@@ -88,16 +89,29 @@ export const UI_JS = `
   var main = document.querySelector("main");
   var live = document.querySelector(".live");
   if (!main || !window.EventSource) return;
+  function toEnd(scrolled) {
+    main.querySelectorAll("section[data-stream] pre").forEach(function (p) {
+      var at = scrolled[p.parentNode.getAttribute("data-stream")];
+      p.scrollTop = at === undefined ? p.scrollHeight : at;
+    });
+  }
+  toEnd({});
   var path = location.pathname + location.search;
-  var source = new EventSource("/events?path=" + encodeURIComponent(path));
+  var source = new EventSource("/events?path=" + encodeURIComponent(path) + "&digest=" + encodeURIComponent(main.getAttribute("data-digest") || ""));
   source.addEventListener("main", function (event) {
     var active = document.activeElement;
     // Someone typing into a form: leave the page as it is until they are done.
     if (active && (active.tagName === "TEXTAREA" || active.tagName === "INPUT" || active.tagName === "SELECT") && main.contains(active)) return;
     var open = {};
     main.querySelectorAll("details[data-key][open]").forEach(function (d) { open[d.getAttribute("data-key")] = true; });
+    // A stream's text scrolled back by the reader stays there; one at its end follows the new chunks.
+    var scrolled = {};
+    main.querySelectorAll("section[data-stream] pre").forEach(function (p) {
+      if (p.scrollTop + p.clientHeight < p.scrollHeight - 4) scrolled[p.parentNode.getAttribute("data-stream")] = p.scrollTop;
+    });
     main.innerHTML = event.data;
     main.querySelectorAll("details[data-key]").forEach(function (d) { if (open[d.getAttribute("data-key")]) d.open = true; });
+    toEnd(scrolled);
     document.body.setAttribute("data-updated", String(Date.now()));
   });
   source.addEventListener("open", function () { if (live) live.textContent = "● live"; });

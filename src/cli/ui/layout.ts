@@ -6,6 +6,7 @@
  * numbers only), as in the HTML timeline.
  */
 
+import crypto from "node:crypto";
 import type { Engine } from "../../engine/engine.js";
 import { escapeHtml } from "../html.js";
 
@@ -36,6 +37,11 @@ export interface Rendered {
   main: string;
 }
 
+/** A short digest of a rendering of <main>: the live stream compares renderings by it. */
+export function mainDigest(main: string): string {
+  return crypto.createHash("sha256").update(main).digest("base64url").slice(0, 22);
+}
+
 /** A run's page. */
 export const runHref = (id: string) => `/runs/${encodeURIComponent(id)}`;
 
@@ -54,7 +60,7 @@ export function page(ctx: UiContext, rendered: Rendered): string {
 </head>
 <body>
 <header class="top"><span class="brand">steplog</span>${link("runs", "/", "Runs")}${link("queue", "/queue", "Human queue")}<span class="where">${h(ctx.storeLabel)}${ctx.readOnly ? " · read-only" : ""}</span><span class="live"></span></header>
-<main>${rendered.main}</main>
+<main data-digest="${mainDigest(rendered.main)}">${rendered.main}</main>
 </body>
 </html>
 `;

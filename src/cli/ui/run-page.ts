@@ -1,7 +1,7 @@
 /**
  * The UI's page for one run: its facts, parent and children, what it waits for, the buttons that
- * move it on, and every attempt on one shared time axis (the run's first start to its last
- * end), each step with its status, effect, idempotency key, duration, calls and each call's
+ * move it on, its streams (streams-section.ts), and every attempt on one shared time axis (the
+ * run's first start to its last end), each step with its status, effect, idempotency key, duration, calls and each call's
  * error, cost, and its value in an inspector. Reused, re-driven, resolved-by-a-person and
  * handled-failure rows each have a look of their own (a fixed class per kind).
  */
@@ -15,6 +15,7 @@ import { budgetText, budgetWaitText, formatDuration, formatUsage, oneLineJson, p
 import { buildTimeline, type Timeline, type TimelineAttempt, type TimelineEntry } from "../timeline.js";
 import { nestedKeys } from "../nesting.js";
 import { budgetCard } from "./budget-card.js";
+import { streamsSection } from "./streams-section.js";
 import { actionForm, badge, flash, h, runHref, when, type Rendered, type UiContext } from "./layout.js";
 
 /** The look of a row: which kind of thing happened to the step. */
@@ -70,6 +71,7 @@ export async function runPage(ctx: UiContext, url: URL, id: string): Promise<Ren
     parts.push(
       `<details class="inspect" data-key="run-value" open><summary>Value</summary><pre>${h(truncate(prettyJson(t.value), 20_000), true)}</pre></details>`,
     );
+  parts.push(await streamsSection(ctx, id));
   parts.push(timeline(t));
   return { status: 200, title: `Run ${t.id}`, nav: "runs", main: parts.join("\n") };
 }

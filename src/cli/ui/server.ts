@@ -1,6 +1,6 @@
 /**
  * `steplog ui`'s HTTP server: server-rendered pages over the store, kept live by a stream of
- * server-sent events per page, and POSTed actions. Node's own http module; no framework.
+ * server-sent events per page, a run's streams as events of their own, and POSTed actions. Node's own http module; no framework.
  *
  * The store is the source of truth: each live page's server side looks at the store's change
  * marker every `pollMs`, renders its <main> again when the marker moved (and at least every
@@ -20,10 +20,12 @@ import type { AddressInfo } from "node:net";
 import { isSteplogError } from "../../base/errors.js";
 import { ACTIONS, runAction, type Action } from "./actions.js";
 import { FAVICON_SVG, UI_CSS, UI_JS } from "./assets.js";
-import { h, page, type Rendered, type UiContext } from "./layout.js";
+import { SECURITY_HEADERS, send, startEvents } from "./http.js";
+import { h, mainDigest, page, type Rendered, type UiContext } from "./layout.js";
 import { queuePage } from "./queue-page.js";
 import { runPage } from "./run-page.js";
 import { runsPage } from "./runs-page.js";
+import { streamEvents, streamText } from "./stream-routes.js";
 
 export interface UiServerOptions {
   host: string;
@@ -36,15 +38,6 @@ export interface UiServer {
   url: string;
   close(): Promise<void>;
 }
-
-const SECURITY_HEADERS = {
-  "Content-Security-Policy":
-    "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-  "X-Content-Type-Options": "nosniff",
-  "X-Frame-Options": "DENY",
-  "Referrer-Policy": "same-origin",
-  "Cache-Control": "no-store",
-};
 
 /**
  * A live page is rendered again at least this often, the store's marker unmoved: what a page
@@ -90,6 +83,11 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
     if (req.method === "GET" && url.pathname === "/events") return stream(req, res, url);
     if (req.method === "POST") return post(req, res, url);
     if (req.method !== "GET") return send(res, 405, "text/plain; charset=utf-8", "Method not allowed.\n");
+    const streamed = /^\/runs\/([^/]+)\/streams\/([^/]+)(\/text)?$/.exec(url.pathname);
+    if (streamed) {
+      const [id, name] = [decodeURIComponent(streamed[1]!), decodeURIComponent(streamed[2]!)];
+      return streamed[3] ? streamText(ctx, res, id, name) : streamEvents(ctx, req, res, url, { id, name, pollMs, open: streams });
+    }
     const exported = /^\/runs\/([^/]+)\/export\.json$/.exec(url.pathname);
     if (exported) return exportRun(res, decodeURIComponent(exported[1]!));
     const rendered = await render(ctx, url);
@@ -147,10 +145,11 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
   function stream(req: http.IncomingMessage, res: http.ServerResponse, url: URL): void {
     const path = url.searchParams.get("path") ?? "/";
     const target = new URL(path.startsWith("/") && !path.startsWith("//") ? path : "/", origin);
-    res.writeHead(200, { ...SECURITY_HEADERS, "Content-Type": "text/event-stream; charset=utf-8", Connection: "keep-alive" });
-    res.write(": steplog ui\n\n");
+    startEvents(res);
     streams.add(res);
-    let last: string | undefined;
+    // What the page shows: the digest of the <main> it was served with (its script sends it), so
+    // a change made between serving the page and this stream's first look is sent too.
+    let last: string | undefined = url.searchParams.get("digest") ?? undefined;
     let marker: string | undefined;
     let renderedAt = 0;
     let busy = false;
@@ -164,14 +163,15 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
         const startedAt = Date.now();
         const rendered = await render(ctx, target);
         const main = rendered?.main ?? "";
-        if (last !== undefined && main !== last)
+        const digest = mainDigest(main);
+        if (last !== undefined && digest !== last)
           res.write(
             `event: main\n${main
               .split("\n")
               .map((line) => `data: ${line}`)
               .join("\n")}\n\n`,
           );
-        last = main;
+        last = digest;
         // Kept once rendered: a failed look leaves it, so the next one tries again.
         marker = seen;
         renderedAt = startedAt;
@@ -211,11 +211,6 @@ export async function startUiServer(ctx: UiContext, options: UiServerOptions): P
         server.closeAllConnections();
       }),
   };
-}
-
-function send(res: http.ServerResponse, status: number, type: string, body: string): void {
-  res.writeHead(status, { ...SECURITY_HEADERS, "Content-Type": type });
-  res.end(body);
 }
 
 function errorPage(message: string): string {
