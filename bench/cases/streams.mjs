@@ -8,10 +8,10 @@
 
 import { createEngine, defineWorkflow, expectStatus, interleave, now, openRaw, sqliteStore, tmpFile } from "../lib.mjs";
 
-const CHUNK = "token text, about 30 bytes ..";
+export const CHUNK = "token text, about 30 bytes ..";
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-const streamer = defineWorkflow({
+export const streamer = defineWorkflow({
   name: "bench-stream",
   async run(ctx, { n, perTurn }) {
     const out = ctx.stream("out");
@@ -25,7 +25,7 @@ const streamer = defineWorkflow({
   },
 });
 
-function rawTable(file) {
+export function rawTable(file) {
   const db = openRaw(file, "FULL");
   db.exec(`CREATE TABLE stream_records (
     run_id TEXT NOT NULL, stream TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, chunk_offset INTEGER NOT NULL,
