@@ -3,8 +3,9 @@
 // durability "power" (synchronous FULL):
 //   burst     the chunks written in one turn of the event loop (group commit: one transaction)
 //             vs the raw rows in one transaction;
-//   per turn  one chunk a turn (a model's tokens as they arrive: each chunk its own commit)
-//             vs one transaction a raw row.
+//   per turn  one chunk a turn of setImmediate (two chunks share a commit: a chunk's append reaches
+//             the store after the next turn is queued; with timer or I/O turns, as a model's
+//             tokens arrive, each is a commit of its own) vs one transaction a raw row.
 
 import { createEngine, defineWorkflow, expectStatus, interleave, now, openRaw, sqliteStore, tmpFile } from "../lib.mjs";
 
