@@ -5,6 +5,8 @@
 //   node bench/instructions-child.mjs raw|steplog <steps> <file>            one run of <steps> sequential steps
 //   node bench/instructions-child.mjs steplog-input <steps> <file>           the same with an input on every step
 //   node bench/instructions-child.mjs raw-conc|steplog-conc <steps> <file>  100 runs at once, <steps>/100 steps each
+//   node bench/instructions-child.mjs raw-stream|steplog-stream <chunks> <file>  case 12's burst: <chunks> stream chunks
+//                                                                         written in one turn (raw: rows in one transaction)
 import {
   RawStepLog,
   createEngine,
@@ -17,11 +19,22 @@ import {
   seqWorkflow,
   sqliteStore,
 } from "./lib.mjs";
+import { CHUNK, rawTable, streamer } from "./cases/streams.mjs";
 
 const RUNS = 100;
 const [kind, count, file] = process.argv.slice(2);
 const n = Number(count);
-if (kind === "raw" || kind === "raw-conc") {
+if (kind === "raw-stream") {
+  const { db, insert } = rawTable(file);
+  db.transaction(() => {
+    for (let i = 0; i < n; i++) insert.run("raw", "out", i, i, JSON.stringify(CHUNK), Date.now());
+  })();
+  db.close();
+} else if (kind === "steplog-stream") {
+  const engine = createEngine({ store: sqliteStore({ path: file, durability: "power" }), workflows: [streamer], tracing: false });
+  expectStatus(await engine.start(streamer, { n, perTurn: false }), "completed", "instructions");
+  await engine.close();
+} else if (kind === "raw" || kind === "raw-conc") {
   await createRawSchemaFile(file);
   const raw = openRaw(file, "NORMAL");
   if (kind === "raw") await new RawStepLog(raw).run(rawRunId(), n);

@@ -3,15 +3,16 @@
 // durability "power" (synchronous FULL):
 //   burst     the chunks written in one turn of the event loop (group commit: one transaction)
 //             vs the raw rows in one transaction;
-//   per turn  one chunk a turn (a model's tokens as they arrive: each chunk its own commit)
-//             vs one transaction a raw row.
+//   per turn  one chunk a turn of setImmediate (two chunks share a commit: a chunk's append reaches
+//             the store after the next turn is queued; with timer or I/O turns, as a model's
+//             tokens arrive, each is a commit of its own) vs one transaction a raw row.
 
 import { createEngine, defineWorkflow, expectStatus, interleave, now, openRaw, sqliteStore, tmpFile } from "../lib.mjs";
 
-const CHUNK = "token text, about 30 bytes ..";
+export const CHUNK = "token text, about 30 bytes ..";
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-const streamer = defineWorkflow({
+export const streamer = defineWorkflow({
   name: "bench-stream",
   async run(ctx, { n, perTurn }) {
     const out = ctx.stream("out");
@@ -25,7 +26,7 @@ const streamer = defineWorkflow({
   },
 });
 
-function rawTable(file) {
+export function rawTable(file) {
   const db = openRaw(file, "FULL");
   db.exec(`CREATE TABLE stream_records (
     run_id TEXT NOT NULL, stream TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, chunk_offset INTEGER NOT NULL,

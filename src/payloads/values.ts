@@ -292,6 +292,12 @@ export type ValueName = string | ((details: SteplogErrorDetails) => string);
 
 /** Encode `value`, throwing VALUE_NOT_SERIALIZABLE or VALUE_TOO_LARGE naming `what`. */
 export function encodeValue(value: unknown, what: ValueName, limits: EncodeLimits, details: SteplogErrorDetails = {}): string {
+  // perf: a string (a stream's usual chunk) is plain JSON as it is: no copy to walk or hand back.
+  if (typeof value === "string") {
+    const text = JSON.stringify(value);
+    if (text.length * 3 > limits.maxBytes) checkSize(text, what, limits, details);
+    return text;
+  }
   return encodeValueAndDecoded(value, what, limits, details).text;
 }
 
@@ -301,11 +307,14 @@ export function encodeValueAndDecoded(value: unknown, what: ValueName, limits: E
   if (encoded instanceof Unencodable) throw new ValueNotSerializableError(nameOf(what, details), encoded.path, encoded.found, details);
   const text = encoded.text;
   // A string's UTF-8 size is at most 3 bytes per UTF-16 unit; count exactly only near the cap.
-  if (text.length * 3 > limits.maxBytes) {
-    const bytes = Buffer.byteLength(text, "utf8");
-    if (bytes > limits.maxBytes) throw new ValueTooLargeError(nameOf(what, details), bytes, limits.maxBytes, details);
-  }
+  if (text.length * 3 > limits.maxBytes) checkSize(text, what, limits, details);
   return encoded;
+}
+
+/** VALUE_TOO_LARGE when `text` is over the cap in UTF-8. */
+function checkSize(text: string, what: ValueName, limits: EncodeLimits, details: SteplogErrorDetails): void {
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > limits.maxBytes) throw new ValueTooLargeError(nameOf(what, details), bytes, limits.maxBytes, details);
 }
 
 function nameOf(what: ValueName, details: SteplogErrorDetails): string {

@@ -46,10 +46,10 @@ export class InFlight {
     rest.pop();
   }
 
-  /** The keys in flight, each once, in the order they entered (null when none is). */
-  keys(): string[] | null {
+  /** The keys in flight, each once, in the order they entered, joined by "\n" (as a stream record names them); null when none is. */
+  joined(): string | null {
     if (this.#first === undefined) return null;
-    return this.#rest === undefined || this.#rest.length === 0 ? [this.#first] : [...new Set([this.#first, ...this.#rest])];
+    return this.#rest === undefined || this.#rest.length === 0 ? this.#first : [...new Set([this.#first, ...this.#rest])].join("\n");
   }
 
   /** The keys in flight other than `key`, each once. */

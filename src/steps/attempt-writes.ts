@@ -82,6 +82,16 @@ export class AttemptWrites {
     write.then(this.#onTrackedSettled, this.#onTrackedFailed);
   }
 
+  /** Count a write not issued yet (a stream's gathered records): the ending waits for it until it is given to `trackReserved`. */
+  reserve(): void {
+    this.#tracked++;
+  }
+
+  /** Track the write counted by an earlier `reserve`. */
+  trackReserved(write: Promise<unknown>): void {
+    write.then(this.#onTrackedSettled, this.#onTrackedFailed);
+  }
+
   /**
    * The handlers, made once. The store may call one from inside any later call on it (its batch
    * commits then), so they only count and note: they never throw, and never call the store.

@@ -34,8 +34,9 @@ export interface SagaEntry {
 
 /** What the step path asks of the attempt's stream writers (streams.ts). */
 export interface StreamsOfAttempt {
-  /** A write is not yet queued with the store: an intent or outcome waits for `idle()` first. */
-  readonly busy: boolean;
+  /** Queue the writes ready to be (before an intent or an outcome); false when one is not ready yet: wait for `idle()` first. */
+  queued(): boolean;
+  /** Resolves once every write given so far is queued with the store. */
   idle(): Promise<void>;
   /** A step runs anew: what it wrote before is superseded. */
   redo(key: string): void;

@@ -58,7 +58,7 @@ export function outcomeOf(row: StepRow): StepOutcome {
  */
 export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
   // Chunks given to a stream before the intent are queued before it (streams.ts).
-  if (state.streams !== undefined && state.streams.busy) return state.streams.idle().then(() => writeIntent(state, row));
+  if (state.streams !== undefined && !state.streams.queued()) return state.streams.idle().then(() => writeIntent(state, row));
   // perf: not async (an async function's own promise cost about 2,800 instructions a step on the step's path).
   try {
     return state.writes.store.writeIntent(state.writes.fence, row).then(
@@ -79,7 +79,7 @@ export function writeIntent(state: AttemptState, row: StepRow): Promise<void> {
 export async function writeOutcome(state: AttemptState, row: StepRow, consumes?: StepOutcome["consumes"]): Promise<void> {
   const outcome = outcomeOf(row);
   if (state.budget !== undefined && row.usage !== null) state.budget.charge(outcome, row.usage);
-  if (state.streams !== undefined && state.streams.busy) await state.streams.idle();
+  if (state.streams !== undefined && !state.streams.queued()) await state.streams.idle();
   try {
     await state.writes.store.writeOutcome(state.writes.fence, consumes ? { ...outcome, consumes } : outcome);
   } catch (error) {
@@ -97,7 +97,7 @@ export function writeOutcomeLater(state: AttemptState, row: StepRow): void {
   const outcome = outcomeOf(row);
   if (state.budget !== undefined && row.usage !== null) state.budget.charge(outcome, row.usage);
   const streams = state.streams;
-  if (streams !== undefined && streams.busy) {
+  if (streams !== undefined && !streams.queued()) {
     state.writes.track(streams.idle().then(() => state.writes.writeLater(outcome)));
     return;
   }

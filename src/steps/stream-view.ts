@@ -21,7 +21,8 @@ export class StreamView {
   apply(record: StreamRecord): void {
     this.lastSeq = record.seq;
     if (record.kind === "chunk") {
-      this.live.length = Math.min(this.live.length, record.offset);
+      // perf: the usual chunk comes right after the last; setting `length` costs even when it stays.
+      if (record.offset < this.live.length) this.live.length = record.offset;
       this.live.push(record);
     } else if (record.kind === "reset") {
       this.live.length = Math.min(this.live.length, record.offset);

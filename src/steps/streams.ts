@@ -1,9 +1,14 @@
 /**
  * ctx.stream(name): one attempt's writers of the run's streams. Each chunk is encoded (bounded by
  * maxValueBytes) and sealed by the codec like a value, and appended to the store with the step
- * log's other writes (group commit): the step path waits for the writers to have queued what
- * they were given before it queues an intent or an outcome (`busy`, `idle`), so a chunk is
- * durable no later than the step that wrote it, and the attempt's ending waits for them all.
+ * log's other writes (group commit): the step path has the writers queue what they were given
+ * before it queues an intent or an outcome (`queued`, `idle`), so a chunk is durable no later
+ * than the step that wrote it, and the attempt's ending waits for them all.
+ *
+ * perf: the records made while the current microtasks run (a burst of chunks written in one
+ * turn) are gathered into one append, given to the store once they have run or before the step
+ * log's next write, whichever comes first: one queued write, one promise and one fence check a
+ * burst instead of a chunk.
  *
  * On a continue, a stream's records are read first (once, when the attempt first names it):
  * - a chunk written by a step that this attempt runs anew (redoes) is superseded, with every
@@ -13,7 +18,7 @@
  *   for a close).
  */
 
-import { StreamClosedError } from "../base/errors.js";
+import { StreamClosedError, type SteplogErrorDetails } from "../base/errors.js";
 import { encodeValue } from "../payloads/values.js";
 import { checkName } from "../workflow/names.js";
 import type { StreamRecord } from "../store/types.js";
@@ -25,8 +30,13 @@ import { streamWritten } from "./stream-wakes.js";
 /** Records read from the store a page at a time. */
 const PAGE = 1000;
 
+/** Runs what is given to its `then` once the current microtasks have run. */
+const SETTLED: Promise<void> = Promise.resolve();
+
 class OneStream {
   view = new StreamView();
+  /** What a chunk is called in an error message. */
+  readonly what: string;
   loaded = false;
   /** Closed by this attempt's code (a later write throws at once). */
   closedHere = false;
@@ -34,7 +44,9 @@ class OneStream {
   outside: number[] = [];
   /** Whether the earlier attempts' close is still to be met by the replay. */
   closeToMeet = false;
-  constructor(readonly name: string) {}
+  constructor(readonly name: string) {
+    this.what = `A chunk of stream ${JSON.stringify(name)}`;
+  }
 }
 
 export class AttemptStreams {
@@ -44,19 +56,30 @@ export class AttemptStreams {
   readonly #ranAnew = new Set<string>();
   /** The work not yet queued with the store, in order; undefined when there is none. */
   #chain: Promise<void> | undefined = undefined;
+  /** Records made and not yet given to the store (one append, in order); undefined when there are none. */
+  #gathered: StreamRecord[] | undefined = undefined;
+  readonly #limits: { maxBytes: number };
+  readonly #details: SteplogErrorDetails;
 
   constructor(state: AttemptState) {
     this.#state = state;
+    this.#limits = { maxBytes: state.payloads.maxBytes };
+    this.#details = { runId: state.runId };
   }
 
-  /** True while a write is not yet queued with the store (a stream being read, a chunk being sealed). */
-  get busy(): boolean {
-    return this.#chain !== undefined;
+  /**
+   * Queue with the store the records gathered so far (before a write of the step log, which must
+   * come after them). False while a write is not ready to be queued yet (a stream being read, a
+   * chunk being sealed): wait for `idle()` first.
+   */
+  queued(): boolean {
+    if (this.#gathered !== undefined) this.#appendGathered();
+    return this.#chain === undefined;
   }
 
   /** Resolves once every write given so far is queued with the store (never rejects). */
   idle(): Promise<void> {
-    return this.#chain === undefined ? Promise.resolve() : this.#chain.then(noop, noop);
+    return this.#chain === undefined ? Promise.resolve(this.#appendGathered()) : this.#chain.then(this.#appendGathered, this.#appendGathered);
   }
 
   open(name: string): StreamWriter {
@@ -86,18 +109,33 @@ export class AttemptStreams {
     const state = this.#state;
     state.ending.assertRunning();
     if (stream.closedHere) throw new StreamClosedError(state.runId, stream.name);
-    const plain = encodeValue(chunk, `A chunk of stream ${JSON.stringify(stream.name)}`, { maxBytes: state.payloads.maxBytes }, { runId: state.runId });
-    const steps = state.inFlight.keys();
-    this.#do(() => {
-      if (steps === null && stream.outside.length > 0) {
-        stream.outside.shift(); // the replay of a chunk written outside a step: it stands already
-        return undefined;
+    const plain = encodeValue(chunk, stream.what, this.#limits, this.#details);
+    const steps = state.inFlight.joined();
+    // perf: nothing before it (a burst's usual case): written now, without a closure a chunk.
+    if (this.#chain === undefined) {
+      let result: undefined | Promise<void>;
+      try {
+        result = this.#writeChunk(stream, plain, steps);
+      } catch (error) {
+        state.writes.track(Promise.reject(error));
+        return;
       }
-      if (stream.view.closed) throw new StreamClosedError(state.runId, stream.name);
-      const sealed = state.payloads.seal(plain);
-      if (typeof sealed === "string") return this.#append(stream, "chunk", sealed, steps);
-      return sealed.then((text) => this.#append(stream, "chunk", text, steps));
-    });
+      if (result !== undefined) this.#hold(result);
+      return;
+    }
+    this.#hold(this.#chain.then(() => this.#writeChunk(stream, plain, steps)));
+  }
+
+  #writeChunk(stream: OneStream, plain: string, steps: string | null): undefined | Promise<void> {
+    if (steps === null && stream.outside.length > 0) {
+      stream.outside.shift(); // the replay of a chunk written outside a step: it stands already
+      return undefined;
+    }
+    const state = this.#state;
+    if (stream.view.closed) throw new StreamClosedError(state.runId, stream.name);
+    const sealed = state.payloads.seal(plain);
+    if (typeof sealed === "string") return this.#append(stream, "chunk", sealed, steps);
+    return sealed.then((text) => this.#append(stream, "chunk", text, steps));
   }
 
   #close(stream: OneStream): void {
@@ -105,7 +143,7 @@ export class AttemptStreams {
     state.ending.assertRunning();
     if (stream.closedHere) throw new StreamClosedError(state.runId, stream.name);
     stream.closedHere = true;
-    const steps = state.inFlight.keys();
+    const steps = state.inFlight.joined();
     this.#do(() => {
       if (stream.closeToMeet && stream.view.closed) {
         stream.closeToMeet = false;
@@ -142,7 +180,8 @@ export class AttemptStreams {
     stream.closeToMeet = false;
   }
 
-  #append(stream: OneStream, kind: StreamRecord["kind"], chunk: string | null, steps: string[] | null, offset = stream.view.live.length): undefined {
+  /** Make the next record of `stream` and gather it for the next append. `steps`: the keys in flight, joined by "\n". */
+  #append(stream: OneStream, kind: StreamRecord["kind"], chunk: string | null, steps: string | null, offset = stream.view.live.length): undefined {
     const state = this.#state;
     const record: StreamRecord = {
       runId: state.runId,
@@ -151,15 +190,39 @@ export class AttemptStreams {
       kind,
       offset,
       chunk,
-      step: steps === null ? null : steps.join("\n"),
+      step: steps,
       attempt: state.number,
       at: state.clock.now(),
     };
     stream.view.apply(record);
-    const runId = state.runId;
-    state.writes.track(state.writes.store.appendStream(state.writes.fence, [record]).then(() => streamWritten(runId)));
+    if (this.#gathered !== undefined) {
+      this.#gathered.push(record);
+      return undefined;
+    }
+    this.#gathered = [record];
+    // The ending waits for the append from now on, though it is given to the store later.
+    state.writes.reserve();
+    void SETTLED.then(this.#appendGathered);
     return undefined;
   }
+
+  /** Give the store the gathered records as one append (made once: a reaction and a handler). */
+  readonly #appendGathered = (): undefined => {
+    const records = this.#gathered;
+    if (records === undefined) return undefined;
+    this.#gathered = undefined;
+    const writes = this.#state.writes;
+    let appended: Promise<void>;
+    try {
+      appended = writes.store.appendStream(writes.fence, records);
+    } catch (error) {
+      appended = Promise.reject(error);
+    }
+    writes.trackReserved(appended.then(this.#committed));
+    return undefined;
+  };
+
+  readonly #committed = (): void => streamWritten(this.#state.runId);
 
   /** Run `op` now if nothing is before it, else after what is; a promise it returns holds the ones after it. */
   #do(op: () => void | undefined | Promise<void>): void {
@@ -191,5 +254,3 @@ export class AttemptStreams {
     this.#state.writes.track(mine);
   }
 }
-
-function noop(): void {}

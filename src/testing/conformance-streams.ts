@@ -2,7 +2,9 @@
  * The conformance suite's stream cases (appendStream and readStream, what ctx.stream and
  * engine.readStream work with): records read back in seq order, by page after a seq, per
  * (run, stream); an append fenced like any attempt write; appends issued together with a
- * step's intent committed with it, in order; records durable across a reopen (with `reopen`).
+ * step's intent committed with it, in order; one append of many records of several streams (a
+ * burst of chunks written in one turn) read back whole; records durable across a reopen (with
+ * `reopen`).
  * A store without the optional methods skips these cases.
  */
 
@@ -57,6 +59,25 @@ export function streamCases({ it, withStore, options }: SuiteCases): void {
       } finally {
         await again.close();
       }
+    }),
+  );
+
+  it(
+    "streams: one append of many records, of two streams (a burst written in one turn), is read back whole and in order",
+    withStore(async (store) => {
+      if (!hasStreams(store)) return;
+      const lease = await created(store, "s");
+      // Texts a store might mangle on the way: quotes, backslashes, braces and commas, NULL, a newline, non-ASCII.
+      const text = (i: number) => (i === 5 ? "NULL" : i === 6 ? "" : JSON.stringify(`chunk ${i} "q" \\ {a,b} NULL\n é 😀`));
+      const out = Array.from({ length: 70 }, (_, i) => record("s", "out", i, { chunk: text(i) }));
+      const log = Array.from({ length: 40 }, (_, i) => record("s", "log", i, { step: i % 2 === 0 ? null : "a\nb" }));
+      // Interleaved, as chunks of two streams written in one loop are.
+      const burst = out.flatMap((r, i) => (i < log.length ? [r, log[i]!] : [r]));
+      await Promise.all([store.appendStream!(lease, burst), store.writeIntent(lease, stepRow("s", 1, "a"))]);
+      await store.appendStream!(lease, [record("s", "out", 70, { kind: "close", offset: 70, chunk: null })]);
+      assert.deepEqual(await store.readStream!("s", "out", -1, 1000), [...out, record("s", "out", 70, { kind: "close", offset: 70, chunk: null })]);
+      assert.deepEqual(await store.readStream!("s", "log", -1, 1000), log);
+      assert.deepEqual(await store.readStream!("s", "out", 31, 33), out.slice(32, 65), "a page after a seq, across the rows of one append");
     }),
   );
 

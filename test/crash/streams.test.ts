@@ -3,6 +3,8 @@
 // appears, a chunk is durable no later than the step that wrote it, and a reader following the
 // run across the continue is told to drop the redone step's chunks (a reset) before its new ones,
 // on the store it crashed on or on another one it was exported to and imported into.
+// A burst of chunks written in one turn is gathered into one append: killed before it is handed
+// to the store, none of it is durable; once the step's outcome or the next intent is, all of it is.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -32,9 +34,14 @@ function open(place: string): Store {
 }
 
 const worker = (place: string, mode: "start" | "continue", env: Record<string, string> = {}) =>
-  spawnNode(WORKER, [place, "r", mode], { env: { STEPLOG_FAULT: "", ...env } }).done;
+  spawnNode(WORKER, [place, "r", mode], { env: { STEPLOG_FAULT: "", BURST: "", KILL_IN_BURST: "", ...env } }).done;
 
-const chunk = (offset: number, value: unknown, seq: number): StreamItem => ({ type: "chunk", offset, chunk: value, seq });
+/** The chunks step "burst" writes in one turn on attempt `attempt`, from offset `from`. */
+const BURST = 300;
+const burst = (from: number, attempt: number) => Array.from({ length: BURST }, (_, i) => chunk(from + i, `b${i}@${attempt}`));
+
+/** A chunk item; its seq is its offset unless a reset came before it. */
+const chunk = (offset: number, value: unknown, seq = offset): StreamItem => ({ type: "chunk", offset, chunk: value, seq });
 
 async function readAll(items: AsyncIterable<StreamItem>): Promise<StreamItem[]> {
   const got: StreamItem[] = [];
@@ -106,6 +113,33 @@ describe.each(PLACES)("streams under SIGKILL (%s)", (_name, makePlace) => {
         chunk(4, "two-b@2", 6),
         chunk(5, "outro", 7),
       ]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("killed in the turn a burst of chunks was written: none of the burst is durable, the chunks before it are; the continue writes the burst once", async () => {
+    const place = makePlace();
+    const crashed = await worker(place, "start", { BURST: String(BURST), KILL_IN_BURST: "1" });
+    expect(crashed.signal).toBe("SIGKILL");
+    const engine = createEngine({ store: open(place) });
+    try {
+      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual([chunk(0, "one")]);
+      const continued = await worker(place, "continue", { BURST: String(BURST) });
+      expect(continued.report?.result).toMatchObject({ status: "completed", attempt: 2 });
+      expect(await readAll(engine.readStream("r", "out"))).toEqual([chunk(0, "one"), ...burst(1, 2), chunk(BURST + 1, "after")]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it.each(["after-outcome@burst", "after-intent@after"])("killed at %s: every chunk of the burst written in one turn before it is durable", async (fault) => {
+    const place = makePlace();
+    const crashed = await worker(place, "start", { BURST: String(BURST), STEPLOG_FAULT: fault });
+    expect(crashed.signal).toBe("SIGKILL");
+    const engine = createEngine({ store: open(place) });
+    try {
+      expect(await readAll(engine.readStream("r", "out", { follow: false }))).toEqual([chunk(0, "one"), ...burst(1, 1)]);
     } finally {
       await engine.close();
     }

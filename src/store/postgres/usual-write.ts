@@ -125,12 +125,23 @@ export async function applyWrite(client: PgClient, sql: Sql, write: AttemptWrite
         throw leaseLost(write);
       }
       if (await found()) return;
-      for (const r of write.records) {
-        await client.query(
-          `INSERT INTO ${s}.stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [r.runId, r.stream, r.seq, r.kind, r.offset, r.chunk, r.step, r.attempt, r.at],
-        );
-      }
+      // One statement (one round trip) for all the records, a column an array: a burst of chunks is one append.
+      const rs = write.records;
+      await client.query(
+        `INSERT INTO ${s}.stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::bigint[])`,
+        [
+          rs.map((r) => r.runId),
+          rs.map((r) => r.stream),
+          rs.map((r) => r.seq),
+          rs.map((r) => r.kind),
+          rs.map((r) => r.offset),
+          rs.map((r) => r.chunk),
+          rs.map((r) => r.step),
+          rs.map((r) => r.attempt),
+          rs.map((r) => r.at),
+        ],
+      );
       return;
     }
     case "renew": {
