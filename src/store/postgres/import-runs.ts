@@ -8,6 +8,7 @@
 import { RUN_INSERT_COLUMNS, runInsertValues } from "../run-values.js";
 import type { ImportedRun, RunRow } from "../types.js";
 import type { Database } from "./database.js";
+import { insertStreamRecords } from "./stream-records.js";
 
 type Imported = { imported: true } | { exists: RunRow };
 
@@ -53,12 +54,7 @@ export async function importRuns(db: Database, runs: ImportedRun[]): Promise<Imp
           e.key ?? null,
         ]);
       }
-      for (const r of streams ?? []) {
-        await client.query(
-          `INSERT INTO ${s}.stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [r.runId, r.stream, r.seq, r.kind, r.offset, r.chunk, r.step, r.attempt, r.at],
-        );
-      }
+      await insertStreamRecords(client, s, streams ?? []);
     }
     await conn.commit(client, tx);
     return { imported: true };

@@ -14,6 +14,7 @@ import type { Spend, StepRow } from "../types.js";
 import type { PgClient } from "./connection.js";
 import type { AttemptWrite } from "./attempt-write.js";
 import { num, type Sql } from "./sql.js";
+import { insertStreamRecords } from "./stream-records.js";
 
 /** An outcome's spend added to the runs it names, in the outcome's transaction (a retried outcome found done added it then). */
 async function addSpend(client: PgClient, s: string, spend: Spend | undefined): Promise<void> {
@@ -125,23 +126,8 @@ export async function applyWrite(client: PgClient, sql: Sql, write: AttemptWrite
         throw leaseLost(write);
       }
       if (await found()) return;
-      // One statement (one round trip) for all the records, a column an array: a burst of chunks is one append.
-      const rs = write.records;
-      await client.query(
-        `INSERT INTO ${s}.stream_records (run_id, stream, seq, kind, chunk_offset, chunk, step, attempt, at)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::bigint[])`,
-        [
-          rs.map((r) => r.runId),
-          rs.map((r) => r.stream),
-          rs.map((r) => r.seq),
-          rs.map((r) => r.kind),
-          rs.map((r) => r.offset),
-          rs.map((r) => r.chunk),
-          rs.map((r) => r.step),
-          rs.map((r) => r.attempt),
-          rs.map((r) => r.at),
-        ],
-      );
+      // One statement for all the records: a burst of chunks is one append.
+      await insertStreamRecords(client, s, write.records);
       return;
     }
     case "renew": {
