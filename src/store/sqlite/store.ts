@@ -51,7 +51,7 @@ import { claimInTransaction, updateInTransaction, type Refusal } from "./run-tra
 import { applyIntent, applyOutcome } from "./step-writes.js";
 import { importInTransaction } from "./import-runs.js";
 import { appendRecords, readNames, readRecords } from "./streams.js";
-import { nonePruned, pruneInTransaction, takeTurnInTransaction } from "./prune-runs.js";
+import { checkpointed, nonePruned, pruneInTransaction, takeTurnInTransaction } from "./prune-runs.js";
 import { REJECTS_ONLY_ERRORS } from "../runtime.js";
 
 export { DEFAULT_SQLITE_PATH, type SqliteStoreOptions } from "./options.js";
@@ -254,9 +254,10 @@ class SqliteStoreImpl implements SqliteStore {
     return this.#transact(true, "the imported runs", runs[0]?.run.id ?? "", (db) => importInTransaction(db, this.#stmts!, this.#writes!, runs), true)!;
   }
 
-  readonly pruneRuns: NonNullable<Store["pruneRuns"]> = async (runIds, approve) =>
-    this.#transact(false, "the pruned runs", runIds[0] ?? "", (db) => pruneInTransaction(db, this.#stmts!, this.#writes!, runIds, approve), true) ??
-    nonePruned();
+  readonly pruneRuns: NonNullable<Store["pruneRuns"]> = async (runIds, approve) => {
+    const rows = this.#transact(false, "the pruned runs", runIds[0] ?? "", (db) => pruneInTransaction(db, this.#stmts!, this.#writes!, runIds, approve), true);
+    return rows ? checkpointed(this.#db!, rows) : nonePruned();
+  };
   readonly takeTurn: NonNullable<Store["takeTurn"]> = async (name, holder, now, until) =>
     this.#transact(false, "the retention turn", "", (db) => takeTurnInTransaction(db, name, holder, now, until)) ?? false;
 
