@@ -220,6 +220,7 @@ describe("streams in export and import: sealed chunks, redaction, a store withou
       const lister = createEngine({ store: unlisted, workflows: [workflow] });
       const unlistedError = await refusedWith(lister.export("c5"), "STREAMS_UNSUPPORTED");
       expect(unlistedError.message).toContain("streamNames");
+      expect(unlistedError.message).toContain("cannot be listed");
       await lister.close();
     } finally {
       await source.close();

@@ -19,7 +19,7 @@ export class StreamsUnsupportedError extends SteplogError {
   constructor(kind: string, location: string, what: string, runId?: string) {
     super(
       "STREAMS_UNSUPPORTED",
-      `The ${kind} store at ${location} keeps no streams (it has no ${what}), so ${runId === undefined ? "this call" : `run ${q(runId)}'s stream`} cannot be ${what === "appendStream" ? "written" : "read"}. Nothing was recorded; use steplog's SQLite, Postgres, JSONL or memory store, or implement appendStream and readStream (docs/stores.md).`,
+      `The ${kind} store at ${location} keeps no streams (it has no ${what}), so ${runId === undefined ? "this call" : `run ${q(runId)}'s stream`} cannot be ${what === "appendStream" ? "written" : what === "streamNames" ? "listed" : "read"}. Nothing was recorded; use steplog's SQLite, Postgres, JSONL or memory store, or implement appendStream, readStream and streamNames (docs/stores.md).`,
       runId === undefined ? {} : { runId },
     );
   }
