@@ -7,7 +7,7 @@
 // whether a writer's step is ever held for longer than one batch, and the issue's ≤ 3× ratio.
 
 import { createEngine } from "../lib.mjs";
-import { write, writer } from "./prune.mjs";
+import { p99, slowest, sorted, write, writer } from "./prune.mjs";
 
 const T0 = Date.UTC(2025, 0, 1);
 
@@ -73,11 +73,9 @@ export async function prunePgCase(runs = 10_000, writerSteps = 200, aloneRuns = 
     const alone = await write(engine, writerSteps, (n) => n >= Math.max(beside.length, aloneRuns * writerSteps));
     const left = Number((await client.query(`SELECT count(*) FROM ${schema}.runs WHERE workflow = 'old'`)).rows[0].count);
     if (pruned.runs !== runs || left !== 0) throw new Error(`case 13 (Postgres): pruned ${pruned.runs} of ${runs}, ${left} left`);
-    const slowestAlone = alone.reduce((a, b) => Math.max(a, b), 0);
-    const slowestBeside = beside.reduce((a, b) => Math.max(a, b), 0);
-    const slowestBatch = Math.max(...batches);
-    const sorted = (xs) => [...xs].sort((a, b) => a - b);
-    const p99 = (xs) => sorted(xs)[Math.floor(xs.length * 0.99)];
+    const slowestAlone = slowest(alone);
+    const slowestBeside = slowest(beside);
+    const slowestBatch = slowest(batches);
     return {
       runs,
       fillMs,

@@ -72,6 +72,11 @@ export async function write(engine, steps, done) {
   return all;
 }
 
+// Not Math.max(...xs): a slow prune leaves more steps beside it than a call has room for arguments.
+export const slowest = (xs) => xs.reduce((a, b) => Math.max(a, b), 0);
+export const sorted = (xs) => [...xs].sort((a, b) => a - b);
+export const p99 = (xs) => sorted(xs)[Math.floor(xs.length * 0.99)];
+
 export async function pruneCase(runs = 100_000, writerSteps = 200, aloneRuns = 10) {
   const file = tmpFile("prune");
   try {
@@ -93,12 +98,8 @@ export async function pruneCase(runs = 100_000, writerSteps = 200, aloneRuns = 1
     // slower by chance alone (an fsync that takes long), so both slowest steps are of as many.
     const alone = await write(e2, writerSteps, (n) => n >= Math.max(beside.length, aloneRuns * writerSteps));
     await e2.close();
-    // Not Math.max(...xs): a slow prune leaves more steps beside it than a call has room for arguments.
-    const slowest = (xs) => xs.reduce((a, b) => Math.max(a, b), 0);
     const slowestAlone = slowest(alone);
     const slowestBeside = slowest(beside);
-    const sorted = (xs) => [...xs].sort((a, b) => a - b);
-    const p99 = (xs) => sorted(xs)[Math.floor(xs.length * 0.99)];
     return {
       runs,
       fillMs,

@@ -6,28 +6,13 @@
 // HTML timeline.
 import fs from "node:fs";
 import path from "node:path";
-import type { ChildProcess } from "node:child_process";
-import type { Browser } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./browser.js";
+import { describe, expect, it } from "vitest";
+import { uiSuite } from "./ui-suite.js";
 import { startUiServer } from "./ui-server.js";
-import { assertBuilt, cli, TempDirs, writeWorkflow } from "./helpers.js";
+import { cli, writeWorkflow } from "./helpers.js";
 
-const dirs = new TempDirs();
-let browser: Browser;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  assertBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  dirs.cleanup();
-});
+const suite = uiSuite();
+const { dirs, children } = suite;
 
 /** `steplog ui` on a free port, looking at the store every 200 ms; resolves with its URL. */
 const startUi = async (cwd: string, extra: string[] = []) => (await startUiServer(cwd, ["--poll", "200ms", ...extra], children)).url;
@@ -46,7 +31,7 @@ describe("steplog ui: approvals show their input", () => {
     const file = writeWorkflow(cwd, "mailer.mjs", MAILER);
     await cli(["run", file, "--id", "m1"], { cwd });
     const url = await startUi(cwd, ["--redact", "token"]);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await suite.browser.newPage({ viewport: { width: 1280, height: 900 } });
 
     await page.goto(`${url}/queue`);
     const card = page.locator('.card.approval[data-run="m1"]');

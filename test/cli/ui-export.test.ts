@@ -3,28 +3,13 @@
 // with --redact the download is redacted (for reading, marked so, not importable).
 import fs from "node:fs";
 import path from "node:path";
-import type { ChildProcess } from "node:child_process";
-import type { Browser } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./browser.js";
+import { describe, expect, it } from "vitest";
+import { uiSuite } from "./ui-suite.js";
 import { startUiServer } from "./ui-server.js";
-import { assertBuilt, cli, TempDirs, writeWorkflow } from "./helpers.js";
+import { cli, writeWorkflow } from "./helpers.js";
 
-const dirs = new TempDirs();
-let browser: Browser;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  assertBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  dirs.cleanup();
-});
+const suite = uiSuite();
+const { dirs, children } = suite;
 
 /** `steplog ui` on a free port, looking at the store every 200 ms; resolves with its URL. */
 const startUi = async (cwd: string, extra: string[] = []) => (await startUiServer(cwd, ["--poll", "200ms", ...extra], children)).url;
@@ -40,7 +25,7 @@ const SIGNUP = `export default defineWorkflow({
 
 /** Click the run page's Export link; the downloaded document and its file name. */
 async function download(url: string, id: string, cwd: string) {
-  const page = await browser.newPage();
+  const page = await suite.browser.newPage();
   await page.goto(`${url}/runs/${id}`);
   const link = page.getByRole("link", { name: /^Export/ });
   const text = await link.textContent();

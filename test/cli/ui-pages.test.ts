@@ -5,32 +5,17 @@
 // does not have (the favicon).
 import fs from "node:fs";
 import path from "node:path";
-import type { ChildProcess } from "node:child_process";
-import type { Browser, Locator, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./browser.js";
+import type { Locator, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { uiSuite } from "./ui-suite.js";
 import { startUiServer } from "./ui-server.js";
 import { sqliteStore } from "../../src/entries/sqlite.js";
 import { attemptRow, runRow } from "../../src/entries/testing.js";
 import type { RunStatus, Store } from "../../src/store/types.js";
-import { assertBuilt, TempDirs } from "./helpers.js";
 
-const dirs = new TempDirs();
-let browser: Browser;
-const children: ChildProcess[] = [];
+const suite = uiSuite();
+const { dirs, children } = suite;
 const T = Date.UTC(2031, 0, 1);
-
-beforeAll(async () => {
-  assertBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  dirs.cleanup();
-});
 
 /** The default store of a folder (what `steplog ui` there reads). */
 const storeIn = (cwd: string): Store => sqliteStore({ path: path.join(cwd, ".steplog", "steplog.db"), durability: "process" });
@@ -78,7 +63,7 @@ describe("steplog ui over many runs", () => {
     const cwd = dirs.make();
     const { all, failed } = await seed(cwd, 1200);
     const { url } = await startUi(cwd, "1s");
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await suite.browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(url);
     expect(await countLine(page)).toBe("1–100 of 1,200 runs, newest first");
     expect(await shown(page)).toEqual(all.slice(0, 100));
@@ -139,7 +124,7 @@ describe("steplog ui over many runs", () => {
       }
       throw new Error(`no CPU report: ${run.output()}`);
     };
-    const page = await browser.newPage();
+    const page = await suite.browser.newPage();
     await page.goto(url);
     await expect.poll(() => page.locator("header .live").textContent()).toBe("● live");
     await new Promise((r) => setTimeout(r, 1000)); // past the first looks
@@ -168,7 +153,7 @@ describe("steplog ui over many runs", () => {
     const cwd = dirs.make();
     await seed(cwd, 3);
     const { url } = await startUi(cwd, "1s");
-    const page = await browser.newPage();
+    const page = await suite.browser.newPage();
     const failures: string[] = [];
     page.on("response", (response) => {
       if (response.status() >= 400) failures.push(`${response.status()} ${response.url()}`);

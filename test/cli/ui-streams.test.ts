@@ -6,29 +6,15 @@
 // stream's name or chunks stays text.
 import fs from "node:fs";
 import path from "node:path";
-import type { ChildProcess } from "node:child_process";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { spawnNode } from "../helpers/child.js";
-import { launchChromium } from "./browser.js";
+import { uiSuite } from "./ui-suite.js";
 import { startUiServer } from "./ui-server.js";
-import { assertBuilt, BIN, childEnv, cli, TempDirs, writeWorkflow } from "./helpers.js";
+import { BIN, childEnv, cli, writeWorkflow } from "./helpers.js";
 
-const dirs = new TempDirs();
-let browser: Browser;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  assertBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  dirs.cleanup();
-});
+const suite = uiSuite();
+const { dirs, children } = suite;
 
 /** Three parts, each written by a step; after each, a step that waits for the test's file go-N. */
 const TALK = `import fs from "node:fs";
@@ -98,7 +84,7 @@ describe("steplog ui: a run's streams", () => {
     await expect.poll(async () => (await fetch(`${url}/runs/talk-1`)).status, { timeout: 20_000 }).toBe(200);
 
     const live = readEvents(`${url}/runs/talk-1/streams/answer`);
-    const page = await browser.newPage();
+    const page = await suite.browser.newPage();
     await page.goto(`${url}/runs/talk-1`);
     // Set once: a reload would lose it.
     await page.evaluate(() => ((globalThis as unknown as { sameLoad: string }).sameLoad = "yes"));
@@ -197,7 +183,7 @@ describe("steplog ui: a run's streams", () => {
     );
     expect((await cli(["run", file, "--id", "p-1"], { cwd })).output).toMatch(/waiting/);
     const { url } = await startUiServer(cwd, ["--poll", "200ms"], children);
-    const page = await browser.newPage();
+    const page = await suite.browser.newPage();
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     await page.route("**/ui.js", async (route) => {
@@ -237,7 +223,7 @@ describe("steplog ui: a run's streams", () => {
     );
     expect((await cli(["run", file, "--id", "long-1"], { cwd })).code).toBe(0);
     const { url } = await startUiServer(cwd, ["--poll", "200ms"], children);
-    const page = await browser.newPage();
+    const page = await suite.browser.newPage();
     await page.goto(`${url}/runs/long-1`);
     const shown = (await section(page, "out").locator("pre").textContent())!;
     expect(shown.length).toBe(64 * 1024);

@@ -7,30 +7,16 @@
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import type { ChildProcess } from "node:child_process";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./browser.js";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { uiSuite } from "./ui-suite.js";
 import { startUiServer } from "./ui-server.js";
 import { spawnNode } from "../helpers/child.js";
-import { assertBuilt, BIN, childEnv, cli, example, ROOT, TempDirs, writeWorkflow } from "./helpers.js";
+import { BIN, childEnv, cli, example, ROOT, writeWorkflow } from "./helpers.js";
 import { decodePng, distinctColours } from "./png.js";
 
-const dirs = new TempDirs();
-let browser: Browser;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  assertBuilt();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-  dirs.cleanup();
-});
+const suite = uiSuite();
+const { dirs, children } = suite;
 
 /** `steplog ui` on a free port, looking at the store every 200 ms; resolves with its URL. */
 const startUi = async (cwd: string, extra: string[] = []) => (await startUiServer(cwd, ["--poll", "200ms", ...extra], children)).url;
@@ -61,7 +47,7 @@ describe("steplog ui in Chromium", () => {
   it("clicks through a crashed, an escalated and a waiting run; resolves and continues one, approves one and watches it complete", async () => {
     const cwd = await seeded();
     const url = await startUi(cwd);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await suite.browser.newPage({ viewport: { width: 1280, height: 900 } });
     const dialogs: string[] = [];
     page.on("dialog", (d) => {
       dialogs.push(d.message());
@@ -149,7 +135,7 @@ describe("steplog ui in Chromium", () => {
     );
     await cli(["run", file, "--id", `<b onclick="alert(5)">x</b>`], { cwd });
     const url = await startUi(cwd);
-    const page = await browser.newPage();
+    const page = await suite.browser.newPage();
     const dialogs: string[] = [];
     page.on("dialog", (d) => {
       dialogs.push(d.message());
@@ -218,7 +204,7 @@ describe("steplog ui in Chromium", () => {
     expect(demo.code, demo.stderr).toBe(0);
     const runId = /run (demo-\d+)/.exec(demo.stdout)![1]!;
     const url = await startUi(dir, ["--db", path.join(dir, "steplog.db")]);
-    const page = await browser.newPage();
+    const page = await suite.browser.newPage();
     await page.goto(url);
     expect(await page.locator(`tr[data-run="${runId}"] .badge`).textContent()).toBe("completed");
     await page.click(`a[href="/runs/${runId}"]`);
