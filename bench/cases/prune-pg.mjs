@@ -7,7 +7,7 @@
 // whether a writer's step is ever held for longer than one batch, and the issue's ≤ 3× ratio.
 
 import { createEngine } from "../lib.mjs";
-import { p99, slowest, sorted, write, writer } from "./prune.mjs";
+import { slowest, sorted, writer, writerBesidePrune } from "./prune.mjs";
 
 const T0 = Date.UTC(2025, 0, 1);
 
@@ -63,36 +63,20 @@ export async function prunePgCase(runs = 10_000, writerSteps = 200, aloneRuns = 
     const t = performance.now();
     await fill(client, schema, runs);
     const fillMs = performance.now() - t;
-    // As on SQLite (prune.mjs): a warm-up run, beside the prune, then alone for as many steps.
-    await write(engine, writerSteps, () => true);
-    let pruned;
-    const started = performance.now();
-    const pruning = engine.prune({ endedBefore: T0 + runs + 10, workflow: "old" }).then((r) => (pruned = { ...r, ms: performance.now() - started }));
-    const beside = await write(engine, writerSteps, () => pruned !== undefined);
-    await pruning;
-    const alone = await write(engine, writerSteps, (n) => n >= Math.max(beside.length, aloneRuns * writerSteps));
+    const { pruned, writer: figures } = await writerBesidePrune(engine, { endedBefore: T0 + runs + 10, workflow: "old" }, writerSteps, aloneRuns);
     const left = Number((await client.query(`SELECT count(*) FROM ${schema}.runs WHERE workflow = 'old'`)).rows[0].count);
     if (pruned.runs !== runs || left !== 0) throw new Error(`case 13 (Postgres): pruned ${pruned.runs} of ${runs}, ${left} left`);
-    const slowestAlone = slowest(alone);
-    const slowestBeside = slowest(beside);
     const slowestBatch = slowest(batches);
     return {
       runs,
       fillMs,
       pruned,
-      prunedRunsPerSec: (pruned.runs / pruned.ms) * 1000,
       batches: batches.length,
       slowestBatchMs: slowestBatch,
       medianBatchMs: sorted(batches)[Math.floor(batches.length / 2)],
-      stepsAlone: alone.length,
-      stepsBeside: beside.length,
-      slowestAloneMs: slowestAlone,
-      slowestBesideMs: slowestBeside,
-      p99AloneMs: p99(alone),
-      p99BesideMs: p99(beside),
-      ratio: slowestBeside / slowestAlone,
+      ...figures,
       // Held by at most one batch: the slowest step beside is no longer than the slowest alone and the slowest batch.
-      withinOneBatch: slowestBeside <= slowestAlone + slowestBatch,
+      withinOneBatch: figures.slowestBesideMs <= figures.slowestAloneMs + slowestBatch,
     };
   } finally {
     if (engine) await engine.close().catch(() => {});

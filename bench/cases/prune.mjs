@@ -77,6 +77,36 @@ export const slowest = (xs) => xs.reduce((a, b) => Math.max(a, b), 0);
 export const sorted = (xs) => [...xs].sort((a, b) => a - b);
 export const p99 = (xs) => sorted(xs)[Math.floor(xs.length * 0.99)];
 
+/**
+ * A warm-up run, then the writer's steps timed beside `engine.prune(options)` until it has ended,
+ * then alone for as many steps (at least `aloneRuns` runs): the slowest of more samples is slower
+ * by chance alone (an fsync that takes long), so both slowest steps are of as many.
+ */
+export async function writerBesidePrune(engine, options, writerSteps, aloneRuns) {
+  await write(engine, writerSteps, () => true);
+  let pruned;
+  const started = performance.now();
+  const pruning = engine.prune(options).then((r) => (pruned = { ...r, ms: performance.now() - started }));
+  const beside = await write(engine, writerSteps, () => pruned !== undefined);
+  await pruning;
+  const alone = await write(engine, writerSteps, (n) => n >= Math.max(beside.length, aloneRuns * writerSteps));
+  const slowestAloneMs = slowest(alone);
+  const slowestBesideMs = slowest(beside);
+  return {
+    pruned,
+    writer: {
+      prunedRunsPerSec: (pruned.runs / pruned.ms) * 1000,
+      stepsAlone: alone.length,
+      stepsBeside: beside.length,
+      slowestAloneMs,
+      slowestBesideMs,
+      p99AloneMs: p99(alone),
+      p99BesideMs: p99(beside),
+      ratio: slowestBesideMs / slowestAloneMs,
+    },
+  };
+}
+
 export async function pruneCase(runs = 100_000, writerSteps = 200, aloneRuns = 10) {
   const file = tmpFile("prune");
   try {
@@ -87,32 +117,9 @@ export async function pruneCase(runs = 100_000, writerSteps = 200, aloneRuns = 1
     fill(file, runs);
     const fillMs = performance.now() - t;
     const e2 = createEngine({ store: sqliteStore({ path: file }), workflows: [writer] });
-    // A warm-up run, then beside the prune: writer runs until it has ended.
-    await write(e2, writerSteps, () => true);
-    let pruned;
-    const started = performance.now();
-    const pruning = e2.prune({ endedBefore: T0 + runs + 10, workflow: "old" }).then((r) => (pruned = { ...r, ms: performance.now() - started }));
-    const beside = await write(e2, writerSteps, () => pruned !== undefined);
-    await pruning;
-    // Alone: as many steps as beside (at least `aloneRuns` runs): the slowest of more samples is
-    // slower by chance alone (an fsync that takes long), so both slowest steps are of as many.
-    const alone = await write(e2, writerSteps, (n) => n >= Math.max(beside.length, aloneRuns * writerSteps));
+    const { pruned, writer: figures } = await writerBesidePrune(e2, { endedBefore: T0 + runs + 10, workflow: "old" }, writerSteps, aloneRuns);
     await e2.close();
-    const slowestAlone = slowest(alone);
-    const slowestBeside = slowest(beside);
-    return {
-      runs,
-      fillMs,
-      pruned,
-      prunedRunsPerSec: (pruned.runs / pruned.ms) * 1000,
-      stepsAlone: alone.length,
-      stepsBeside: beside.length,
-      slowestAloneMs: slowestAlone,
-      slowestBesideMs: slowestBeside,
-      p99AloneMs: p99(alone),
-      p99BesideMs: p99(beside),
-      ratio: slowestBeside / slowestAlone,
-    };
+    return { runs, fillMs, pruned, ...figures };
   } finally {
     removeDb(file);
   }
